@@ -1,0 +1,37 @@
+# Front door of the project. Every target sets up the venv from nothing when it is missing.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+CONFIG ?= configs/default.json
+JOBS   ?= auto
+
+.PHONY: all sim test test-fast bench verilog clean distclean venv
+
+all: test
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev,cosim]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+sim: $(STAMP)
+	$(PY) -m sw.demo --config $(CONFIG)
+
+test: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) -q tests
+
+bench: $(STAMP)
+	$(PY) -m sw.bench --config $(CONFIG)
+
+verilog: $(STAMP)
+	$(PY) -m hw --config $(CONFIG) -o build/vta.v
+
+clean:
+	rm -rf build .pytest_cache
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,59 @@
+"""Signatures shared by the blocks of the accelerator.
+
+These are the contracts between the memory system (AXI4 master, fetch, control) and the datapath
+(load, compute, store). Everything is a ``wiring.Signature`` seen from the block that *uses* the
+memory (a DMA client): ``Out`` members are driven by the client.
+
+DMA read client
+    ``cmd``  (Out stream): ``addr`` byte address (aligned to the bus width, i.e. the low
+             LOG_BUS_WIDTH-3 bits are zero), ``beats`` number of bus words to read (>= 1).
+    ``data`` (In stream):  ``data`` one bus word (little-endian bytes), ``last`` on the final word
+             of the command. Words arrive in address order; the client may apply back-pressure.
+    A client may issue its next command before the data of the previous one has arrived; data
+    comes back in command order.
+
+DMA write client
+    ``cmd``  (Out stream): ``addr`` (bus aligned) and ``beats``.
+    ``data`` (Out stream): ``data``, ``strb`` (one bit per byte), ``last``.
+    ``done`` (In): a one-cycle pulse when every word of one command has been acknowledged by
+             the memory (AXI B response); one pulse per command, in command order.
+
+Token port (dependency queues, reference §3.8)
+    A producer drives ``push`` for one cycle per token; a consumer sees ``valid`` (count > 0) and
+    drives ``pop`` for one cycle to consume one.
+"""
+
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["dma_read_signature", "dma_write_signature", "TokenPushSignature", "TokenPopSignature",
+           "DMA_BEATS_BITS", "ADDR_BITS"]
+
+ADDR_BITS = 32
+DMA_BEATS_BITS = 24
+
+
+def dma_cmd_layout():
+    return data.StructLayout({"addr": ADDR_BITS, "beats": DMA_BEATS_BITS})
+
+
+def dma_read_signature(bus_width: int) -> wiring.Signature:
+    return wiring.Signature({
+        "cmd": Out(stream.Signature(dma_cmd_layout())),
+        "data": In(stream.Signature(data.StructLayout({"data": bus_width, "last": 1}))),
+    })
+
+
+def dma_write_signature(bus_width: int) -> wiring.Signature:
+    return wiring.Signature({
+        "cmd": Out(stream.Signature(dma_cmd_layout())),
+        "data": Out(stream.Signature(data.StructLayout(
+            {"data": bus_width, "strb": bus_width // 8, "last": 1}))),
+        "done": In(1),
+    })
+
+
+# Seen from the producer of tokens.
+TokenPushSignature = wiring.Signature({"push": Out(1)})
+# Seen from the consumer of tokens.
+TokenPopSignature = wiring.Signature({"valid": In(1), "pop": Out(1)})

@@ -1,0 +1,354 @@
+"""The VTA instruction set, defined once.
+
+Every instruction format is a list of :class:`Field` in declaration order. Bit offsets follow VTA's
+rule (reference §2.6): fields are laid out from bit 0 in order, and a field that would cross bit 64
+starts at bit 64 instead. Widths that depend on the SRAM depths come from the :class:`~sw.config.Config`.
+From this one definition come the Python encoder and decoder, the numpy bulk decoder of the golden
+model, the disassembler, the Amaranth layouts of the hardware and the tables in the docs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from functools import lru_cache
+
+import numpy as np
+
+from . import config as C
+
+__all__ = [
+    "Opcode", "MemId", "AluOp", "Field", "Format", "ISA", "Insn", "EncodeError", "isa_for",
+    "STAGE_LOAD", "STAGE_COMPUTE", "STAGE_STORE", "STAGE_NAMES",
+]
+
+
+class Opcode(IntEnum):
+    LOAD = 0
+    STORE = 1
+    GEMM = 2
+    FINISH = 3
+    ALU = 4
+
+
+class MemId(IntEnum):
+    UOP = 0
+    WGT = 1
+    INP = 2
+    ACC = 3
+    OUT = 4
+    ACC_8BIT = 5
+
+
+class AluOp(IntEnum):
+    MIN = 0
+    MAX = 1
+    ADD = 2
+    SHR = 3
+    MUL = 4
+
+
+# Stage (queue id) of the module that executes an instruction (reference §3.8, DESIGN §5).
+STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE = 1, 2, 3
+STAGE_NAMES = {STAGE_LOAD: "load", STAGE_COMPUTE: "compute", STAGE_STORE: "store"}
+
+
+class EncodeError(ValueError):
+    """A value does not fit the instruction field it is meant for."""
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    width: int
+    offset: int
+    signed: bool = False
+    doc: str = ""
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.width) - 1
+
+    @property
+    def lo(self) -> int:
+        return -(1 << (self.width - 1)) if self.signed else 0
+
+    @property
+    def hi(self) -> int:
+        return (1 << (self.width - 1)) - 1 if self.signed else (1 << self.width) - 1
+
+
+class Format:
+    """An instruction (or micro-op) format: fields with offsets, computed by VTA's layout rule."""
+
+    def __init__(self, name: str, size: int, spec):
+        self.name = name
+        self.size = size
+        self.fields: dict[str, Field] = {}
+        pos = 0
+        for fname, width, signed, doc in spec:
+            if width <= 0:
+                raise C.ConfigError(f"{name}.{fname}: the config gives this field {width} bits")
+            if pos < 64 < pos + width and size > 64:
+                pos = 64
+            if pos + width > size:
+                raise C.ConfigError(
+                    f"the {name} format does not fit in {size} bits: field {fname!r} ({width} bits) would end "
+                    f"at bit {pos + width}; reduce the SRAM depths in the config")
+            self.fields[fname] = Field(fname, width, pos, signed, doc)
+            pos += width
+        self.used_bits = pos
+
+    def __iter__(self):
+        return iter(self.fields.values())
+
+    def __getitem__(self, name) -> Field:
+        return self.fields[name]
+
+    def encode(self, values: dict) -> int:
+        word = 0
+        for name, value in values.items():
+            try:
+                f = self.fields[name]
+            except KeyError:
+                raise EncodeError(f"{self.name}: no field {name!r}; fields are {', '.join(self.fields)}") from None
+            value = int(value)
+            if not f.lo <= value <= f.hi:
+                raise EncodeError(
+                    f"{self.name}.{name} = {value} does not fit its {f.width}-bit "
+                    f"{'signed ' if f.signed else ''}field; allowed range [{f.lo}, {f.hi}]")
+            word |= (value & f.mask) << f.offset
+        return word
+
+    def decode(self, word: int) -> dict:
+        out = {}
+        for f in self.fields.values():
+            v = (word >> f.offset) & f.mask
+            if f.signed and v >> (f.width - 1):
+                v -= 1 << f.width
+            out[f.name] = v
+        return out
+
+    def decode_array(self, lo: np.ndarray, hi: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Decode many words at once; ``lo``/``hi`` are the uint64 halves (bits 0-63 and 64-127)."""
+        out = {}
+        for f in self.fields.values():
+            src, off = (lo, f.offset) if f.offset < 64 else (hi, f.offset - 64)
+            v = (src >> np.uint64(off)) & np.uint64(f.mask)
+            v = v.astype(np.int64)
+            if f.signed:
+                v = np.where(v >> (f.width - 1), v - (1 << f.width), v)
+            out[f.name] = v
+        return out
+
+    def table(self) -> str:
+        """A markdown table of the layout (for the docs)."""
+        rows = [f"| bits | field | width | meaning |", "|---|---|---|---|"]
+        for f in self.fields.values():
+            rows.append(f"| {f.offset}-{f.offset + f.width - 1} | `{f.name}` | {f.width}"
+                        f"{' (signed)' if f.signed else ''} | {f.doc} |")
+        return "\n".join(rows)
+
+
+_HEADER = [
+    ("opcode", C.OPCODE_BITS, False, "0 LOAD, 1 STORE, 2 GEMM, 3 FINISH, 4 ALU"),
+    ("pop_prev", 1, False, "wait for a token from the previous stage before starting"),
+    ("pop_next", 1, False, "wait for a token from the next stage before starting"),
+    ("push_prev", 1, False, "send a token to the previous stage when done"),
+    ("push_next", 1, False, "send a token to the next stage when done"),
+]
+
+
+@dataclass(frozen=True)
+class Insn:
+    """A decoded instruction: its format name ('mem', 'gemm' or 'alu') and field values."""
+    kind: str
+    f: dict
+
+    def __getattr__(self, name):
+        try:
+            return self.f[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def opcode(self):
+        return self.f["opcode"]
+
+    @property
+    def stage(self) -> int:
+        """The module that runs it: load (1), compute (2) or store (3) (reference §4.1)."""
+        op = self.f["opcode"]
+        if op == Opcode.STORE:
+            return STAGE_STORE
+        if op == Opcode.LOAD and self.f["memory_type"] in (MemId.INP, MemId.WGT):
+            return STAGE_LOAD
+        return STAGE_COMPUTE
+
+
+class ISA:
+    """The instruction formats for one configuration."""
+
+    def __init__(self, cfg: "C.Config"):
+        self.cfg = cfg
+        header = list(_HEADER)
+        self.mem = Format("mem", C.INS_WIDTH, header + [
+            ("memory_type", C.MEMOP_ID_BITS, False, "0 UOP, 1 WGT, 2 INP, 3 ACC, 4 OUT, 5 ACC_8BIT"),
+            ("sram_base", C.MEMOP_SRAM_ADDR_BITS, False, "SRAM element index"),
+            ("dram_base", C.MEMOP_DRAM_ADDR_BITS, False, "DRAM address in elements of this memory type"),
+            ("y_size", C.MEMOP_SIZE_BITS, False, "rows"),
+            ("x_size", C.MEMOP_SIZE_BITS, False, "elements per row; 0 = a NOP that only moves tokens"),
+            ("x_stride", C.MEMOP_STRIDE_BITS, False, "DRAM row stride in elements"),
+            ("y_pad_0", C.MEMOP_PAD_BITS, False, "zero rows before"),
+            ("y_pad_1", C.MEMOP_PAD_BITS, False, "zero rows after"),
+            ("x_pad_0", C.MEMOP_PAD_BITS, False, "zero elements before each row"),
+            ("x_pad_1", C.MEMOP_PAD_BITS, False, "zero elements after each row"),
+        ])
+        loop_head = header + [
+            ("reset", 1, False, "GEMM: zero the destination instead of accumulating (ignored by ALU)"),
+            ("uop_bgn", cfg.LOG_UOP_DEPTH, False, "first micro-op"),
+            ("uop_end", cfg.LOG_UOP_DEPTH + 1, False, "one past the last micro-op"),
+            ("iter_out", C.LOOP_ITER_BITS, False, "outer loop count"),
+            ("iter_in", C.LOOP_ITER_BITS, False, "inner loop count"),
+            ("dst_factor_out", cfg.LOG_ACC_DEPTH, False, "acc index step per outer iteration"),
+            ("dst_factor_in", cfg.LOG_ACC_DEPTH, False, "acc index step per inner iteration"),
+        ]
+        self.gemm = Format("gemm", C.INS_WIDTH, loop_head + [
+            ("src_factor_out", cfg.LOG_INP_DEPTH, False, "inp index step per outer iteration"),
+            ("src_factor_in", cfg.LOG_INP_DEPTH, False, "inp index step per inner iteration"),
+            ("wgt_factor_out", cfg.LOG_WGT_DEPTH, False, "wgt index step per outer iteration"),
+            ("wgt_factor_in", cfg.LOG_WGT_DEPTH, False, "wgt index step per inner iteration"),
+        ])
+        self.alu = Format("alu", C.INS_WIDTH, loop_head + [
+            ("src_factor_out", cfg.LOG_ACC_DEPTH, False, "acc (operand) index step per outer iteration"),
+            ("src_factor_in", cfg.LOG_ACC_DEPTH, False, "acc (operand) index step per inner iteration"),
+            ("alu_opcode", C.ALU_OPCODE_BITS, False, "0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL"),
+            ("use_imm", 1, False, "1 = the second operand is the immediate"),
+            ("imm", C.ALUOP_IMM_BITS, True, "immediate, sign-extended to the accumulator width"),
+        ])
+        self.uop = Format("uop", C.UOP_WIDTH, [
+            ("dst_idx", cfg.LOG_ACC_DEPTH, False, "acc index (GEMM and ALU destination)"),
+            ("src_idx", cfg.UOP_SRC_BITS, False, "inp index (GEMM) or acc index of the operand (ALU)"),
+            ("wgt_idx", cfg.LOG_WGT_DEPTH, False, "wgt index (GEMM)"),
+        ])
+        self.formats = {"mem": self.mem, "gemm": self.gemm, "alu": self.alu}
+        self.insn_bytes = C.INS_WIDTH // 8
+        self.uop_bytes = C.UOP_WIDTH // 8
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def kind_of(opcode: int) -> str:
+        if opcode in (Opcode.LOAD, Opcode.STORE):
+            return "mem"
+        if opcode in (Opcode.GEMM, Opcode.FINISH):
+            return "gemm"
+        if opcode == Opcode.ALU:
+            return "alu"
+        raise EncodeError(f"opcode = {opcode} is not an instruction; allowed: "
+                          + ", ".join(f"{o.value} {o.name}" for o in Opcode))
+
+    def encode(self, **fields) -> int:
+        """Encode one instruction as a 128-bit integer; the opcode selects the format."""
+        opcode = fields.get("opcode")
+        if opcode is None:
+            raise EncodeError("an instruction needs an 'opcode' field")
+        return self.formats[self.kind_of(int(opcode))].encode(fields)
+
+    def decode(self, word: int) -> Insn:
+        opcode = word & ((1 << C.OPCODE_BITS) - 1)
+        kind = self.kind_of(opcode)
+        return Insn(kind, self.formats[kind].decode(word))
+
+    def encode_uop(self, dst_idx: int, src_idx: int = 0, wgt_idx: int = 0) -> int:
+        return self.uop.encode({"dst_idx": dst_idx, "src_idx": src_idx, "wgt_idx": wgt_idx})
+
+    def decode_uops(self, words: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(dst, src, wgt) index arrays of many micro-ops (uint32 words)."""
+        w = words.astype(np.int64)
+        f = self.uop.fields
+        return tuple((w >> f[n].offset) & f[n].mask for n in ("dst_idx", "src_idx", "wgt_idx"))
+
+    @staticmethod
+    def to_bytes(word: int) -> bytes:
+        return word.to_bytes(C.INS_WIDTH // 8, "little")
+
+    @staticmethod
+    def from_bytes(data) -> int:
+        return int.from_bytes(bytes(data), "little")
+
+    def words_to_array(self, words) -> np.ndarray:
+        """Pack 128-bit instruction integers into a uint8 array (16 bytes each, little-endian)."""
+        words = list(words)
+        out = np.empty((len(words), 2), dtype=np.uint64)
+        mask = (1 << 64) - 1
+        for i, w in enumerate(words):
+            out[i, 0] = w & mask
+            out[i, 1] = w >> 64
+        return out.view(np.uint8).reshape(-1)
+
+    def decode_stream(self, raw: np.ndarray) -> list[Insn]:
+        """Decode a stream of instructions held as bytes (16 per instruction), vectorised per field."""
+        pairs = np.ascontiguousarray(raw).view(np.uint64).reshape(-1, 2)
+        lo, hi = pairs[:, 0], pairs[:, 1]
+        opcodes = (lo & np.uint64((1 << C.OPCODE_BITS) - 1)).astype(np.int64)
+        bad = ~np.isin(opcodes, [int(o) for o in Opcode])
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise EncodeError(f"instruction {i}: opcode = {opcodes[i]} is not an instruction; allowed: "
+                              + ", ".join(f"{o.value} {o.name}" for o in Opcode))
+        decoded = {kind: fmt.decode_array(lo, hi) for kind, fmt in self.formats.items()}
+        kinds = [self.kind_of(int(o)) for o in opcodes]
+        cols = {kind: {name: arr.tolist() for name, arr in d.items()} for kind, d in decoded.items()}
+        out = []
+        for i, kind in enumerate(kinds):
+            c = cols[kind]
+            out.append(Insn(kind, {name: col[i] for name, col in c.items()}))
+        return out
+
+    # ------------------------------------------------------------------ disassembly
+    def disasm(self, insn) -> str:
+        """One readable line for an instruction (an :class:`Insn` or a 128-bit integer)."""
+        if not isinstance(insn, Insn):
+            insn = self.decode(int(insn))
+        f = insn.f
+        flags = "".join(ch if f[name] else "-" for ch, name in
+                        (("p", "pop_prev"), ("n", "pop_next"), ("P", "push_prev"), ("N", "push_next")))
+        deps = f"[{flags}]"
+        op = f["opcode"]
+        if insn.kind == "mem":
+            try:
+                mem = MemId(f["memory_type"]).name
+            except ValueError:
+                mem = f"mem{f['memory_type']}"
+            name = "LOAD" if op == Opcode.LOAD else "STORE"
+            if f["x_size"] == 0:
+                return f"{name:6s} {mem:8s} {deps} NOP"
+            pad = ""
+            if any(f[p] for p in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")):
+                pad = f" pad y({f['y_pad_0']},{f['y_pad_1']}) x({f['x_pad_0']},{f['x_pad_1']})"
+            return (f"{name:6s} {mem:8s} {deps} sram={f['sram_base']} dram={f['dram_base']:#x} "
+                    f"y={f['y_size']} x={f['x_size']} stride={f['x_stride']}{pad}")
+        if op == Opcode.FINISH:
+            return f"FINISH          {deps}"
+        loops = (f"uop[{f['uop_bgn']}:{f['uop_end']}] out={f['iter_out']} in={f['iter_in']} "
+                 f"dst=({f['dst_factor_out']},{f['dst_factor_in']}) src=({f['src_factor_out']},{f['src_factor_in']})")
+        if insn.kind == "gemm":
+            return (f"GEMM   {'reset   ' if f['reset'] else '        '} {deps} {loops} "
+                    f"wgt=({f['wgt_factor_out']},{f['wgt_factor_in']})")
+        try:
+            aop = AluOp(f["alu_opcode"]).name
+        except ValueError:
+            aop = f"op{f['alu_opcode']}"
+        operand = f"imm={f['imm']}" if f["use_imm"] else "tensor"
+        return f"ALU    {aop:8s} {deps} {loops} {operand}"
+
+    def disasm_uop(self, word: int, mode: str = "gemm") -> str:
+        d = self.uop.decode(int(word))
+        if mode == "alu":
+            return f"acc[{d['dst_idx']}] op= acc[{d['src_idx']}]"
+        return f"acc[{d['dst_idx']}] += inp[{d['src_idx']}] . wgt[{d['wgt_idx']}]"
+
+
+@lru_cache(maxsize=None)
+def isa_for(cfg: "C.Config") -> ISA:
+    return ISA(cfg)
