@@ -1,0 +1,271 @@
+"""The AXI4 memory master: DMA read clients and one DMA write client on one AXI4 port.
+
+The AXI side follows the AXI naming convention (``awvalid``, ``araddr``, ...) so that the top level
+can expose the members as ``m_axi_<name>`` and vendor tools infer the interface.
+"""
+
+from amaranth.hdl import Array, Cat, Const, Module, Signal
+from amaranth.lib import fifo, wiring
+from amaranth.lib.wiring import In, Out
+
+from .interfaces import ADDR_BITS, DMA_BEATS_BITS, dma_read_signature, dma_write_signature
+
+__all__ = ["axi4_signature", "axi4_lite_signature", "AxiMaster", "BUS_WIDTHS",
+           "AXI_BURST_INCR", "AXI_CACHE_COHERENT", "AXI_BOUNDARY"]
+
+BUS_WIDTHS = (64, 128, 256, 512)
+AXI_BURST_INCR = 0b01
+AXI_CACHE_COHERENT = 0b1111
+AXI_BOUNDARY = 4096          # a burst never crosses a 4 KiB boundary (AXI spec A3.4.1)
+
+
+def axi4_signature(data_width: int, addr_width: int = ADDR_BITS, id_width: int = 1) -> wiring.Signature:
+    """An AXI4 port seen from the master (``Out`` = driven by the master)."""
+    return wiring.Signature({
+        "awvalid": Out(1), "awready": In(1), "awid": Out(id_width), "awaddr": Out(addr_width),
+        "awlen": Out(8), "awsize": Out(3), "awburst": Out(2), "awcache": Out(4), "awprot": Out(3),
+        "wvalid": Out(1), "wready": In(1), "wdata": Out(data_width), "wstrb": Out(data_width // 8),
+        "wlast": Out(1),
+        "bvalid": In(1), "bready": Out(1), "bid": In(id_width), "bresp": In(2),
+        "arvalid": Out(1), "arready": In(1), "arid": Out(id_width), "araddr": Out(addr_width),
+        "arlen": Out(8), "arsize": Out(3), "arburst": Out(2), "arcache": Out(4), "arprot": Out(3),
+        "rvalid": In(1), "rready": Out(1), "rid": In(id_width), "rdata": In(data_width),
+        "rresp": In(2), "rlast": In(1),
+    })
+
+
+def axi4_lite_signature(addr_width: int = 16, data_width: int = 32) -> wiring.Signature:
+    """An AXI4-Lite port seen from the master (a slave uses ``In(axi4_lite_signature(...))``)."""
+    return wiring.Signature({
+        "awvalid": Out(1), "awready": In(1), "awaddr": Out(addr_width), "awprot": Out(3),
+        "wvalid": Out(1), "wready": In(1), "wdata": Out(data_width), "wstrb": Out(data_width // 8),
+        "bvalid": In(1), "bready": Out(1), "bresp": In(2),
+        "arvalid": Out(1), "arready": In(1), "araddr": Out(addr_width), "arprot": Out(3),
+        "rvalid": In(1), "rready": Out(1), "rdata": In(data_width), "rresp": In(2),
+    })
+
+
+def _check_int(owner, name, value, lo, hi):
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError(f"{owner}: {name} must be an integer in [{lo}, {hi}], got {value!r}")
+
+
+class _BurstSplitter:
+    """Address and beats left of one client command, and the length of its next AXI burst.
+
+    The next burst is ``min(left, max_burst, beats up to the next 4 KiB boundary)``.
+    """
+
+    def __init__(self, m, name, log_bytes, max_burst):
+        self.addr = Signal(ADDR_BITS, name=f"{name}_addr")
+        self.left = Signal(DMA_BEATS_BITS, name=f"{name}_left")
+        self.beats = Signal(range(max_burst + 1), name=f"{name}_beats")
+        self.final = Signal(name=f"{name}_final")
+        to_boundary = Signal(range((AXI_BOUNDARY >> log_bytes) + 1), name=f"{name}_to_boundary")
+        m.d.comb += to_boundary.eq((AXI_BOUNDARY >> log_bytes) - self.addr[log_bytes:12])
+        with m.If((self.left <= max_burst) & (self.left <= to_boundary)):
+            m.d.comb += self.beats.eq(self.left)
+        with m.Elif(to_boundary <= max_burst):
+            m.d.comb += self.beats.eq(to_boundary)
+        with m.Else():
+            m.d.comb += self.beats.eq(max_burst)
+        m.d.comb += self.final.eq(self.beats == self.left)
+        self._log_bytes = log_bytes
+        self._m = m
+
+    def load(self, addr, beats):
+        """Statements that start a new client command (address aligned down to the bus)."""
+        lb = self._log_bytes
+        return [self.addr.eq(Cat(Const(0, lb), addr[lb:])), self.left.eq(beats)]
+
+    def advance(self):
+        """Statements that move past the burst just issued."""
+        return [self.addr.eq(self.addr + (self.beats << self._log_bytes)),
+                self.left.eq(self.left - self.beats)]
+
+
+class AxiMaster(wiring.Component):
+    """AXI4 master shared by the DMA clients of the accelerator.
+
+    Reads: ``n_readers`` DMA read clients (``read[i]``, :func:`hw.interfaces.dma_read_signature`)
+    arbitrated in fixed priority, client 0 highest, one whole command at a time. A command is split
+    into INCR bursts of at most ``max_burst`` beats that never cross a 4 KiB boundary. Up to
+    ``max_reads`` read bursts may be outstanding; one AXI ID is used, so data returns in order and a
+    small FIFO of (client, last burst of the command) routes each R beat to its client. ``last`` is
+    set on the final beat of each client command. A client that holds its ``data.ready`` low stalls
+    the R channel for everybody behind it: clients should only ask for data they can take.
+
+    Writes: one DMA write client (``write``). Each command is split in the same way; for each burst
+    AW is sent first, then its W beats (data and WSTRB from the client, WLAST generated here), so
+    the W channel never runs ahead of AW. Up to ``max_writes`` bursts may wait for their B
+    response. ``write.done`` pulses once per command, the cycle after the B response of its last
+    burst.
+
+    Fixed attributes: AxSIZE = log2(bus bytes), AxBURST = INCR, AxCACHE = 0b1111, AxPROT = 0,
+    AxID = 0. Addresses are bus-aligned (the low bits of ``cmd.addr`` are ignored); ``beats`` must
+    be >= 1.
+
+    ``error`` (out) latches a response other than OKAY on R or B; ``error_clear`` (in) clears it.
+    ``read_busy``/``write_busy`` (out) are high while a command is being split or has bursts in
+    flight.
+
+    Latency: a read command is accepted one cycle after ``cmd.valid`` (when the read splitter is
+    idle) and its first AR is valid the cycle after; R beats are forwarded combinationally
+    (``rdata`` to client ``data``, client ``ready`` to ``rready``). Throughput: one beat per cycle
+    on R and on W (one idle cycle per client command on AR/AW).
+
+    Parameters
+    ----------
+    cfg_or_bus_width : Config or int
+        A :class:`sw.config.Config` (its ``BUS_WIDTH`` is used) or the data width, one of 64, 128,
+        256, 512.
+    n_readers : int
+        Read clients, 1..16.
+    max_burst : int
+        Largest burst in beats, 1..256 (16 for AXI3-like targets).
+    max_reads, max_writes : int
+        Outstanding read bursts / write bursts awaiting B, 1..64.
+    """
+
+    def __init__(self, cfg_or_bus_width, n_readers: int = 1, *, max_burst: int = 256,
+                 max_reads: int = 4, max_writes: int = 4):
+        bus_width = getattr(cfg_or_bus_width, "BUS_WIDTH", cfg_or_bus_width)
+        if bus_width not in BUS_WIDTHS or isinstance(bus_width, bool):
+            raise ValueError(f"AxiMaster: bus_width must be one of {', '.join(map(str, BUS_WIDTHS))}, "
+                             f"got {bus_width!r}")
+        _check_int("AxiMaster", "n_readers", n_readers, 1, 16)
+        _check_int("AxiMaster", "max_burst", max_burst, 1, 256)
+        _check_int("AxiMaster", "max_reads", max_reads, 1, 64)
+        _check_int("AxiMaster", "max_writes", max_writes, 1, 64)
+        self.bus_width = bus_width
+        self.log_bytes = (bus_width // 8).bit_length() - 1
+        self.n_readers = n_readers
+        self.max_burst = max_burst
+        self.max_reads = max_reads
+        self.max_writes = max_writes
+        super().__init__({
+            "axi": Out(axi4_signature(bus_width)),
+            "read": In(dma_read_signature(bus_width)).array(n_readers),
+            "write": In(dma_write_signature(bus_width)),
+            "error": Out(1),
+            "error_clear": In(1),
+            "read_busy": Out(1),
+            "write_busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        axi = self.axi
+        lb = self.log_bytes
+
+        m.d.comb += [
+            axi.arsize.eq(lb), axi.arburst.eq(AXI_BURST_INCR), axi.arcache.eq(AXI_CACHE_COHERENT),
+            axi.arprot.eq(0), axi.arid.eq(0),
+            axi.awsize.eq(lb), axi.awburst.eq(AXI_BURST_INCR), axi.awcache.eq(AXI_CACHE_COHERENT),
+            axi.awprot.eq(0), axi.awid.eq(0),
+        ]
+
+        # ---------------------------------------------------------------- read: AR
+        client_bits = max(1, (self.n_readers - 1).bit_length())
+        m.submodules.read_route = route = fifo.SyncFIFO(width=client_bits + 1, depth=self.max_reads)
+        rsplit = _BurstSplitter(m, "rd", lb, self.max_burst)
+        rd_active = Signal()
+        rd_client = Signal(client_bits)
+
+        with m.If(~rd_active):
+            # Fixed priority: the last assignment wins, so iterate from the lowest priority up.
+            grant = Signal(client_bits)
+            any_valid = Signal()
+            sel_addr = Signal(ADDR_BITS)
+            sel_beats = Signal(DMA_BEATS_BITS)
+            for i in reversed(range(self.n_readers)):
+                cmd = self.read[i].cmd
+                with m.If(cmd.valid):
+                    m.d.comb += [grant.eq(i), any_valid.eq(1),
+                                 sel_addr.eq(cmd.payload.addr), sel_beats.eq(cmd.payload.beats)]
+            for i in range(self.n_readers):
+                m.d.comb += self.read[i].cmd.ready.eq(any_valid & (grant == i))
+            with m.If(any_valid):
+                m.d.sync += [rd_active.eq(1), rd_client.eq(grant), *rsplit.load(sel_addr, sel_beats)]
+
+        m.d.comb += [
+            axi.arvalid.eq(rd_active & route.w_rdy),
+            axi.araddr.eq(rsplit.addr),
+            axi.arlen.eq(rsplit.beats - 1),
+            route.w_data.eq(Cat(rsplit.final, rd_client)),
+        ]
+        with m.If(axi.arvalid & axi.arready):
+            m.d.comb += route.w_en.eq(1)
+            m.d.sync += rsplit.advance()
+            with m.If(rsplit.final):
+                m.d.sync += rd_active.eq(0)
+
+        # ---------------------------------------------------------------- read: R
+        head_final = route.r_data[0]
+        head_client = route.r_data[1:]
+        readies = Array(r.data.ready for r in self.read)
+        for i, r in enumerate(self.read):
+            m.d.comb += [
+                r.data.payload.data.eq(axi.rdata),
+                r.data.payload.last.eq(axi.rlast & head_final),
+                r.data.valid.eq(axi.rvalid & route.r_rdy & (head_client == i)),
+            ]
+        m.d.comb += axi.rready.eq(route.r_rdy & readies[head_client])
+        r_fire = axi.rvalid & axi.rready
+        m.d.comb += route.r_en.eq(r_fire & axi.rlast)
+        m.d.comb += self.read_busy.eq(rd_active | route.r_rdy)
+
+        # ---------------------------------------------------------------- write: AW
+        m.submodules.write_len = wlen = fifo.SyncFIFO(width=8, depth=self.max_writes)
+        m.submodules.write_resp = wresp = fifo.SyncFIFO(width=1, depth=self.max_writes)
+        wsplit = _BurstSplitter(m, "wr", lb, self.max_burst)
+        wr_active = Signal()
+        m.d.comb += self.write.cmd.ready.eq(~wr_active)
+        with m.If(self.write.cmd.valid & ~wr_active):
+            m.d.sync += [wr_active.eq(1), *wsplit.load(self.write.cmd.payload.addr, self.write.cmd.payload.beats)]
+        m.d.comb += [
+            axi.awvalid.eq(wr_active & wlen.w_rdy & wresp.w_rdy),
+            axi.awaddr.eq(wsplit.addr),
+            axi.awlen.eq(wsplit.beats - 1),
+            wlen.w_data.eq(wsplit.beats - 1),
+            wresp.w_data.eq(wsplit.final),
+        ]
+        with m.If(axi.awvalid & axi.awready):
+            m.d.comb += [wlen.w_en.eq(1), wresp.w_en.eq(1)]
+            m.d.sync += wsplit.advance()
+            with m.If(wsplit.final):
+                m.d.sync += wr_active.eq(0)
+
+        # ---------------------------------------------------------------- write: W
+        w_active = Signal()
+        w_count = Signal(8)     # beats left in the current burst, minus one
+        m.d.comb += [
+            axi.wvalid.eq(w_active & self.write.data.valid),
+            axi.wdata.eq(self.write.data.payload.data),
+            axi.wstrb.eq(self.write.data.payload.strb),
+            axi.wlast.eq(w_count == 0),
+            self.write.data.ready.eq(w_active & axi.wready),
+        ]
+        w_fire = axi.wvalid & axi.wready
+        w_burst_end = w_fire & (w_count == 0)
+        with m.If(w_fire):
+            m.d.sync += w_count.eq(w_count - 1)
+        with m.If(w_burst_end):
+            m.d.sync += w_active.eq(0)
+        with m.If(wlen.r_rdy & (~w_active | w_burst_end)):
+            m.d.comb += wlen.r_en.eq(1)
+            m.d.sync += [w_active.eq(1), w_count.eq(wlen.r_data)]
+
+        # ---------------------------------------------------------------- write: B
+        m.d.comb += axi.bready.eq(wresp.r_rdy)
+        b_fire = axi.bvalid & axi.bready
+        m.d.comb += wresp.r_en.eq(b_fire)
+        m.d.sync += self.write.done.eq(b_fire & wresp.r_data[0])
+        m.d.comb += self.write_busy.eq(wr_active | wresp.r_rdy)
+
+        # ---------------------------------------------------------------- errors
+        with m.If(self.error_clear):
+            m.d.sync += self.error.eq(0)
+        with m.Elif((r_fire & (axi.rresp != 0)) | (b_fire & (axi.bresp != 0))):
+            m.d.sync += self.error.eq(1)
+        return m

@@ -1,0 +1,319 @@
+"""Control and status registers: an AXI4-Lite slave with VTA's Chisel register map, extended.
+
+The register map is defined once, as data (:data:`REGISTER_MAP`). From it come the hardware
+(:class:`ControlRegs`), the offsets used by the runtime and co-simulation (:data:`REGISTERS`) and the
+documentation table (:func:`register_table_markdown`).
+"""
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .axi import axi4_lite_signature
+
+__all__ = ["ErrorCode", "ERROR_CODE_BITS", "Register", "REGISTER_MAP", "REGISTERS", "STATUS_BITS",
+           "ControlRegs", "register_table_markdown", "version_word", "config_words"]
+
+
+class ErrorCode(IntEnum):
+    """Cause of a stopped run, in bits 8-11 of the ``status`` register (0x40)."""
+    NONE = 0
+    BAD_OPCODE = 1          # opcode 5..7
+    BAD_MEMORY_TYPE = 2     # memory_type 6..7, OUT on a LOAD, not OUT on a STORE that is not a NOP
+    RESERVED_DEP_FLAG = 3   # pop_prev/push_prev on a load-module insn, pop_next/push_next on a STORE
+    BAD_ALU_OPCODE = 4      # alu_opcode 5..7, or MUL in a build without it (ALU_MUL = 0)
+    AXI_ERROR = 5           # an AXI read or write response other than OKAY
+    BAD_UOP_LOAD = 6        # a LOAD UOP with y_size != 1 or padding (reported by the datapath)
+
+
+ERROR_CODE_BITS = 4
+
+# Bits of the status register.
+STATUS_BITS = {"busy": 0, "finished": 1, "error": 2, "error_code": (8, ERROR_CODE_BITS)}
+
+# Implementation revision, in bits 24-31 of the version register.
+IMPL_REVISION = 1
+
+
+@dataclass(frozen=True)
+class Register:
+    """One 32-bit register.
+
+    ``kind`` says how the hardware implements it:
+
+    * ``control``: the launch/finish register;
+    * ``host``: written by the host, driven out on the port of the same name;
+    * ``cycles``: counts every cycle of a run; cleared at launch, stops (latched) at finish;
+    * ``counter``: counts the cycles in which input port ``port`` is high during a run; cleared at
+      launch, stops at finish;
+    * ``input``: a read-only snapshot of input port ``port`` (``width`` bits);
+    * ``status``: run state and error code;
+    * ``const``: a build-time constant (``version``, ``config0``, ``config1``).
+    """
+    name: str
+    offset: int
+    access: str           # "RW" or "RO"
+    reset: object         # int, or "config" for a value derived from the build's config
+    kind: str
+    description: str
+    port: str = None
+    width: int = 32
+
+
+def _counter(name, offset, port, what):
+    return Register(name, offset, "RO", 0, "counter", what, port=port, width=1)
+
+
+REGISTER_MAP = (
+    Register("control", 0x00, "RW", 0, "control",
+             "bit 0 launch: the host writes 1 to start a run (ignored while one runs), reads 1 while "
+             "it runs; bit 1 finish: set by the hardware when the run ends (FINISH or an error), "
+             "cleared by a launch or by writing 0"),
+    Register("cycles", 0x04, "RW", 0, "cycles",
+             "cycles of the current or last run (cleared at launch, latched at finish)"),
+    Register("insn_count", 0x08, "RW", 0, "host", "number of 128-bit instructions to fetch"),
+    Register("insn_addr", 0x0C, "RW", 0, "host", "byte address of the first instruction"),
+    Register("uop_addr", 0x10, "RW", 0, "host", "uop base address (ORed into uop DRAM addresses)"),
+    Register("inp_addr", 0x14, "RW", 0, "host", "inp base address (ORed into inp DRAM addresses)"),
+    Register("wgt_addr", 0x18, "RW", 0, "host", "wgt base address (ORed into wgt DRAM addresses)"),
+    Register("acc_addr", 0x1C, "RW", 0, "host", "acc base address (ORed into acc DRAM addresses)"),
+    Register("out_addr", 0x20, "RW", 0, "host", "out base address (ORed into out DRAM addresses)"),
+    _counter("acc_writes", 0x24, "acc_write", "ACC row writes during the run (latched at finish)"),
+    Register("status", 0x40, "RO", 0, "status",
+             "bit 0 busy, bit 1 finished, bit 2 error; bits 8-11 error code (hw.control.ErrorCode: "
+             "1 bad opcode, 2 bad memory type, 3 reserved dependency flag, 4 bad ALU opcode, "
+             "5 AXI error response, 6 bad UOP load); kept until the next launch"),
+    Register("version", 0x44, "RO", "config", "const",
+             "bits 0-7/8-15/16-23 ISA version patch/minor/major (HW_VER), bits 24-31 implementation "
+             "revision"),
+    Register("config0", 0x48, "RO", "config", "const",
+             "config id: LOG_INP_WIDTH 0-3, LOG_WGT_WIDTH 4-7, LOG_ACC_WIDTH 8-11, LOG_BATCH 12-15, "
+             "LOG_BLOCK_IN 16-19, LOG_BLOCK_OUT 20-23, LOG_BUS_WIDTH 24-27, ALU_MUL 28"),
+    Register("config1", 0x4C, "RO", "config", "const",
+             "config id: LOG_UOP_BUFF_SIZE 0-7, LOG_INP_BUFF_SIZE 8-15, LOG_WGT_BUFF_SIZE 16-23, "
+             "LOG_ACC_BUFF_SIZE 24-31"),
+    _counter("fetch_busy", 0x50, "fetch_busy", "cycles fetch has instructions left to route"),
+    _counter("fetch_stall", 0x54, "fetch_stall",
+             "cycles fetch waits on memory or on a full command queue"),
+    _counter("load_busy", 0x58, "load_busy", "cycles the load module executes an instruction"),
+    _counter("load_stall", 0x5C, "load_stall", "cycles the load module waits on a token or on memory"),
+    _counter("compute_busy", 0x60, "compute_busy", "cycles the compute module executes an instruction"),
+    _counter("compute_stall", 0x64, "compute_stall",
+             "cycles the compute module waits on a token or on memory"),
+    _counter("store_busy", 0x68, "store_busy", "cycles the store module executes an instruction"),
+    _counter("store_stall", 0x6C, "store_stall", "cycles the store module waits on a token or on memory"),
+    Register("tokens_l2g", 0x70, "RO", 0, "input", "tokens load -> compute (now)", "tokens_l2g", 16),
+    Register("tokens_g2l", 0x74, "RO", 0, "input", "tokens compute -> load (now)", "tokens_g2l", 16),
+    Register("tokens_g2s", 0x78, "RO", 0, "input", "tokens compute -> store (now)", "tokens_g2s", 16),
+    Register("tokens_s2g", 0x7C, "RO", 0, "input", "tokens store -> compute (now)", "tokens_s2g", 16),
+    Register("queue_load", 0x80, "RO", 0, "input", "instructions in the load command queue (now)",
+             "queue_load", 16),
+    Register("queue_compute", 0x84, "RO", 0, "input",
+             "instructions in the compute command queue (now)", "queue_compute", 16),
+    Register("queue_store", 0x88, "RO", 0, "input", "instructions in the store command queue (now)",
+             "queue_store", 16),
+    Register("insn_fetched", 0x8C, "RO", 0, "input",
+             "instructions fetch has routed in this run (after an error: the index of the bad one)",
+             "insn_fetched", 32),
+)
+
+REGISTERS = {r.name: r.offset for r in REGISTER_MAP}
+
+
+def _check_map():
+    offsets = [r.offset for r in REGISTER_MAP]
+    assert len(set(offsets)) == len(offsets) and all(o % 4 == 0 for o in offsets)
+    assert len(REGISTERS) == len(REGISTER_MAP)
+
+
+_check_map()
+
+
+def version_word(cfg=None) -> int:
+    hw_ver = getattr(cfg, "HW_VER", "0.0.2")
+    major, minor, patch = (int(x) for x in hw_ver.split("."))
+    return patch | minor << 8 | major << 16 | IMPL_REVISION << 24
+
+
+def config_words(cfg=None) -> tuple:
+    """The values of ``config0`` and ``config1`` for a config (zeros without one)."""
+    if cfg is None:
+        return 0, 0
+    c0 = (cfg.LOG_INP_WIDTH | cfg.LOG_WGT_WIDTH << 4 | cfg.LOG_ACC_WIDTH << 8 | cfg.LOG_BATCH << 12
+          | cfg.LOG_BLOCK_IN << 16 | cfg.LOG_BLOCK_OUT << 20 | cfg.LOG_BUS_WIDTH << 24
+          | cfg.ALU_MUL << 28)
+    c1 = (cfg.LOG_UOP_BUFF_SIZE | cfg.LOG_INP_BUFF_SIZE << 8 | cfg.LOG_WGT_BUFF_SIZE << 16
+          | cfg.LOG_ACC_BUFF_SIZE << 24)
+    return c0, c1
+
+
+def _const_values(cfg):
+    c0, c1 = config_words(cfg)
+    return {"version": version_word(cfg), "config0": c0, "config1": c1}
+
+
+def register_table_markdown(cfg=None) -> str:
+    """The register map as a markdown table."""
+    consts = _const_values(cfg) if cfg is not None else {}
+    rows = ["| offset | name | access | reset | description |", "|---|---|---|---|---|"]
+    for r in REGISTER_MAP:
+        if r.reset == "config":
+            reset = f"{consts[r.name]:#010x}" if r.name in consts else "from the config"
+        else:
+            reset = f"{r.reset:#x}"
+        rows.append(f"| {r.offset:#06x} | `{r.name}` | {r.access} | {reset} | {r.description} |")
+    return "\n".join(rows)
+
+
+class ControlRegs(wiring.Component):
+    """AXI4-Lite slave holding the control and status registers (:data:`REGISTER_MAP`).
+
+    Ports
+    -----
+    ``bus`` (AXI4-Lite slave, 32-bit data, ``addr_width``-bit addresses): expose as ``s_axi_<name>``.
+    ``launch`` (out): one-cycle pulse when the host writes 1 to bit 0 of ``control`` while idle.
+    ``running`` (out): high from the launch until the run finishes.
+    ``insn_count``, ``insn_addr``, ``uop_addr``, ``inp_addr``, ``wgt_addr``, ``acc_addr``,
+    ``out_addr`` (out, 32): the host-written registers.
+    ``finish`` (in): ends the run (the compute module's FINISH).
+    ``error_code`` (in, 4): a non-zero :class:`ErrorCode`; the first one is latched into ``status``
+    until the next launch, and it also ends the run (so a bad program never hangs).
+    ``acc_write``, ``fetch_busy``, ``fetch_stall``, ``load_busy``, ... ``store_stall`` (in, 1):
+    counter enables, counted in the cycles of a run.
+    ``tokens_*``, ``queue_*`` (in, 16) and ``insn_fetched`` (in, 32): read-only snapshots.
+
+    Reads of unmapped addresses return 0, writes to them and to read-only registers are ignored;
+    every response is OKAY. Write strobes apply per byte to the RW registers.
+
+    Latency: a write is accepted in the cycle both AW and W are valid and takes effect (and
+    ``launch`` pulses) on the next cycle, with BVALID; a read is answered the cycle after its AR
+    handshake. One transaction per channel at a time. ``finish`` stops the counters on the next
+    cycle.
+
+    Parameters
+    ----------
+    cfg : Config or None
+        Gives the ``version``/``config0``/``config1`` constants (zeros for the config ids if None).
+    addr_width : int
+        AXI4-Lite address bits, 8..32 (default 16, as VTA's VCR).
+    """
+
+    def __init__(self, cfg=None, *, addr_width: int = 16):
+        if isinstance(addr_width, bool) or not isinstance(addr_width, int) or not 8 <= addr_width <= 32:
+            raise ValueError(f"ControlRegs: addr_width must be an integer in [8, 32], got {addr_width!r}")
+        self.cfg = cfg
+        self.addr_width = addr_width
+        members = {
+            "bus": In(axi4_lite_signature(addr_width, 32)),
+            "launch": Out(1),
+            "running": Out(1),
+            "finish": In(1),
+            "error_code": In(ERROR_CODE_BITS),
+        }
+        for r in REGISTER_MAP:
+            if r.kind == "host":
+                members[r.name] = Out(32)
+            elif r.kind in ("counter", "input"):
+                members[r.port] = In(r.width)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        bus = self.bus
+        consts = _const_values(self.cfg)
+
+        running = Signal()
+        finished = Signal()
+        error_code = Signal(ERROR_CODE_BITS)
+        regs = {}
+        for r in REGISTER_MAP:
+            if r.kind in ("host", "cycles", "counter"):
+                regs[r.name] = Signal(32, init=r.reset, name=f"reg_{r.name}")
+
+        # ------------------------------------------------------------ read values
+        values = {}
+        for r in REGISTER_MAP:
+            if r.kind == "control":
+                values[r.name] = Cat(running, finished)
+            elif r.kind == "status":
+                values[r.name] = Cat(running, finished, error_code != 0, Const(0, 5), error_code)
+            elif r.kind == "const":
+                values[r.name] = Const(consts[r.name], 32)
+            elif r.kind == "input":
+                values[r.name] = getattr(self, r.port)
+            else:
+                values[r.name] = regs[r.name]
+            if r.kind == "host":
+                m.d.comb += getattr(self, r.name).eq(regs[r.name])
+        m.d.comb += self.running.eq(running)
+
+        # ------------------------------------------------------------ AXI4-Lite write
+        launch = Signal()
+        write = Signal()
+        m.d.comb += [
+            write.eq(bus.awvalid & bus.wvalid & ~bus.bvalid),
+            bus.awready.eq(write),
+            bus.wready.eq(write),
+            bus.bresp.eq(0),
+        ]
+        with m.If(bus.bvalid & bus.bready):
+            m.d.sync += bus.bvalid.eq(0)
+        with m.If(write):
+            m.d.sync += bus.bvalid.eq(1)
+
+        def merged(old):
+            return Cat(Mux(bus.wstrb[i], bus.wdata[8 * i:8 * i + 8], old[8 * i:8 * i + 8])
+                       for i in range(4))
+
+        with m.If(write):
+            with m.Switch(bus.awaddr[2:]):
+                for r in REGISTER_MAP:
+                    if r.access != "RW":
+                        continue
+                    with m.Case(r.offset >> 2):
+                        if r.kind == "control":
+                            with m.If(~running & bus.wstrb[0]):
+                                with m.If(bus.wdata[0]):
+                                    m.d.comb += launch.eq(1)
+                                with m.Else():
+                                    m.d.sync += finished.eq(bus.wdata[1])
+                        else:
+                            m.d.sync += regs[r.name].eq(merged(regs[r.name]))
+
+        # ------------------------------------------------------------ AXI4-Lite read
+        m.d.comb += [bus.arready.eq(~bus.rvalid), bus.rresp.eq(0)]
+        with m.If(bus.rvalid & bus.rready):
+            m.d.sync += bus.rvalid.eq(0)
+        with m.If(bus.arvalid & bus.arready):
+            m.d.sync += bus.rvalid.eq(1)
+            with m.Switch(bus.araddr[2:]):
+                for r in REGISTER_MAP:
+                    with m.Case(r.offset >> 2):
+                        m.d.sync += bus.rdata.eq(values[r.name])
+                with m.Default():
+                    m.d.sync += bus.rdata.eq(0)
+
+        # ------------------------------------------------------------ run state and counters
+        m.d.sync += self.launch.eq(launch)
+        stop = running & (self.finish | (self.error_code != 0))
+        with m.If(launch):
+            m.d.sync += [running.eq(1), finished.eq(0), error_code.eq(0)]
+            for r in REGISTER_MAP:
+                if r.kind in ("cycles", "counter"):
+                    m.d.sync += regs[r.name].eq(0)
+        with m.Else():
+            with m.If((error_code == 0) & (self.error_code != 0)):
+                m.d.sync += error_code.eq(self.error_code)
+            with m.If(stop):
+                m.d.sync += [running.eq(0), finished.eq(1)]
+            with m.If(running):
+                for r in REGISTER_MAP:
+                    if r.kind == "cycles":
+                        m.d.sync += regs[r.name].eq(regs[r.name] + 1)
+                    elif r.kind == "counter":
+                        with m.If(getattr(self, r.port)):
+                            m.d.sync += regs[r.name].eq(regs[r.name] + 1)
+        return m

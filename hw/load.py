@@ -1,0 +1,305 @@
+"""The load module: LOAD INP / LOAD WGT instructions, and the generic 2-D tensor loader.
+
+:class:`TensorLoad` runs one LOAD instruction for one memory type (element size fixed at build
+time); :class:`Load` is the load module of the accelerator (two TensorLoads, INP and WGT, sharing
+one DMA read client) and :class:`Compute` reuses TensorLoad for UOP, ACC and ACC_8BIT loads.
+"""
+
+from amaranth.hdl import Const, Cat, Module, Mux, Signal
+from amaranth.lib import memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import exact_log2
+
+from sw.isa import MemId
+from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_read_signature
+from .isa import insn_layouts
+from .sram import write_signature
+
+__all__ = ["TensorLoad", "Load", "dma_read_mux"]
+
+
+def _check_pow2(name, value, lo, hi):
+    if not isinstance(value, int) or value < lo or value > hi or value & (value - 1):
+        raise ValueError(f"{name} must be a power of two in [{lo}, {hi}], not {value!r}")
+
+
+class TensorLoad(wiring.Component):
+    """Runs one LOAD (2-D strided DRAM read with zero padding) into one SRAM.
+
+    Parameters: ``cfg`` (bus width and instruction layout), ``elem_bytes`` (bytes of one SRAM row
+    of this memory type, a power of two), ``depth`` (rows of the SRAM).
+
+    Pulse ``start`` for one cycle with ``insn`` (a memory instruction) and ``base`` (the base
+    pointer of this memory type, a byte address ORed into every DRAM address) valid. Row ``y`` is
+    read from byte address ``((dram_base + y*x_stride) * elem_bytes) | base``; the DMA command reads
+    the bus words covering the row (aligned start, offset = address mod bus bytes) and the loader
+    extracts the elements (several per bus word when ``elem_bytes`` is smaller than the bus, or
+    several bus words per element when it is larger). Commands for every row are issued ahead of
+    the data. SRAM rows ``sram_base ..`` are written in order, one per cycle when data is there:
+    ``y_pad_0`` zero rows, then for each DRAM row ``x_pad_0`` zeros, ``x_size`` elements, ``x_pad_1``
+    zeros, then ``y_pad_1`` zero rows (row pitch = x_pad_0 + x_size + x_pad_1). ``done`` pulses
+    for one cycle in the cycle after the last SRAM write (or two cycles after ``start`` for a NOP,
+    x_size = 0). ``busy`` is high from the cycle after ``start`` until ``done``.
+
+    Throughput: one SRAM row per cycle (elements no wider than the bus) or one bus word per cycle
+    (wider elements), limited by the DMA. Latency: DMA latency + 1 cycle.
+
+    Members: ``start`` In(1), ``insn`` In(mem layout), ``base`` In(32), ``busy`` Out(1),
+    ``done`` Out(1), ``dma`` Out(DMA read client), ``wr`` In(WritePort.Signature) (driven).
+    """
+
+    def __init__(self, cfg, *, elem_bytes, depth):
+        _check_pow2("elem_bytes", elem_bytes, 1, 1 << 16)
+        _check_pow2("depth", depth, 1, 1 << 16)
+        self._cfg = cfg
+        self._eb = elem_bytes
+        self._depth = depth
+        super().__init__({
+            "start": In(1),
+            "insn": In(insn_layouts(cfg)["mem"]),
+            "base": In(ADDR_BITS),
+            "busy": Out(1),
+            "done": Out(1),
+            "dma": Out(dma_read_signature(cfg.BUS_WIDTH)),
+            "wr": In(memory.WritePort.Signature(addr_width=max(exact_log2(depth), 0),
+                                                shape=elem_bytes * 8)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        bus = cfg.BUS_WIDTH
+        bb = bus // 8
+        eb = self._eb
+        log_eb, log_bb = exact_log2(eb), exact_log2(bb)
+        aw = exact_log2(self._depth)
+        insn = self.insn
+
+        # ---- the instruction, latched on start
+        x_size = Signal(16)
+        y_size = Signal(16)
+        x_stride = Signal(16)
+        base = Signal(ADDR_BITS)
+        y_pad_0 = Signal(4)
+        x_pad_0 = Signal(4)
+        row_pitch = Signal(18)     # x_pad_0 + x_size + x_pad_1
+        rows = Signal(18)          # y_pad_0 + y_size + y_pad_1
+        yd_hi = Signal(17)         # y_pad_0 + y_size: first row after the data rows
+        xd_hi = Signal(17)         # x_pad_0 + x_size: first column after the data columns
+
+        c_active = Signal()        # DMA commands still to issue
+        c_y = Signal(16)
+        c_elem = Signal(ADDR_BITS)  # DRAM element index of the row of the next command
+        w_active = Signal()        # SRAM writes still to do
+        w_r = Signal(18)
+        w_c = Signal(18)
+        w_addr = Signal(max(aw, 1))
+        d_elem = Signal(ADDR_BITS)  # DRAM element index of the row being written
+
+        in_rows = insn.y_pad_0 + insn.y_size + insn.y_pad_1
+        m.d.sync += self.done.eq(0)
+        with m.If(self.start):
+            m.d.sync += [
+                x_size.eq(insn.x_size), y_size.eq(insn.y_size), x_stride.eq(insn.x_stride),
+                base.eq(self.base), y_pad_0.eq(insn.y_pad_0), x_pad_0.eq(insn.x_pad_0),
+                row_pitch.eq(insn.x_pad_0 + insn.x_size + insn.x_pad_1),
+                rows.eq(in_rows),
+                yd_hi.eq(insn.y_pad_0 + insn.y_size),
+                xd_hi.eq(insn.x_pad_0 + insn.x_size),
+                c_y.eq(0), c_elem.eq(insn.dram_base), d_elem.eq(insn.dram_base),
+                w_r.eq(0), w_c.eq(0), w_addr.eq(insn.sram_base),
+            ]
+            with m.If((insn.x_size == 0) | (in_rows == 0)):
+                m.d.sync += self.done.eq(1)
+            with m.Else():
+                m.d.sync += [c_active.eq(insn.y_size != 0), w_active.eq(1)]
+        m.d.comb += self.busy.eq(c_active | w_active)
+
+        # ---- DMA commands, one per DRAM row
+        c_byte = Signal(ADDR_BITS)
+        m.d.comb += c_byte.eq((c_elem << log_eb)[:ADDR_BITS] | base)
+        cmd = self.dma.cmd
+        m.d.comb += cmd.valid.eq(c_active)
+        m.d.comb += cmd.payload.addr.eq(Cat(Const(0, log_bb), c_byte[log_bb:]))
+        if eb >= bb:
+            m.d.comb += cmd.payload.beats.eq(x_size << (log_eb - log_bb))
+        else:
+            m.d.comb += cmd.payload.beats.eq(
+                (c_byte[:log_bb] + (x_size << log_eb) + (bb - 1)) >> log_bb)
+        with m.If(cmd.valid & cmd.ready):
+            m.d.sync += [c_y.eq(c_y + 1), c_elem.eq(c_elem + x_stride)]
+            with m.If(c_y == y_size - 1):
+                m.d.sync += c_active.eq(0)
+
+        # ---- SRAM writes in order, zeros in the padding
+        is_data = Signal()
+        row_first = Signal()
+        row_last = Signal()
+        m.d.comb += [
+            is_data.eq((w_r >= y_pad_0) & (w_r < yd_hi) & (w_c >= x_pad_0) & (w_c < xd_hi)),
+            row_first.eq(w_c == x_pad_0),
+            row_last.eq(w_c == xd_hi - 1),
+        ]
+        elem_valid = Signal()
+        elem_data = Signal(eb * 8)
+        write = Signal()
+        m.d.comb += write.eq(w_active & (~is_data | elem_valid))
+        consume = write & is_data
+        m.d.comb += [
+            self.wr.en.eq(write),
+            self.wr.addr.eq(w_addr),
+            self.wr.data.eq(Mux(is_data, elem_data, 0)),
+        ]
+        with m.If(write):
+            m.d.sync += [w_addr.eq(w_addr + 1), w_c.eq(w_c + 1)]
+            with m.If(w_c == row_pitch - 1):
+                m.d.sync += [w_c.eq(0), w_r.eq(w_r + 1)]
+                with m.If(w_r == rows - 1):
+                    m.d.sync += [w_active.eq(0), self.done.eq(1)]
+        with m.If(consume & row_last):
+            m.d.sync += d_elem.eq(d_elem + x_stride)
+
+        # ---- element extraction from the bus words
+        data = self.dma.data
+        if eb < bb:
+            k = bb // eb
+            log_k = exact_log2(k)
+            buf = Signal(bus)
+            buf_valid = Signal()
+            j = Signal(log_k)
+            row_slot = ((d_elem << log_eb)[:ADDR_BITS] | base)[log_eb:log_bb]
+            j_eff = Mux(row_first, row_slot, j)
+            release = consume & ((j_eff == k - 1) | row_last)
+            m.d.comb += [
+                elem_valid.eq(buf_valid),
+                elem_data.eq(buf.word_select(j_eff, eb * 8)),
+                data.ready.eq(~buf_valid | release),
+            ]
+            with m.If(consume):
+                m.d.sync += j.eq(j_eff + 1)
+            with m.If(data.valid & data.ready):
+                m.d.sync += [buf.eq(data.payload.data), buf_valid.eq(1)]
+            with m.Elif(release):
+                m.d.sync += buf_valid.eq(0)
+        else:
+            r = eb // bb
+            m.d.comb += data.ready.eq(w_active & is_data)
+            if r == 1:
+                m.d.comb += [elem_valid.eq(data.valid), elem_data.eq(data.payload.data)]
+            else:
+                b = Signal(exact_log2(r))
+                asm = Signal((r - 1) * bus)   # earlier beats of the element, oldest in the low bits
+                m.d.comb += [
+                    elem_valid.eq(data.valid & (b == r - 1)),
+                    elem_data.eq(Cat(asm, data.payload.data)),
+                ]
+                with m.If(data.valid & data.ready):
+                    m.d.sync += b.eq(b + 1)
+                    if r == 2:
+                        m.d.sync += asm.eq(data.payload.data)
+                    else:
+                        m.d.sync += asm.eq(Cat(asm[bus:], data.payload.data))
+        return m
+
+
+def dma_read_mux(m, target, clients, sel):
+    """Share one DMA read client ``target`` among ``clients``; ``sel`` (a Signal) picks the one
+    allowed to talk. Switch ``sel`` only when the selected client is idle."""
+    for i, client in enumerate(clients):
+        chosen = sel == i
+        with m.If(chosen):
+            m.d.comb += [
+                target.cmd.valid.eq(client.cmd.valid),
+                target.cmd.payload.eq(client.cmd.payload),
+                target.data.ready.eq(client.data.ready),
+            ]
+        m.d.comb += [
+            client.cmd.ready.eq(target.cmd.ready & chosen),
+            client.data.valid.eq(target.data.valid & chosen),
+            client.data.payload.eq(target.data.payload),
+        ]
+
+
+class Load(wiring.Component):
+    """The load module: runs LOAD INP and LOAD WGT instructions (reference §3.2, DESIGN §2).
+
+    Per instruction: take it from ``insn`` (a stream of 128-bit words), wait for a g2l token if
+    ``pop_next`` (then pop it), run the load (a NOP when x_size = 0), then push an l2g token if
+    ``push_next``, one cycle after the last SRAM write. Overhead: about 4 cycles per instruction
+    around the TensorLoad (see :class:`TensorLoad` for its throughput). A memory type other than
+    INP/WGT sets the sticky ``error`` and stops the module (a routing bug upstream).
+
+    Members:
+        ``insn``      In(stream of 128 bits)
+        ``dma``       Out(DMA read client)
+        ``inp_wr``    In(WritePort.Signature(addr_width=LOG_INP_DEPTH, shape=INP_MATRIX_WIDTH))
+        ``wgt_wr``    In(WritePort.Signature(addr_width=LOG_WGT_DEPTH, shape=WGT_MATRIX_WIDTH))
+        ``g2l``       Out(TokenPopSignature)   (pop_next)
+        ``l2g``       Out(TokenPushSignature)  (push_next)
+        ``inp_base``, ``wgt_base``  In(32)     base pointers (control registers)
+        ``busy``      Out(1)  an instruction is in progress (including waiting for its token)
+        ``stall``     Out(1)  waiting for a g2l token
+        ``error``     Out(1)  sticky, a bad instruction reached the module
+    """
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        super().__init__({
+            "insn": In(stream.Signature(128)),
+            "dma": Out(dma_read_signature(cfg.BUS_WIDTH)),
+            "inp_wr": In(write_signature(cfg, "inp")),
+            "wgt_wr": In(write_signature(cfg, "wgt")),
+            "g2l": Out(TokenPopSignature),
+            "l2g": Out(TokenPushSignature),
+            "inp_base": In(ADDR_BITS),
+            "wgt_base": In(ADDR_BITS),
+            "busy": Out(1),
+            "stall": Out(1),
+            "error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        m.submodules.inp = inp = TensorLoad(cfg, elem_bytes=cfg.INP_ELEM_BYTES, depth=cfg.INP_DEPTH)
+        m.submodules.wgt = wgt = TensorLoad(cfg, elem_bytes=cfg.WGT_ELEM_BYTES, depth=cfg.WGT_DEPTH)
+        wiring.connect(m, inp.wr, wiring.flipped(self.inp_wr))
+        wiring.connect(m, wgt.wr, wiring.flipped(self.wgt_wr))
+
+        word = Signal(128)
+        insn = insn_layouts(cfg)["mem"](word)
+        sel = Signal()   # 0 inp, 1 wgt
+        dma_read_mux(m, self.dma, [inp.dma, wgt.dma], sel)
+        for t in (inp, wgt):
+            m.d.comb += [t.insn.eq(word), t.base.eq(Mux(sel, self.wgt_base, self.inp_base))]
+
+        with m.FSM(name="load_fsm"):
+            with m.State("IDLE"):
+                m.d.comb += self.insn.ready.eq(1)
+                with m.If(self.insn.valid):
+                    m.d.sync += word.eq(self.insn.payload)
+                    m.next = "DECODE"
+            with m.State("DECODE"):
+                m.d.comb += self.busy.eq(1)
+                with m.If((insn.memory_type != MemId.INP) & (insn.memory_type != MemId.WGT)):
+                    m.d.sync += self.error.eq(1)
+                    m.next = "HALT"
+                with m.Else():
+                    m.d.sync += sel.eq(insn.memory_type == MemId.WGT)
+                    m.next = "POP"
+            with m.State("POP"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(insn.pop_next & ~self.g2l.valid):
+                    m.d.comb += self.stall.eq(1)
+                with m.Else():
+                    m.d.comb += self.g2l.pop.eq(insn.pop_next)
+                    m.d.comb += inp.start.eq(~sel), wgt.start.eq(sel)
+                    m.next = "RUN"
+            with m.State("RUN"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(inp.done | wgt.done):
+                    m.d.comb += self.l2g.push.eq(insn.push_next)
+                    m.next = "IDLE"
+            with m.State("HALT"):
+                pass
+        return m

@@ -1,0 +1,273 @@
+"""The numpy golden model: VTA's functional-simulator semantics with DESIGN §2's decisions.
+
+:class:`FsimDevice` owns a byte-addressed DRAM (a numpy array the runtime writes into directly) and
+the SRAMs of one configuration. :meth:`FsimDevice.run` decodes ``insn_count`` instructions at
+``insn_addr``, checks them all before executing any (so a bad stream changes nothing), then runs
+them on three in-order cores with four token counters (:func:`sw.pipeline.schedule`). Each
+instruction is one vectorised numpy step: no Python loop per lane or per MAC.
+
+Physical addresses are byte offsets into ``dram``; the allocator of the runtime never hands out
+page 0, so address 0 is never a valid buffer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .config import Config, load_config
+from .isa import AluOp, Insn, MemId, Opcode, isa_for
+from .pipeline import InsnError, VTAError, check_insn, elem_bytes, schedule
+
+__all__ = ["FsimDevice", "COUNTER_NAMES", "DEFAULT_DRAM_BYTES"]
+
+DEFAULT_DRAM_BYTES = 256 << 20
+
+# The counters of VTA's profiler (reference §3.10), kept by every target.
+COUNTER_NAMES = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes",
+                 "out_store_nbytes", "gemm_counter", "alu_counter")
+
+_LOAD_COUNTER = {MemId.INP: "inp_load_nbytes", MemId.WGT: "wgt_load_nbytes", MemId.ACC: "acc_load_nbytes",
+                 MemId.ACC_8BIT: "acc_load_nbytes", MemId.UOP: "uop_load_nbytes"}
+
+
+class FsimDevice:
+    """The golden model of one accelerator and its DRAM."""
+
+    name = "fsim"
+
+    def __init__(self, cfg: Config | str | None = None, dram_bytes: int = DEFAULT_DRAM_BYTES):
+        self.cfg = cfg = load_config(cfg)
+        self.isa = isa_for(cfg)
+        self.dram = np.zeros(dram_bytes, dtype=np.uint8)
+        B, I, O = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
+        self.inp = np.zeros((cfg.INP_DEPTH, B, I), dtype=np.int8)
+        self.wgt = np.zeros((cfg.WGT_DEPTH, O, I), dtype=np.int8)
+        self.acc = np.zeros((cfg.ACC_DEPTH, B * O), dtype=np.int32)
+        self.uop = np.zeros(cfg.UOP_DEPTH, dtype=np.uint32)
+        # byte views of each SRAM, one row per element
+        self._sram_bytes = {
+            MemId.INP: self.inp.view(np.uint8).reshape(cfg.INP_DEPTH, -1),
+            MemId.WGT: self.wgt.view(np.uint8).reshape(cfg.WGT_DEPTH, -1),
+            MemId.ACC: self.acc.view(np.uint8).reshape(cfg.ACC_DEPTH, -1),
+            MemId.UOP: self.uop.view(np.uint8).reshape(cfg.UOP_DEPTH, -1),
+        }
+        self.counters = dict.fromkeys(COUNTER_NAMES, 0)
+
+    # ------------------------------------------------------------------ target interface
+    def run(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> dict:
+        """Execute a stream; return the profiler counters of this run."""
+        ib = self.isa.insn_bytes
+        if insn_count <= 0:
+            raise VTAError(f"insn_count = {insn_count}; allowed range [1, {len(self.dram) // ib}]")
+        end = insn_addr + insn_count * ib
+        if insn_addr < 0 or insn_addr % ib or end > len(self.dram):
+            raise VTAError(f"instruction range [{insn_addr:#x}, {end:#x}) must be {ib}-byte aligned and inside "
+                           f"device memory [0, {len(self.dram):#x})")
+        try:
+            insns = self.isa.decode_stream(self.dram[insn_addr:end])
+        except ValueError as err:
+            raise InsnError(str(err)) from None
+        for i, insn in enumerate(insns):
+            check_insn(self.cfg, insn, len(self.dram), where=f"instruction #{i} ({self.isa.disasm(insn)})")
+        self.counters = dict.fromkeys(COUNTER_NAMES, 0)
+        schedule(self.cfg, insns, self._execute, self.isa.disasm)
+        return dict(self.counters)
+
+    def reset(self):
+        for arr in (self.inp, self.wgt, self.acc, self.uop):
+            arr[...] = 0
+
+    # ------------------------------------------------------------------ execution
+    def _execute(self, index: int, insn: Insn):
+        op = insn.opcode
+        try:
+            if op == Opcode.LOAD:
+                self._load(insn.f)
+            elif op == Opcode.STORE:
+                self._store(insn.f)
+            elif op == Opcode.GEMM:
+                self._gemm(insn.f)
+            elif op == Opcode.ALU:
+                self._alu(insn.f)
+        except InsnError as err:
+            raise InsnError(f"instruction #{index} ({self.isa.disasm(insn)}): {err}") from None
+
+    def _dram_rows(self, f, eb):
+        """A (y_size, x_size * eb) strided byte view of the DRAM rows an instruction touches."""
+        start = f["dram_base"] * eb
+        return as_strided(self.dram[start:], shape=(f["y_size"], f["x_size"] * eb),
+                          strides=(f["x_stride"] * eb, 1), writeable=True)
+
+    def _load(self, f):
+        if f["x_size"] == 0:
+            return
+        mem = f["memory_type"]
+        eb = elem_bytes(self.cfg, mem)
+        xs, ys = f["x_size"], f["y_size"]
+        y0, y1, x0, x1 = f["y_pad_0"], f["y_pad_1"], f["x_pad_0"], f["x_pad_1"]
+        pitch, rows = x0 + xs + x1, y0 + ys + y1
+        base = f["sram_base"]
+        src = self._dram_rows(f, eb)
+        if mem == MemId.ACC_8BIT:
+            region = self.acc[base:base + pitch * rows].reshape(rows, pitch, -1)
+            region[...] = 0
+            region[y0:y0 + ys, x0:x0 + xs] = src.view(np.int8).reshape(ys, xs, -1)
+            nbytes = xs * ys * self.cfg.ACC_ELEM_BYTES
+        else:
+            region = self._sram_bytes[mem][base:base + pitch * rows].reshape(rows, pitch, -1)
+            region[...] = 0
+            region[y0:y0 + ys, x0:x0 + xs] = src.reshape(ys, xs, -1)
+            nbytes = xs * ys * eb
+        self.counters[_LOAD_COUNTER[mem]] += nbytes
+
+    def _store(self, f):
+        if f["x_size"] == 0:
+            return
+        xs, ys, base = f["x_size"], f["y_size"], f["sram_base"]
+        # OUT mirrors the low bits of ACC (DESIGN §2.1): a store truncates the accumulators.
+        out = self.acc[base:base + xs * ys].astype(np.int8)
+        dst = self._dram_rows(f, self.cfg.OUT_ELEM_BYTES)
+        dst[...] = out.view(np.uint8).reshape(ys, -1)
+        self.counters["out_store_nbytes"] += xs * ys * self.cfg.OUT_ELEM_BYTES
+
+    def _indices(self, f, kind):
+        """Flattened (dst, src, wgt) indices of every micro-op execution, in execution order."""
+        words = self.uop[f["uop_bgn"]:f["uop_end"]]
+        dst, src, wgt = self.isa.decode_uops(words)
+        io = np.arange(f["iter_out"], dtype=np.int64)[:, None, None]
+        ii = np.arange(f["iter_in"], dtype=np.int64)[None, :, None]
+
+        def walk(base, fo, fi):
+            return (base[None, None, :] + io * fo + ii * fi).reshape(-1)
+
+        d = walk(dst, f["dst_factor_out"], f["dst_factor_in"])
+        s = walk(src, f["src_factor_out"], f["src_factor_in"])
+        w = walk(wgt, f["wgt_factor_out"], f["wgt_factor_in"]) if kind == "gemm" else None
+        cfg = self.cfg
+        limits = [("dst (acc)", d, cfg.ACC_DEPTH), ("src (inp)" if kind == "gemm" else "src (acc)", s,
+                                                       cfg.INP_DEPTH if kind == "gemm" else cfg.ACC_DEPTH)]
+        if kind == "gemm":
+            limits.append(("wgt", w, cfg.WGT_DEPTH))
+        for name, arr, depth in limits:
+            if arr.size and arr.max() >= depth:
+                raise InsnError(f"micro-op {name} index reaches {int(arr.max())}; allowed range [0, {depth - 1}]")
+        return d, s, w
+
+    def _gemm(self, f):
+        d, s, w = self._indices(f, "gemm")
+        if d.size == 0:
+            return
+        if f["reset"]:
+            self.acc[d] = 0
+            return
+        prod, order = _gemm_products(self.inp, self.wgt, s, w)
+        _accumulate(self.acc, d[order], prod)
+        self.counters["gemm_counter"] += d.size
+
+    def _alu(self, f):
+        d, s, _ = self._indices(f, "alu")
+        if d.size == 0:
+            return
+        self.counters["alu_counter"] += d.size
+        op, use_imm, imm = f["alu_opcode"], f["use_imm"], f["imm"]
+        acc = self.acc
+        n = d.size
+        independent = np.unique(d).size == n
+        if independent and not use_imm:
+            # every operand must be read before any earlier micro-op of this instruction writes it
+            first_write = np.full(acc.shape[0], n, dtype=np.int64)
+            first_write[d] = np.arange(n)
+            independent = bool(np.all(first_write[s] >= np.arange(n)))
+        if independent:
+            b = np.int64(imm) if use_imm else acc[s]
+            acc[d] = alu_op(op, acc[d], b)
+        else:  # rare: a micro-op reads or rewrites a row an earlier one wrote; keep program order
+            for j in range(n):
+                b = np.int64(imm) if use_imm else acc[s[j]]
+                acc[d[j]] = alu_op(op, acc[d[j]], b)
+
+
+def alu_op(op: int, a: np.ndarray, b) -> np.ndarray:
+    """The tensor ALU on int32 lanes (DESIGN §2): MIN, MAX, ADD, SHR, MUL, wrapping to 32 bits."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if op == AluOp.MIN:
+        r = np.minimum(a, b)
+    elif op == AluOp.MAX:
+        r = np.maximum(a, b)
+    elif op == AluOp.ADD:
+        r = a + b
+    elif op == AluOp.SHR:
+        right = np.right_shift(a, np.clip(b, 0, 31))
+        left = np.left_shift(a, np.clip(-b, 0, 31))
+        r = np.where(b >= 0, right, left)
+    elif op == AluOp.MUL:
+        r = a * b
+    else:
+        raise InsnError(f"alu_opcode = {op}; allowed: " + ", ".join(f"{o.value} {o.name}" for o in AluOp))
+    return r.astype(np.int32)
+
+
+# ---------------------------------------------------------------------- GEMM kernels
+# Products of int8 blocks are exact in float32 (a BLOCK_IN <= 64 dot product stays below 2^21), so
+# each batch of micro-ops is computed with BLAS and converted back to int32 before accumulating.
+# Accumulation commutes, so the products may come back in any order: each function returns them
+# with the permutation of micro-op executions they follow.
+
+def _gemm_products(inp, wgt, s, w):
+    """(products (N, BATCH*BLOCK_OUT) float32, exact, order) with products[i] = inp[s[order[i]]] . wgt[w[order[i]]]^T."""
+    n = s.size
+    B, I = inp.shape[1], inp.shape[2]
+    O = wgt.shape[1]
+    counts_w = np.bincount(w, minlength=wgt.shape[0])
+    counts_s = np.bincount(s, minlength=inp.shape[0])
+    groups_w, groups_s = np.count_nonzero(counts_w), np.count_nonzero(counts_s)
+    if n < 8 * min(groups_w, groups_s):
+        # little reuse of either operand: one small matrix product per micro-op, in chunks
+        out = np.empty((n, B, O), dtype=np.float32)
+        chunk = 1 << 14
+        for a in range(0, n, chunk):
+            x = inp[s[a:a + chunk]].astype(np.float32)                  # (c, B, I)
+            ww = wgt[w[a:a + chunk]].astype(np.float32)                 # (c, O, I)
+            np.matmul(x, ww.transpose(0, 2, 1), out=out[a:a + chunk])
+        return out.reshape(n, B * O), np.arange(n)
+    # group the micro-ops that share an operand: each group is one real matrix product
+    by_wgt = groups_w <= groups_s
+    key, counts = (w, counts_w) if by_wgt else (s, counts_s)
+    order = np.argsort(key.astype(np.uint16), kind="stable")   # radix sort
+    ks = key[order]
+    sizes = counts[counts > 0]
+    firsts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    keys = ks[firsts]
+    if by_wgt:
+        x = inp[s[order]].astype(np.float32)                            # (n, B, I)
+        wk = wgt[keys].astype(np.float32)                               # (G, O, I)
+    else:
+        x = wgt[w[order]].astype(np.float32)                            # (n, O, I)
+        wk = inp[keys].astype(np.float32)                               # (G, B, I)
+    if np.all(sizes == sizes[0]):
+        m = int(sizes[0])
+        r = np.matmul(x.reshape(keys.size, -1, I), wk.transpose(0, 2, 1))   # (G, m*rows, cols)
+        r = r.reshape(n, x.shape[1], wk.shape[1])
+    else:
+        r = np.empty((n, x.shape[1], wk.shape[1]), dtype=np.float32)
+        for g, (a, m) in enumerate(zip(firsts.tolist(), sizes.tolist())):
+            r[a:a + m] = (x[a:a + m].reshape(-1, I) @ wk[g].T).reshape(m, x.shape[1], -1)
+    if not by_wgt:
+        r = r.transpose(0, 2, 1)                                        # (n, B, O)
+    return np.ascontiguousarray(r).reshape(n, B * O), order
+
+
+def _accumulate(acc, d, vals):
+    """acc[d] += vals, summing repeated rows (vals: float32 holding exact integers; int32 wrap-around)."""
+    depth, lanes = acc.shape
+    counts = np.bincount(d, minlength=depth)
+    if counts.max() <= 1:
+        acc[d] += vals.astype(np.int32)
+        return
+    # one weighted bincount over (row, lane) pairs; float64 sums of int8 products are exact
+    flat = (d[:, None] * lanes + np.arange(lanes)).reshape(-1)
+    sums = np.bincount(flat, weights=vals.reshape(-1), minlength=depth * lanes).reshape(depth, lanes)
+    rows = np.flatnonzero(counts)
+    acc[rows] = (acc[rows].astype(np.int64) + sums[rows].astype(np.int64)).astype(np.int32)

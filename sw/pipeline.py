@@ -1,0 +1,202 @@
+"""What every target agrees on before and around execution: instruction checks and token scheduling.
+
+:func:`check_insn` is the static validity check of one instruction (DESIGN §2: unknown memory
+types, reserved dependency flags, SRAM ranges, padding rules). :func:`schedule` runs a stream on the
+three in-order cores (load, compute, store) with the four token queues of reference §3.8, calling
+an ``execute`` callback per instruction; with no callback it is the runtime's deadlock check.
+Both the golden model and the runtime use them, so they report the same errors in the same words.
+"""
+
+from __future__ import annotations
+
+from .isa import AluOp, Insn, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE
+
+__all__ = ["VTAError", "InsnError", "DeadlockError", "check_insn", "schedule", "TOKEN_QUEUES",
+           "elem_bytes", "sram_depth"]
+
+
+class VTAError(RuntimeError):
+    """Base of the errors raised by the runtime and the simulators."""
+
+
+class InsnError(VTAError, ValueError):
+    """An instruction is not valid for this configuration."""
+
+
+class DeadlockError(VTAError):
+    """No core can make progress: the message names what each core waits for and every token count."""
+
+    def __init__(self, message, state=None):
+        super().__init__(message)
+        self.state = state or {}
+
+
+# Token queues (reference §3.8): name -> (producer stage, consumer stage)
+TOKEN_QUEUES = {
+    "l2g": (STAGE_LOAD, STAGE_COMPUTE),
+    "g2l": (STAGE_COMPUTE, STAGE_LOAD),
+    "g2s": (STAGE_COMPUTE, STAGE_STORE),
+    "s2g": (STAGE_STORE, STAGE_COMPUTE),
+}
+# stage -> flag -> token queue it acts on (None = reserved, must be 0)
+_FLAG_QUEUES = {
+    STAGE_LOAD: {"pop_prev": None, "pop_next": "g2l", "push_prev": None, "push_next": "l2g"},
+    STAGE_COMPUTE: {"pop_prev": "l2g", "pop_next": "s2g", "push_prev": "g2l", "push_next": "g2s"},
+    STAGE_STORE: {"pop_prev": "g2s", "pop_next": None, "push_prev": "s2g", "push_next": None},
+}
+
+
+def elem_bytes(cfg, mem: int) -> int:
+    """Bytes of one element of a memory type in DRAM (ACC_8BIT: the int8 lanes of one acc element)."""
+    return {
+        MemId.UOP: cfg.UOP_ELEM_BYTES, MemId.WGT: cfg.WGT_ELEM_BYTES, MemId.INP: cfg.INP_ELEM_BYTES,
+        MemId.ACC: cfg.ACC_ELEM_BYTES, MemId.OUT: cfg.OUT_ELEM_BYTES,
+        MemId.ACC_8BIT: cfg.ACC_ELEM_BYTES // (cfg.ACC_WIDTH // 8),
+    }[mem]
+
+
+def sram_depth(cfg, mem: int) -> int:
+    return {
+        MemId.UOP: cfg.UOP_DEPTH, MemId.WGT: cfg.WGT_DEPTH, MemId.INP: cfg.INP_DEPTH,
+        MemId.ACC: cfg.ACC_DEPTH, MemId.OUT: cfg.OUT_DEPTH, MemId.ACC_8BIT: cfg.ACC_DEPTH,
+    }[mem]
+
+
+def _mem_name(mem):
+    try:
+        return MemId(mem).name
+    except ValueError:
+        return str(mem)
+
+
+def check_insn(cfg, insn: Insn, dram_size: int | None = None, where: str = "instruction") -> None:
+    """Raise :class:`InsnError` if ``insn`` is not valid for ``cfg`` (DESIGN §2).
+
+    ``dram_size`` (bytes) also bounds the DRAM range a LOAD or STORE touches.
+    """
+    f = insn.f
+    op = f["opcode"]
+    stage = insn.stage
+    for flag, queue in _FLAG_QUEUES[stage].items():
+        if queue is None and f[flag]:
+            raise InsnError(f"{where}: dependency flag {flag} is reserved on {STAGE_NAMES[stage]}-module "
+                            f"instructions and must be 0 (allowed range [0, 0])")
+    if insn.kind == "mem":
+        mem = f["memory_type"]
+        is_nop = f["x_size"] == 0
+        allowed = (MemId.UOP, MemId.WGT, MemId.INP, MemId.ACC, MemId.ACC_8BIT) if op == Opcode.LOAD else (MemId.OUT,)
+        if mem not in [int(m) for m in MemId] or (not is_nop and mem not in allowed):
+            names = ", ".join(f"{int(m)} {m.name}" for m in allowed)
+            raise InsnError(f"{where}: memory_type = {mem} is not valid for "
+                            f"{'LOAD' if op == Opcode.LOAD else 'STORE'}; allowed: {names}")
+        if is_nop:
+            return
+        if f["y_size"] == 0:
+            raise InsnError(f"{where}: y_size = 0 with x_size = {f['x_size']}; allowed range [1, 65535] "
+                            f"(x_size = 0 makes a NOP)")
+        pads = (f["y_pad_0"], f["y_pad_1"], f["x_pad_0"], f["x_pad_1"])
+        if op == Opcode.STORE or mem == MemId.UOP:
+            if any(pads):
+                raise InsnError(f"{where}: padding is not allowed on a {_mem_name(mem)} "
+                                f"{'STORE' if op == Opcode.STORE else 'LOAD'} (allowed range [0, 0])")
+        if mem == MemId.UOP and f["y_size"] != 1:
+            raise InsnError(f"{where}: a UOP load must have y_size = 1 (allowed range [1, 1]), got {f['y_size']}")
+        pitch = f["x_pad_0"] + f["x_size"] + f["x_pad_1"]
+        rows = f["y_pad_0"] + f["y_size"] + f["y_pad_1"]
+        depth = sram_depth(cfg, mem)
+        if f["sram_base"] + pitch * rows > depth:
+            raise InsnError(
+                f"{where}: {_mem_name(mem)} SRAM range [{f['sram_base']}, {f['sram_base'] + pitch * rows}) "
+                f"exceeds the buffer; allowed range [0, {depth}]")
+        if dram_size is not None:
+            eb = elem_bytes(cfg, mem)
+            start = f["dram_base"] * eb
+            end = (f["dram_base"] + (f["y_size"] - 1) * f["x_stride"] + f["x_size"]) * eb
+            if end > dram_size:
+                raise InsnError(f"{where}: DRAM byte range [{start:#x}, {end:#x}) is outside device memory "
+                                f"[0, {dram_size:#x})")
+    elif insn.kind in ("gemm", "alu") and op != Opcode.FINISH:
+        if not f["uop_bgn"] <= f["uop_end"] <= cfg.UOP_DEPTH:
+            raise InsnError(f"{where}: uop range [{f['uop_bgn']}, {f['uop_end']}) must satisfy "
+                            f"uop_bgn <= uop_end <= {cfg.UOP_DEPTH}")
+        if insn.kind == "alu":
+            aop = f["alu_opcode"]
+            if aop not in [int(a) for a in AluOp]:
+                raise InsnError(f"{where}: alu_opcode = {aop} is not an ALU operation; allowed: "
+                                + ", ".join(f"{a.value} {a.name}" for a in AluOp))
+            if aop == AluOp.MUL and not cfg.ALU_MUL:
+                raise InsnError(f"{where}: alu_opcode MUL is not built in config {cfg.name} (ALU_MUL = 0); "
+                                f"allowed: 0 MIN, 1 MAX, 2 ADD, 3 SHR")
+
+
+def schedule(cfg, insns: list[Insn], execute=None, disasm=None) -> dict:
+    """Run ``insns`` on three in-order cores with token queues; return the final token counts.
+
+    Each core runs the instructions at the head of its queue as long as their pops can be served
+    (pops before, pushes after the instruction, reference §3.8). The run ends when FINISH executes;
+    then every queue must be empty and every token count zero. A state where no core can progress
+    raises :class:`DeadlockError` naming what each core waits for.
+    """
+    queues = {STAGE_LOAD: [], STAGE_COMPUTE: [], STAGE_STORE: []}
+    for i, insn in enumerate(insns):
+        queues[insn.stage].append(i)
+    heads = {s: 0 for s in queues}
+    tokens = {q: 0 for q in TOKEN_QUEUES}
+    flagmap = {s: [(flag, q) for flag, q in m.items() if q is not None] for s, m in _FLAG_QUEUES.items()}
+    finished = False
+
+    def describe():
+        lines = []
+        for s, q in queues.items():
+            h = heads[s]
+            if h >= len(q):
+                lines.append(f"  {STAGE_NAMES[s]:8s}: idle, all {len(q)} instructions done")
+                continue
+            insn = insns[q[h]]
+            waits = [qn for flag, qn in flagmap[s] if flag.startswith("pop") and insn.f[flag] and tokens[qn] == 0]
+            text = disasm(insn) if disasm else f"opcode {insn.opcode}"
+            why = f"waits for a token on {', '.join(waits)}" if waits else "ready"
+            lines.append(f"  {STAGE_NAMES[s]:8s}: {why} at instruction #{q[h]} ({text}); "
+                         f"{len(q) - h} of {len(q)} left")
+        lines.append("  tokens  : " + ", ".join(f"{q}={n}" for q, n in tokens.items()))
+        return "\n".join(lines)
+
+    def state():
+        return {"heads": {STAGE_NAMES[s]: (queues[s][heads[s]] if heads[s] < len(queues[s]) else None)
+                          for s in queues}, "tokens": dict(tokens)}
+
+    order = (STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE)
+    while not finished:
+        progress = False
+        for s in order:
+            q = queues[s]
+            pops = [(flag, qn) for flag, qn in flagmap[s] if flag.startswith("pop")]
+            pushes = [(flag, qn) for flag, qn in flagmap[s] if flag.startswith("push")]
+            while heads[s] < len(q):
+                insn = insns[q[heads[s]]]
+                if any(insn.f[flag] and tokens[qn] == 0 for flag, qn in pops):
+                    break
+                for flag, qn in pops:
+                    if insn.f[flag]:
+                        tokens[qn] -= 1
+                if execute is not None:
+                    execute(q[heads[s]], insn)
+                for flag, qn in pushes:
+                    if insn.f[flag]:
+                        tokens[qn] += 1
+                heads[s] += 1
+                progress = True
+                if insn.opcode == Opcode.FINISH:
+                    finished = True
+                    break
+            if finished:
+                break
+        if not finished and not progress:
+            if all(heads[s] >= len(queues[s]) for s in queues):
+                raise DeadlockError("the stream ended without a FINISH instruction:\n" + describe(), state())
+            raise DeadlockError("deadlock: no module can make progress before FINISH:\n" + describe(), state())
+    left = {STAGE_NAMES[s]: len(queues[s]) - heads[s] for s in queues if heads[s] < len(queues[s])}
+    if left or any(tokens.values()):
+        raise DeadlockError("FINISH ran while work or tokens were left over (a correct stream makes FINISH "
+                            "wait for every module and leaves every token queue empty):\n" + describe(), state())
+    return tokens
