@@ -150,7 +150,7 @@ class Alu(wiring.Component):
         lanes = []
         for i in range(cfg.BATCH * cfg.BLOCK_OUT):
             a = a_row[i * 32:(i + 1) * 32]
-            b = Mux(use_imm, imm, src[i * 32:(i + 1) * 32])
+            b = Mux(use_imm, imm.as_unsigned(), src[i * 32:(i + 1) * 32])
             lanes.append(alu_lane(m, op, a, b, with_mul=bool(cfg.ALU_MUL)))
         m.d.comb += [
             self.acc_wr.en.eq(p3_valid),

@@ -16,7 +16,7 @@ import numpy as np
 from .isa import AluOp, MemId
 
 __all__ = ["api", "to_device", "from_device", "runtime_array", "save_load_out", "padded_load", "gemm", "alu",
-           "relu", "shift_and_scale", "PADDING_CASES", "ALU_CASES", "PROGRAMS"]
+           "relu", "shift_and_scale", "vector_add", "PADDING_CASES", "ALU_CASES", "PROGRAMS"]
 
 QLOAD, QCOMPUTE, QSTORE = 1, 2, 3
 
@@ -292,7 +292,32 @@ def shift_and_scale(api_kind="python", seed=0):
     return {"result": y, "expected": ((a + shift) >> scale).astype(np.int8), "counters": counters}
 
 
+def vector_add(api_kind="python", n=64, seed=0):
+    """VTA's get-started tutorial: C = (A + B) for two int32 (1, n, BATCH, BLOCK_OUT) tensors, cast to int8."""
+    rt = api(api_kind)
+    cfg = _cfg()
+    rng = np.random.default_rng(seed)
+    shape = (1, n, cfg.BATCH, cfg.BLOCK_OUT)
+    a = rng.integers(-128, 128, size=shape, dtype=np.int32)
+    b = rng.integers(-128, 128, size=shape, dtype=np.int32)
+    cmd = rt.command_handle()
+    ad, bd = to_device(rt, cmd, a), to_device(rt, cmd, b)
+    cd = rt.buffer_alloc(n * cfg.OUT_ELEM_BYTES)
+    rt.load_2d(cmd, ad, 0, n, 1, n, 0, 0, 0, 0, 0, int(MemId.ACC))
+    rt.load_2d(cmd, bd, 0, n, 1, n, 0, 0, 0, 0, n, int(MemId.ACC))
+    rt.push_alu_op(cmd, _alu_kernel(rt, AluOp.ADD, n, dst=0, src=n, use_imm=0), 0)
+    rt.dep_push(cmd, QCOMPUTE, QSTORE)
+    rt.dep_pop(cmd, QCOMPUTE, QSTORE)
+    rt.store_2d(cmd, 0, int(MemId.OUT), cd, 0, n, 1, n)
+    counters = _counters(rt.synchronize(cmd, 1 << 31))
+    c = from_device(rt, cmd, cd, shape, np.int8)
+    for h in (ad, bd, cd):
+        rt.buffer_free(h)
+    return {"result": c, "expected": (a + b).astype(np.int8), "counters": counters}
+
+
 PROGRAMS = {
+    "vector_add": (vector_add, {}),
     "runtime_array": (runtime_array, {}),
     "save_load_out": (save_load_out, {}),
     **{f"padded_load[{c}]": (padded_load, {"case": c}) for c in PADDING_CASES},

@@ -680,6 +680,11 @@ _API = ("command_handle", "buffer_alloc", "buffer_free", "buffer_copy", "buffer_
 def _register_ffi():
     import tvm_ffi
 
+    from .config import ConfigError
+    from .pipeline import DeadlockError
+
+    for cls in (VTAError, InsnError, DeadlockError, BufferError, ConfigError, EncodeError):
+        tvm_ffi.register_error(cls.__name__, cls)   # errors keep their type through tvm-ffi calls
     module = sys.modules[__name__]
     for name in _API:
         fn = getattr(module, name)

@@ -110,3 +110,11 @@ def test_layout_table_lists_every_field(isa):
     for f in isa.alu:
         assert f"`{f.name}`" in table
     assert "112-127" in table
+
+
+def test_generated_docs_are_current():
+    from pathlib import Path
+
+    from sw.docs import isa_markdown
+    assert (Path(__file__).parent.parent / "docs" / "isa.md").read_text() == isa_markdown(), \
+        "docs/isa.md is stale: run python -m sw.docs"

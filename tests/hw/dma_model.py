@@ -14,7 +14,7 @@ import random
 
 import numpy as np
 
-__all__ = ["DmaModel"]
+__all__ = ["DmaModel", "pack_rows", "unpack_rows"]
 
 
 class DmaModel:
@@ -114,3 +114,18 @@ class DmaModel:
                     ctx.set(client.done, 0)
 
         sim.add_process(process)
+
+
+def pack_rows(arr, dtype):
+    """SRAM words (Python ints) from an array [depth, ...] of lanes of ``dtype``, lane 0 lowest."""
+    arr = np.ascontiguousarray(np.asarray(arr).astype(dtype))
+    rows = arr.reshape(arr.shape[0], -1)
+    return [int.from_bytes(r.tobytes(), "little") for r in rows]
+
+
+def unpack_rows(words, dtype, shape):
+    """The inverse of :func:`pack_rows`: an array [len(words), *shape] of ``dtype`` lanes."""
+    itemsize = np.dtype(dtype).itemsize
+    nbytes = itemsize * int(np.prod(shape))
+    raw = b"".join(int(w).to_bytes(nbytes, "little") for w in words)
+    return np.frombuffer(raw, dtype=dtype).reshape(len(words), *shape).copy()

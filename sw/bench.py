@@ -1,0 +1,125 @@
+"""Benchmarks (``make bench``): a table on stdout and a CSV in build/.
+
+Golden model: simulated MACs per wall second on long GEMM instructions (the time of ``FsimDevice.run``
+alone, the best of several repeats), ALU micro-ops per second, and the runtime's cost per
+instruction queued.
+
+    python -m sw.bench [--config configs/default.json] [--csv build/bench_fsim.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import runtime as rt
+from .config import load_config
+from .fsim import FsimDevice
+from .isa import AluOp, MemId
+
+
+def _timed(dev):
+    times = []
+    run = dev.run
+
+    def timed_run(*args):
+        t = time.perf_counter()
+        out = run(*args)
+        times.append(time.perf_counter() - t)
+        return out
+    dev.run = timed_run
+    return times
+
+
+def gemm_shapes(cfg):
+    """(name, rows, k_blocks, o_blocks) of long GEMM instructions that fit the SRAMs of cfg."""
+    shapes = []
+    for name, k, o in (("K=16 O=16 blocks", 16, 16), ("K=64 O=16 blocks", 64, 16), ("K=4 O=64 blocks", 4, 64)):
+        rows = min(cfg.INP_DEPTH // k, cfg.ACC_DEPTH // o, 16383)
+        if rows >= 1 and k * o <= cfg.WGT_DEPTH:
+            shapes.append((name, rows, k, o))
+    return shapes
+
+
+def bench_gemm(cfg, name, rows, k, o, repeats=5):
+    dev = FsimDevice(cfg, dram_bytes=64 << 20)
+    rng = np.random.default_rng(0)
+    dev.inp[...] = rng.integers(-128, 128, size=dev.inp.shape, dtype=np.int8)
+    dev.wgt[...] = rng.integers(-128, 128, size=dev.wgt.shape, dtype=np.int8)
+    times = _timed(dev)
+
+    def kernel():       # rows outside, reduction over k in the inner loop, output blocks as micro-ops
+        rt.uop_loop_begin(rows, o, k, 0)
+        rt.uop_loop_begin(k, 0, 1, 1)
+        for j in range(o):
+            rt.uop_push(0, 0, j, 0, j * k, 0, 0, 0)
+        rt.uop_loop_end()
+        rt.uop_loop_end()
+    with rt.use_target(dev) as q:
+        for _ in range(repeats):
+            rt.push_gemm_op(q.handle, kernel, 0)
+            counters = rt.synchronize(q.handle)
+    uops = counters["gemm_counter"]
+    best = min(times)
+    return {"benchmark": f"fsim GEMM {name}", "work": f"{uops} uops x {cfg.MACS_PER_CYCLE} MACs",
+            "seconds": best, "rate": uops * cfg.MACS_PER_CYCLE / best, "unit": "MAC/s"}
+
+
+def bench_alu(cfg, repeats=5):
+    dev = FsimDevice(cfg, dram_bytes=64 << 20)
+    times = _timed(dev)
+    n = cfg.ACC_DEPTH // 2
+
+    def kernel():
+        rt.uop_loop_begin(n, 1, 1, 0)
+        rt.uop_push(1, 0, 0, n, 0, int(AluOp.ADD), 0, 0)
+        rt.uop_loop_end()
+    with rt.use_target(dev) as q:
+        for _ in range(repeats):
+            rt.push_alu_op(q.handle, kernel, 0)
+            counters = rt.synchronize(q.handle)
+    best = min(times)
+    return {"benchmark": "fsim ALU ADD tensor", "work": f"{counters['alu_counter']} uops",
+            "seconds": best, "rate": counters["alu_counter"] / best, "unit": "uop/s"}
+
+
+def bench_runtime(cfg, n=20000):
+    dev = FsimDevice(cfg, dram_bytes=64 << 20)
+    with rt.use_target(dev, max_insns=1 << 17) as q:
+        h = rt.buffer_alloc(1 << 20)
+        t = time.perf_counter()
+        for i in range(n):
+            rt.load_2d(q.handle, h, i % 64, 1, 1, 1, 0, 0, 0, 0, i % 64, int(MemId.INP))
+        dt = time.perf_counter() - t
+        rt.synchronize(q.handle)
+    return {"benchmark": "runtime load_2d calls", "work": f"{n} instructions", "seconds": dt,
+            "rate": n / dt, "unit": "insn/s"}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default=None)
+    parser.add_argument("--csv", default="build/bench_fsim.csv")
+    args = parser.parse_args(argv)
+    cfg = load_config(args.config)
+    rows = [bench_gemm(cfg, *s) for s in gemm_shapes(cfg)] + [bench_alu(cfg), bench_runtime(cfg)]
+    print(f"config {cfg}")
+    print(f"{'benchmark':32s} {'work':28s} {'seconds':>9s} {'rate':>12s}")
+    for r in rows:
+        print(f"{r['benchmark']:32s} {r['work']:28s} {r['seconds']:9.4f} {r['rate']:12.3e} {r['unit']}")
+    Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.csv, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print(f"wrote {args.csv}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

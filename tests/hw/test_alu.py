@@ -1,0 +1,176 @@
+"""The tensor ALU against a numpy reference: every opcode, immediate and tensor operands, SHR edges."""
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from sw.config import load_config
+from sw.isa import AluOp, Opcode, isa_for
+from hw.alu import Alu
+from hw.sram import make_memory
+from tests.hw.dma_model import pack_rows, unpack_rows
+
+SMALL = load_config("small")
+MUL_CFG = SMALL.with_changes(ALU_MUL=1)
+
+
+def alu_insn(**f):
+    d = dict(opcode=Opcode.ALU, pop_prev=0, pop_next=0, push_prev=0, push_next=0, reset=0, uop_bgn=0,
+             uop_end=1, iter_out=1, iter_in=1, dst_factor_out=0, dst_factor_in=0, src_factor_out=0,
+             src_factor_in=0, alu_opcode=AluOp.ADD, use_imm=0, imm=0)
+    d.update(f)
+    return d
+
+
+def wrap32(x):
+    return ((np.asarray(x, dtype=np.int64) + (1 << 31)) % (1 << 32)) - (1 << 31)
+
+
+def ref_op(op, a, b):
+    a = a.astype(np.int64)
+    b = np.broadcast_to(np.asarray(b, dtype=np.int64), a.shape)
+    if op == AluOp.MIN:
+        return np.minimum(a, b)
+    if op == AluOp.MAX:
+        return np.maximum(a, b)
+    if op == AluOp.ADD:
+        return wrap32(a + b)
+    if op == AluOp.SHR:
+        out = np.empty_like(a)
+        for i, (x, s) in enumerate(zip(a.flat, b.flat)):
+            x, s = int(x), int(s)
+            out.flat[i] = x >> min(s, 31) if s >= 0 else int(wrap32(x << min(-s, 31)))
+        return out
+    if op == AluOp.MUL:
+        return wrap32(a * b)
+    raise ValueError(op)
+
+
+def ref_alu(cfg, acc, uops, f):
+    for i_out in range(f["iter_out"]):
+        for i_in in range(f["iter_in"]):
+            for u in range(f["uop_bgn"], f["uop_end"]):
+                dst, src, _ = uops[u]
+                d = (dst + i_out * f["dst_factor_out"] + i_in * f["dst_factor_in"]) % cfg.ACC_DEPTH
+                s = (src + i_out * f["src_factor_out"] + i_in * f["src_factor_in"]) % cfg.ACC_DEPTH
+                b = f["imm"] if f["use_imm"] else acc[s]
+                acc[d] = ref_op(f["alu_opcode"], acc[d], b)
+
+
+def run_alu(cfg, insns, uops, acc, *, expect_error=False):
+    """Run ALU instructions on acc rows ``acc`` ([rows, BATCH, BLOCK_OUT]); check against numpy;
+    return the cycles from each start to its done."""
+    isa = isa_for(cfg)
+    rows = len(acc)
+    m = Module()
+    m.submodules.dut = dut = Alu(cfg)
+    m.submodules.uop_mem = uop_mem = make_memory(cfg, "uop", init=[isa.encode_uop(*u) for u in uops])
+    m.submodules.acc_mem = acc_mem = make_memory(cfg, "acc", init=pack_rows(acc, np.int32))
+    acc_wr = acc_mem.write_port()
+    wiring.connect(m, dut.acc_wr, acc_wr)
+    wiring.connect(m, dut.acc_rd, acc_mem.read_port(transparent_for=(acc_wr,)))
+    wiring.connect(m, dut.uop_rd, uop_mem.read_port())
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    cycles, errors, out = [], [], {}
+
+    async def bench(ctx):
+        for f in insns:
+            ctx.set(dut.insn.as_value(), isa.encode(**f))
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            n = 1
+            while not ctx.get(dut.done):
+                await ctx.tick()
+                n += 1
+                assert n < 10000, "ALU did not finish"
+            errors.append(ctx.get(dut.error))
+            cycles.append(n)
+        out["acc"] = [ctx.get(acc_mem.data[i]) for i in range(rows)]
+
+    sim.add_testbench(bench)
+    sim.run()
+    ref = acc.astype(np.int64).copy()
+    for f in insns:
+        if not expect_error:
+            ref_alu(cfg, ref, uops, f)
+    got = unpack_rows(out["acc"], np.int32, (cfg.BATCH, cfg.BLOCK_OUT))
+    np.testing.assert_array_equal(got, ref)
+    assert errors == [int(expect_error)] * len(insns)
+    return cycles
+
+
+def random_acc(cfg, rows, seed):
+    rng = np.random.default_rng(seed)
+    acc = rng.integers(-(1 << 31), 1 << 31, (rows, cfg.BATCH, cfg.BLOCK_OUT), dtype=np.int64)
+    acc[0, 0, :4] = [-(1 << 31), (1 << 31) - 1, 0, -1]
+    return acc
+
+
+OPS = [AluOp.MIN, AluOp.MAX, AluOp.ADD, AluOp.SHR, AluOp.MUL]
+
+
+@pytest.mark.parametrize("op", OPS, ids=[o.name for o in OPS])
+def test_immediate(op):
+    cfg = MUL_CFG
+    acc = random_acc(cfg, 16, int(op))
+    uops = [(0, 0, 0), (3, 0, 0), (5, 0, 0)]
+    imms = {AluOp.SHR: [0, 1, -1, 31, -31, 7, -9], AluOp.MUL: [3, -7, 32767, -32768]}.get(
+        op, [0, 1, -1, 32767, -32768, 1234])
+    insns = [alu_insn(alu_opcode=op, use_imm=1, imm=imm, uop_end=3, iter_in=2, dst_factor_in=1) for imm in imms]
+    run_alu(cfg, insns, uops, acc)
+
+
+@pytest.mark.parametrize("op", OPS, ids=[o.name for o in OPS])
+def test_tensor(op):
+    cfg = MUL_CFG
+    acc = random_acc(cfg, 24, 10 + int(op))
+    if op == AluOp.SHR:   # shift amounts at and beyond the edges, as tensor lanes
+        amounts = np.array([0, 1, -1, 31, -31, 32, -32, 40, -40, 32767, -32768, -(1 << 31), (1 << 31) - 1, 5, -5, 16])
+        acc[8:16] = amounts[np.arange(8 * cfg.BATCH * cfg.BLOCK_OUT) % len(amounts)].reshape(8, cfg.BATCH, -1)
+    uops = [(0, 8, 0), (1, 9, 0), (2, 10, 0), (3, 11, 0)]
+    insns = [alu_insn(alu_opcode=op, uop_end=4, iter_out=2, dst_factor_out=4, src_factor_out=4)]
+    run_alu(cfg, insns, uops, acc)
+
+
+def test_shr_immediate_beyond():
+    """SHR by immediates beyond the 31 clamp: +40, -40, 32767, -32768."""
+    acc = random_acc(SMALL, 4, 20)
+    insns = [alu_insn(alu_opcode=AluOp.SHR, use_imm=1, imm=imm, uop_end=1) for imm in (40, -40, 32767, -32768)]
+    insns += [alu_insn(alu_opcode=AluOp.SHR, use_imm=1, imm=imm, uop_end=1, uop_bgn=0, dst_factor_out=1, iter_out=3)
+              for imm in (-3, 2)]
+    run_alu(SMALL, insns, [(0, 0, 0)], acc)
+
+
+def test_dependent_chain():
+    """Back-to-back micro-ops on the same row and a tensor op reading the row just written."""
+    acc = random_acc(SMALL, 8, 21)
+    uops = [(2, 0, 0), (2, 0, 0), (3, 2, 0), (2, 3, 0)]
+    insns = [alu_insn(alu_opcode=AluOp.ADD, use_imm=1, imm=5, uop_end=2, iter_in=3),
+             alu_insn(alu_opcode=AluOp.ADD, uop_bgn=2, uop_end=4, iter_in=3)]
+    run_alu(SMALL, insns, uops, acc)
+
+
+def test_throughput():
+    """Immediate: N micro-ops in N + 4 cycles; tensor operand: 2N + 4."""
+    acc = random_acc(SMALL, 32, 22)
+    uops = [(i, 31 - i, 0) for i in range(16)]
+    cycles = run_alu(SMALL, [alu_insn(use_imm=1, imm=3, uop_end=16), alu_insn(uop_end=16)], uops, acc)
+    assert cycles == [16 + 4, 2 * 16 + 4]
+
+
+def test_mul_not_built():
+    """With ALU_MUL = 0, MUL (and an unknown opcode) does nothing and reports an error."""
+    acc = random_acc(SMALL, 4, 23)
+    insns = [alu_insn(alu_opcode=AluOp.MUL, use_imm=1, imm=3), alu_insn(alu_opcode=6, use_imm=1, imm=3)]
+    run_alu(SMALL, insns, [(0, 0, 0)], acc, expect_error=True)
+
+
+def test_batch2_config():
+    cfg = load_config("batch2")
+    acc = random_acc(cfg, 8, 24)
+    run_alu(cfg, [alu_insn(alu_opcode=AluOp.MAX, uop_end=2), alu_insn(alu_opcode=AluOp.SHR, use_imm=1, imm=-2)],
+            [(0, 4, 0), (1, 5, 0)], acc)

@@ -1,0 +1,270 @@
+"""The compute module end to end: LOAD UOP/ACC/ACC_8BIT, GEMM, ALU, FINISH, the OUT mirror, tokens."""
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from sw.config import load_config
+from sw.isa import AluOp, MemId, Opcode, isa_for
+from hw.compute import Compute
+from hw.sram import make_memory
+from tests.hw.dma_model import DmaModel, pack_rows, unpack_rows
+from tests.hw.test_alu import alu_insn, ref_alu
+from tests.hw.test_gemm import gemm_insn, ref_gemm
+from tests.hw.test_load import mem_insn, ref_load
+
+SMALL = load_config("small")
+UOP_BASE, ACC_BASE = 0x4000, 0x8000
+DRAM_BYTES = 0x10000
+
+
+class RefCompute:
+    """numpy model of the compute module's state: uop, acc, out (the mirror), counters."""
+
+    def __init__(self, cfg, inp, wgt, out_init, dram):
+        self.cfg, self.inp, self.wgt, self.dram = cfg, inp, wgt, dram
+        self.uop = np.zeros((cfg.UOP_DEPTH, 4), np.uint8)
+        self.acc = np.zeros((cfg.ACC_DEPTH, cfg.BATCH, cfg.BLOCK_OUT), np.int64)
+        self.out = out_init.copy()
+        self.acc_writes = self.gemm_uops = self.alu_uops = 0
+
+    def written(self, rows):
+        rows = np.asarray(rows) % self.cfg.ACC_DEPTH
+        self.out[rows] = (self.acc[rows] & 0xFF).astype(np.uint8).view(np.int8)
+        self.acc_writes += len(rows)
+
+    def run(self, f):
+        cfg = self.cfg
+        lanes = cfg.BATCH * cfg.BLOCK_OUT
+        if f["opcode"] == Opcode.LOAD:
+            if f["x_size"] == 0:
+                return
+            n = (f["x_pad_0"] + f["x_size"] + f["x_pad_1"]) * (f["y_pad_0"] + f["y_size"] + f["y_pad_1"])
+            rows = np.arange(f["sram_base"], f["sram_base"] + n)
+            if f["memory_type"] == MemId.UOP:
+                ref_load(self.uop, self.dram, f, 4, UOP_BASE)
+                return
+            eb = cfg.ACC_ELEM_BYTES if f["memory_type"] == MemId.ACC else lanes
+            tmp = np.zeros((cfg.ACC_DEPTH, eb), np.uint8)
+            ref_load(tmp, self.dram, f, eb, ACC_BASE)
+            if f["memory_type"] == MemId.ACC:
+                vals = tmp.view(np.int32)
+            else:
+                vals = tmp.view(np.int8)
+            self.acc[rows] = vals[rows].reshape(-1, cfg.BATCH, cfg.BLOCK_OUT)
+            self.written(rows)
+            return
+        if f["opcode"] == Opcode.FINISH:
+            return
+        words = self.uop.view(np.uint32)[:, 0]
+        uops = list(zip(*isa_for(cfg).decode_uops(words)))
+        rows = []
+        for i_out in range(f["iter_out"]):
+            for i_in in range(f["iter_in"]):
+                for u in range(f["uop_bgn"], f["uop_end"]):
+                    rows.append(uops[u][0] + i_out * f["dst_factor_out"] + i_in * f["dst_factor_in"])
+        if f["opcode"] == Opcode.GEMM:
+            ref_gemm(cfg, self.acc, self.inp, self.wgt, uops, f)
+            if not f["reset"]:
+                self.gemm_uops += len(rows)
+        else:
+            ref_alu(cfg, self.acc, uops, f)
+            self.alu_uops += len(rows)
+        self.written(rows)
+
+
+def run_compute(cfg, insns, *, seed=0, l2g_at=0, s2g_at=0, stall=0.3, max_cycles=20000, dram_patch=None):
+    """Run a program through Compute; tokens l2g/s2g become available at the given cycles (as many
+    as the program pops). Returns the event log {name: [cycles]}; checks every SRAM against numpy."""
+    rng = np.random.default_rng(seed)
+    isa = isa_for(cfg)
+    dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
+    for addr, data in (dram_patch or {}).items():
+        dram[addr:addr + len(data)] = data
+    inp = rng.integers(-128, 128, (cfg.INP_DEPTH, cfg.BATCH, cfg.BLOCK_IN), dtype=np.int64)
+    wgt = rng.integers(-128, 128, (cfg.WGT_DEPTH, cfg.BLOCK_OUT, cfg.BLOCK_IN), dtype=np.int64)
+    out_init = rng.integers(-128, 128, (cfg.ACC_DEPTH, cfg.BATCH, cfg.BLOCK_OUT), dtype=np.int64)
+
+    m = Module()
+    m.submodules.dut = dut = Compute(cfg)
+    m.submodules.inp_mem = inp_mem = make_memory(cfg, "inp", init=pack_rows(inp, np.int8))
+    m.submodules.wgt_mem = wgt_mem = make_memory(cfg, "wgt", init=pack_rows(wgt, np.int8))
+    m.submodules.out_mem = out_mem = make_memory(cfg, "out", init=pack_rows(out_init, np.int8))
+    wiring.connect(m, dut.inp_rd, inp_mem.read_port())
+    wiring.connect(m, dut.wgt_rd, wgt_mem.read_port())
+    wiring.connect(m, dut.out_wr, out_mem.write_port())
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    DmaModel(dram, cfg.BUS_WIDTH, seed=seed, stall=stall).add_read(sim, dut.dma)
+    log = {k: [] for k in ("pop_l2g", "pop_s2g", "push_g2l", "push_g2s", "write", "finish")}
+    n_l2g = sum(f.get("pop_prev", 0) for f in insns)
+    n_s2g = sum(f.get("pop_next", 0) for f in insns)
+
+    async def tokens(ctx):
+        have = {"l2g": 0, "s2g": 0}
+        cycle = 0
+        async for _, _, *vals in ctx.tick().sample(dut.l2g.pop, dut.s2g.pop, dut.g2l.push, dut.g2s.push,
+                                                   dut.out_wr.en, dut.finish):
+            cycle += 1
+            for name, v in zip(("pop_l2g", "pop_s2g", "push_g2l", "push_g2s", "write", "finish"), vals):
+                if v:
+                    log[name].append(cycle)
+            for q, v in (("l2g", vals[0]), ("s2g", vals[1])):
+                if v:
+                    assert have[q] > 0, f"popped an empty {q} queue"
+                    have[q] -= 1
+            if cycle == max(l2g_at, 1):
+                have["l2g"] += n_l2g
+            if cycle == max(s2g_at, 1):
+                have["s2g"] += n_s2g
+            ctx.set(dut.l2g.valid, have["l2g"] > 0)
+            ctx.set(dut.s2g.valid, have["s2g"] > 0)
+
+    sim.add_process(tokens)
+    res = {}
+
+    async def bench(ctx):
+        ctx.set(dut.uop_base, UOP_BASE)
+        ctx.set(dut.acc_base, ACC_BASE)
+        for f in insns:
+            ctx.set(dut.insn.payload, isa.encode(**f))
+            ctx.set(dut.insn.valid, 1)
+            await ctx.tick().until(dut.insn.ready)
+        ctx.set(dut.insn.valid, 0)
+        for _ in range(max_cycles):
+            await ctx.tick()
+            if not ctx.get(dut.busy) or ctx.get(dut.error):
+                break
+        else:
+            raise AssertionError("compute did not finish")
+        await ctx.tick()
+        for name in ("acc_writes", "gemm_uops", "alu_uops", "error"):
+            res[name] = ctx.get(getattr(dut, name))
+        res["acc"] = [ctx.get(dut.acc_mem.data[i]) for i in range(cfg.ACC_DEPTH)]
+        res["uop"] = [ctx.get(dut.uop_mem.data[i]) for i in range(cfg.UOP_DEPTH)]
+        res["out"] = [ctx.get(out_mem.data[i]) for i in range(cfg.ACC_DEPTH)]
+
+    sim.add_testbench(bench)
+    sim.run()
+    log.update(res)
+    if res["error"]:
+        return log
+    ref = RefCompute(cfg, inp, wgt, out_init, dram)
+    for f in insns:
+        ref.run(f)
+    np.testing.assert_array_equal(np.array(res["uop"], dtype=np.uint32), ref.uop.view(np.uint32)[:, 0])
+    np.testing.assert_array_equal(unpack_rows(res["acc"], np.int32, (cfg.BATCH, cfg.BLOCK_OUT)),
+                                  ref.acc)
+    np.testing.assert_array_equal(unpack_rows(res["out"], np.int8, (cfg.BATCH, cfg.BLOCK_OUT)), ref.out)
+    assert (res["acc_writes"], res["gemm_uops"], res["alu_uops"]) == (ref.acc_writes, ref.gemm_uops, ref.alu_uops)
+    assert len(log["write"]) == ref.acc_writes
+    return log
+
+
+def uop_load(cfg, **f):
+    return mem_insn(cfg, memory_type=MemId.UOP, **f)
+
+
+def program(cfg):
+    """LOAD UOP, LOAD ACC (padded), LOAD ACC_8BIT, GEMM reset, GEMM, ALU imm, ALU tensor, FINISH.
+    The uops are taken from DRAM words 2.. of the uop region, written into DRAM by the caller."""
+    return [
+        uop_load(cfg, sram_base=0, dram_base=2, y_size=1, x_size=10, x_stride=10, pop_prev=1),
+        mem_insn(cfg, memory_type=MemId.ACC, sram_base=0, dram_base=1, y_size=2, x_size=3, x_stride=4,
+                 x_pad_0=1, y_pad_1=1),
+        mem_insn(cfg, memory_type=MemId.ACC_8BIT, sram_base=20, dram_base=3, y_size=2, x_size=2,
+                 x_stride=3, x_pad_1=1),
+        gemm_insn(reset=1, uop_bgn=0, uop_end=4, push_prev=1),
+        gemm_insn(uop_bgn=0, uop_end=6, iter_out=2, iter_in=2, dst_factor_out=1, src_factor_in=3,
+                  wgt_factor_out=2, pop_next=1),
+        alu_insn(alu_opcode=AluOp.SHR, use_imm=1, imm=2, uop_bgn=6, uop_end=8, iter_in=2, dst_factor_in=1),
+        alu_insn(alu_opcode=AluOp.ADD, uop_bgn=8, uop_end=10, push_next=1),
+        gemm_insn(opcode=Opcode.FINISH, uop_end=0, iter_out=0, iter_in=0),
+    ]
+
+
+UOPS = [(30, 0, 0), (31, 1, 1), (32, 2, 2), (33, 3, 3), (30, 4, 5), (0, 6, 7),
+        (20, 0, 0), (1, 0, 0), (21, 30, 0), (2, 20, 0)]
+
+
+def uop_bytes(cfg, uops):
+    return np.array([isa_for(cfg).encode_uop(*u) for u in uops], dtype=np.uint32).view(np.uint8)
+
+
+def test_program():
+    cfg = SMALL
+    log = run_compute(cfg, program(cfg), seed=5, l2g_at=30, s2g_at=120,
+                      dram_patch={UOP_BASE + 8: uop_bytes(cfg, UOPS)})
+    # tokens: the first instruction waited for l2g; GEMM #2 waited for s2g
+    assert log["pop_l2g"] and log["pop_l2g"][0] >= 30
+    assert all(c > log["pop_l2g"][0] for c in log["write"])
+    assert len(log["pop_s2g"]) == 1 and log["pop_s2g"][0] >= 120
+    # g2l pushed after the reset GEMM's last write, before the next GEMM's first write
+    reset_writes = [c for c in log["write"] if c < log["push_g2l"][0]]
+    assert len(log["push_g2l"]) == 1 and reset_writes and max(reset_writes) < log["push_g2l"][0]
+    assert all(c > log["push_g2l"][0] for c in log["write"][len(reset_writes):])
+    # g2s pushed after the very last write, then FINISH
+    assert len(log["push_g2s"]) == 1 and log["push_g2s"][0] > max(log["write"])
+    assert len(log["finish"]) == 1 and log["finish"][0] > log["push_g2s"][0]
+
+
+@pytest.mark.parametrize("bus_log", [7, 9])
+def test_loads_wide_bus(bus_log):
+    """UOP (4 bytes), ACC_8BIT and ACC elements narrower than a 128- or 512-bit bus, with padding."""
+    cfg = SMALL.with_changes(LOG_BUS_WIDTH=bus_log)
+    insns = [
+        uop_load(cfg, sram_base=3, dram_base=5, y_size=1, x_size=7, x_stride=7),
+        mem_insn(cfg, memory_type=MemId.ACC, sram_base=2, dram_base=3, y_size=3, x_size=2, x_stride=5,
+                 x_pad_1=1, y_pad_0=1),
+        mem_insn(cfg, memory_type=MemId.ACC_8BIT, sram_base=40, dram_base=7, y_size=3, x_size=3,
+                 x_stride=5, x_pad_0=2, y_pad_0=1, y_pad_1=1),
+        alu_insn(alu_opcode=AluOp.MAX, use_imm=1, imm=-3, uop_bgn=3, uop_end=5),
+    ]
+    uops = [(2, 0, 0), (41, 0, 0)]
+    run_compute(cfg, insns, seed=bus_log, dram_patch={UOP_BASE + 20: uop_bytes(cfg, uops)})
+
+
+def test_default_config():
+    cfg = load_config("default")
+    uops = [(4, 1, 2), (5, 3, 0), (4, 2, 1)]
+    insns = [
+        uop_load(cfg, sram_base=0, dram_base=0, y_size=1, x_size=3, x_stride=3),
+        mem_insn(cfg, memory_type=MemId.ACC, sram_base=4, dram_base=1, y_size=1, x_size=2, x_stride=2),
+        mem_insn(cfg, memory_type=MemId.ACC_8BIT, sram_base=6, dram_base=1, y_size=2, x_size=1, x_stride=2),
+        gemm_insn(uop_end=3, iter_out=2, dst_factor_out=2, src_factor_out=1),
+        alu_insn(alu_opcode=AluOp.MUL, uop_end=2, dst_factor_out=1),
+        alu_insn(alu_opcode=AluOp.SHR, use_imm=1, imm=-4, uop_end=2),
+    ]
+    run_compute(cfg, insns, seed=11, dram_patch={UOP_BASE: uop_bytes(cfg, uops)})
+
+
+def test_nops_and_finish_tokens():
+    """NOP loads (x_size 0) and FINISH only move tokens; pops come before, pushes after."""
+    insns = [
+        uop_load(SMALL, x_size=0, pop_prev=1, push_prev=1),
+        mem_insn(SMALL, memory_type=MemId.ACC, x_size=0, pop_next=1, push_next=1),
+        gemm_insn(opcode=Opcode.FINISH, uop_end=0, iter_out=0, iter_in=0, pop_prev=1, push_next=1),
+    ]
+    log = run_compute(SMALL, insns, l2g_at=20, s2g_at=50)
+    assert log["write"] == []
+    assert len(log["pop_l2g"]) == 2 and log["pop_l2g"][0] >= 20
+    assert log["push_g2l"][0] > log["pop_l2g"][0]
+    assert log["pop_s2g"][0] >= 50 and log["push_g2s"][0] > log["pop_s2g"][0]
+    assert log["pop_l2g"][1] > log["push_g2s"][0]
+    assert len(log["finish"]) == 1 and log["pop_l2g"][1] <= log["finish"][0] < log["push_g2s"][1]
+
+
+@pytest.mark.parametrize("bad", ["store", "mul", "load_inp", "opcode"])
+def test_bad_instruction(bad):
+    """A bad instruction sets error and stops the module without popping its tokens."""
+    f = {
+        "store": mem_insn(SMALL, opcode=Opcode.STORE, memory_type=MemId.OUT, pop_prev=1),
+        "mul": alu_insn(alu_opcode=AluOp.MUL, use_imm=1, imm=2, pop_prev=1),
+        "load_inp": mem_insn(SMALL, memory_type=MemId.INP, pop_prev=1),
+        "opcode": dict(alu_insn(alu_opcode=7, pop_prev=1)),
+    }[bad]
+    log = run_compute(SMALL, [f], l2g_at=1)
+    assert log["error"] == 1
+    assert log["pop_l2g"] == [] and log["write"] == []
