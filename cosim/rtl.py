@@ -1,0 +1,142 @@
+"""The ``rtl`` target of the runtime: the Verilated accelerator, driven from inside a cocotb test.
+
+:class:`RtlDevice` has the same interface as :class:`sw.fsim.FsimDevice` (``cfg``, ``dram``,
+``run``). Its ``dram`` is the C++ DPI memory of the testbench mapped as a numpy array (no copy).
+``run`` is called from ordinary (blocking) code running in a cocotb bridge thread; it hands the
+launch to the simulator with ``cocotb.task.resume`` and blocks until the run ends, so Python wakes
+only for the few register accesses of a launch and once at the end.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from sw.pipeline import VTAError
+
+__all__ = ["RtlDevice", "WatchdogError", "RunTimeout", "dram_view"]
+
+
+class WatchdogError(VTAError):
+    """The accelerator made no progress for the watchdog budget; the message says what each module waits for."""
+
+
+class RunTimeout(VTAError):
+    """The run did not finish within ``wait_cycles``."""
+
+
+def _lib():
+    lib = ctypes.CDLL(None)
+    lib.vta_dram_base.restype = ctypes.c_void_p
+    lib.vta_dram_size.restype = ctypes.c_uint64
+    lib.vta_dram_faults.restype = ctypes.c_uint64
+    lib.vta_dram_first_fault.restype = ctypes.c_uint64
+    lib.vta_trace_size.restype = ctypes.c_uint64
+    lib.vta_trace_data.restype = ctypes.c_void_p
+    return lib
+
+
+def dram_view() -> np.ndarray:
+    """The testbench DRAM as a writable uint8 numpy array sharing the C++ buffer."""
+    lib = _lib()
+    size = int(lib.vta_dram_size())
+    return np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(lib.vta_dram_base()))
+
+
+class RtlDevice:
+    name = "rtl"
+
+    def __init__(self, dut, cfg, watchdog_cycles: int = 100_000, dram_latency: int = 20,
+                 dram_bytes_per_cycle: int = 8, trace: bool = False):
+        from hw import control
+
+        self.dut = dut
+        self.cfg = cfg
+        self.regs = control.REGISTERS
+        self.lib = _lib()
+        self.dram = dram_view()
+        self.watchdog_cycles = watchdog_cycles
+        dut.dram_latency.value = dram_latency
+        dut.dram_bytes_per_cycle.value = dram_bytes_per_cycle
+        dut.trace_enable.value = int(trace)
+        self.launches = 0
+
+    # ------------------------------------------------------------------ register access (async)
+    async def write_reg(self, name_or_offset, value: int):
+        from cocotb.triggers import ValueChange
+        dut = self.dut
+        dut.ctl_addr.value = self._offset(name_or_offset)
+        dut.ctl_wdata.value = int(value) & 0xFFFFFFFF
+        dut.ctl_we.value = 1
+        dut.ctl_req.value = 1 - int(dut.ctl_req.value)
+        await ValueChange(dut.ctl_ack)
+
+    async def read_reg(self, name_or_offset) -> int:
+        from cocotb.triggers import ValueChange
+        dut = self.dut
+        dut.ctl_addr.value = self._offset(name_or_offset)
+        dut.ctl_we.value = 0
+        dut.ctl_req.value = 1 - int(dut.ctl_req.value)
+        await ValueChange(dut.ctl_ack)
+        return int(dut.ctl_rdata.value)
+
+    def _offset(self, name_or_offset) -> int:
+        if isinstance(name_or_offset, int):
+            return name_or_offset
+        return self.regs[name_or_offset].offset
+
+    async def read_counters(self) -> dict:
+        from hw import control
+        out = {}
+        for reg in control.COUNTER_REGISTERS:
+            out[reg.name] = await self.read_reg(reg.offset)
+        return out
+
+    # ------------------------------------------------------------------ the target interface
+    def run(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> dict:
+        from cocotb.task import resume
+        return resume(self._run)(insn_addr, insn_count, wait_cycles)
+
+    async def _run(self, insn_addr, insn_count, wait_cycles):
+        from cocotb.triggers import RisingEdge
+        from hw import control
+
+        dut = self.dut
+        self.lib.vta_dram_clear_faults()
+        await self.write_reg("insn_count", insn_count)
+        await self.write_reg("insn_addr", insn_addr)
+        for ptr in ("uop_base", "inp_base", "wgt_base", "acc_base", "out_base"):
+            await self.write_reg(ptr, 0)
+        dut.watchdog_limit.value = self.watchdog_cycles
+        dut.cycle_limit.value = int(wait_cycles) if wait_cycles else (1 << 63)
+        dut.arm.value = 1 - int(dut.arm.value)
+        await self.write_reg("control", 1)
+        await RisingEdge(dut.done)
+        why = int(dut.why.value)
+        self.launches += 1
+        counters = await self.read_counters()
+        status = counters.get("status", 0)
+        if why == 2:
+            raise WatchdogError(f"the accelerator made no progress for {self.watchdog_cycles} cycles "
+                                f"(cycle {counters.get('cycles', '?')} of the run):\n"
+                                + control.describe_state(counters))
+        if why == 3:
+            raise RunTimeout(f"the run did not finish within wait_cycles = {wait_cycles}:\n"
+                             + control.describe_state(counters))
+        err = control.decode_error(status)
+        if err:
+            raise VTAError(f"the accelerator stopped on an error: {err}\n" + control.describe_state(counters))
+        faults = int(self.lib.vta_dram_faults())
+        if faults:
+            raise VTAError(f"the accelerator accessed DRAM outside device memory {faults} times (first at "
+                           f"{int(self.lib.vta_dram_first_fault()):#x})")
+        return control.profiler_counters(counters)
+
+    def trace(self) -> np.ndarray:
+        """Busy/idle transitions logged by the testbench: rows of (cycle, module, busy)."""
+        n = int(self.lib.vta_trace_size())
+        if n == 0:
+            return np.zeros((0, 3), dtype=np.int64)
+        raw = np.ctypeslib.as_array((ctypes.c_uint64 * n).from_address(self.lib.vta_trace_data())).copy()
+        return np.stack([raw >> 8, (raw >> 1) & 0x7F, raw & 1], axis=1).astype(np.int64)
