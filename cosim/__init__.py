@@ -87,7 +87,8 @@ def _launch(model, tmp: Path, waves: bool):
     try:
         import contextlib
         with open(tmp / "sim.log", "w") as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
-            runner.test(test_module="cosim.entry", hdl_toplevel=TOPLEVEL, build_dir=model.build_dir / "obj",
+            runner.test(test_module="cosim.entry", hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog",
+                        build_dir=model.build_dir / "obj",
                         test_dir=tmp, extra_env=extra, waves=waves, log_file=tmp / "sim.log",
                         results_xml=str(tmp / "results.xml"))
     except SystemExit as err:

@@ -84,13 +84,15 @@ class RtlDevice:
     def _offset(self, name_or_offset) -> int:
         if isinstance(name_or_offset, int):
             return name_or_offset
-        return self.regs[name_or_offset].offset
+        return self.regs[name_or_offset]
 
     async def read_counters(self) -> dict:
+        """Every register except the host-written ones."""
         from hw import control
         out = {}
-        for reg in control.COUNTER_REGISTERS:
-            out[reg.name] = await self.read_reg(reg.offset)
+        for reg in control.REGISTER_MAP:
+            if reg.kind != "host":
+                out[reg.name] = await self.read_reg(reg.offset)
         return out
 
     # ------------------------------------------------------------------ the target interface
@@ -106,7 +108,7 @@ class RtlDevice:
         self.lib.vta_dram_clear_faults()
         await self.write_reg("insn_count", insn_count)
         await self.write_reg("insn_addr", insn_addr)
-        for ptr in ("uop_base", "inp_base", "wgt_base", "acc_base", "out_base"):
+        for ptr in ("uop_addr", "inp_addr", "wgt_addr", "acc_addr", "out_addr"):
             await self.write_reg(ptr, 0)
         dut.watchdog_limit.value = self.watchdog_cycles
         dut.cycle_limit.value = int(wait_cycles) if wait_cycles else (1 << 63)
@@ -115,23 +117,20 @@ class RtlDevice:
         await RisingEdge(dut.done)
         why = int(dut.why.value)
         self.launches += 1
-        counters = await self.read_counters()
-        status = counters.get("status", 0)
+        regs = await self.read_counters()
         if why == 2:
             raise WatchdogError(f"the accelerator made no progress for {self.watchdog_cycles} cycles "
-                                f"(cycle {counters.get('cycles', '?')} of the run):\n"
-                                + control.describe_state(counters))
+                                f"(cycle {regs['cycles']} of the run):\n" + describe_state(regs))
         if why == 3:
-            raise RunTimeout(f"the run did not finish within wait_cycles = {wait_cycles}:\n"
-                             + control.describe_state(counters))
-        err = control.decode_error(status)
+            raise RunTimeout(f"the run did not finish within wait_cycles = {wait_cycles}:\n" + describe_state(regs))
+        err = decode_error(regs["status"])
         if err:
-            raise VTAError(f"the accelerator stopped on an error: {err}\n" + control.describe_state(counters))
+            raise VTAError(f"the accelerator stopped on an error: {err}\n" + describe_state(regs))
         faults = int(self.lib.vta_dram_faults())
         if faults:
             raise VTAError(f"the accelerator accessed DRAM outside device memory {faults} times (first at "
                            f"{int(self.lib.vta_dram_first_fault()):#x})")
-        return control.profiler_counters(counters)
+        return profiler_counters(regs)
 
     def trace(self) -> np.ndarray:
         """Busy/idle transitions logged by the testbench: rows of (cycle, module, busy)."""
@@ -140,3 +139,51 @@ class RtlDevice:
             return np.zeros((0, 3), dtype=np.int64)
         raw = np.ctypeslib.as_array((ctypes.c_uint64 * n).from_address(self.lib.vta_trace_data())).copy()
         return np.stack([raw >> 8, (raw >> 1) & 0x7F, raw & 1], axis=1).astype(np.int64)
+
+
+# the golden model's counter names -> the register that holds the same count
+PROFILER_REGISTERS = {"inp_load_nbytes": "inp_load_bytes", "wgt_load_nbytes": "wgt_load_bytes",
+                      "acc_load_nbytes": "acc_load_bytes", "uop_load_nbytes": "uop_load_bytes",
+                      "out_store_nbytes": "out_store_bytes", "gemm_counter": "gemm_uops", "alu_counter": "alu_uops"}
+
+
+def profiler_counters(regs: dict) -> dict:
+    """The counters of a run: the golden model's names first, then cycles and the hardware's own."""
+    out = {name: regs[reg] for name, reg in PROFILER_REGISTERS.items()}
+    out["cycles"] = regs["cycles"]
+    for name, value in regs.items():
+        if name not in PROFILER_REGISTERS.values() and name not in ("control", "status", "version", "config0",
+                                                                        "config1", "cycles"):
+            out[name] = value
+    return out
+
+
+def decode_error(status: int) -> str:
+    from hw.control import ERROR_CODE_BITS, STATUS_BITS, ErrorCode
+    lo, width = STATUS_BITS["error_code"]
+    code = (status >> lo) & ((1 << width) - 1)
+    if not code:
+        return ""
+    try:
+        return f"{ErrorCode(code).name} (code {code})"
+    except ValueError:
+        return f"error code {code}"
+
+
+def describe_state(regs: dict) -> str:
+    """What each module was doing, from the status registers (for watchdog and error reports)."""
+    lines = [f"  status {regs['status']:#x}, {regs['insn_fetched']} instructions fetched, cycles {regs['cycles']}"]
+    for mod in ("fetch", "load", "compute", "store"):
+        queue = f", command queue holds {regs[f'queue_{mod}']}" if f"queue_{mod}" in regs else ""
+        lines.append(f"  {mod:8s}: busy {regs[f'{mod}_busy']} cycles, waiting {regs[f'{mod}_stall']} cycles{queue}")
+    lines.append("  tokens  : " + ", ".join(f"{q}={regs[f'tokens_{q}']}" for q in ("l2g", "g2l", "g2s", "s2g")))
+    waits = []
+    if regs["queue_load"] and not regs["tokens_g2l"]:
+        waits.append("load may wait for a g2l token")
+    if regs["queue_store"] and not regs["tokens_g2s"]:
+        waits.append("store may wait for a g2s token")
+    if regs["queue_compute"] and not (regs["tokens_l2g"] and regs["tokens_s2g"]):
+        waits.append("compute may wait for an l2g or s2g token")
+    if waits:
+        lines.append("  likely  : " + "; ".join(waits))
+    return "\n".join(lines)

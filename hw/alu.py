@@ -1,13 +1,13 @@
 """The tensor ALU: runs one ALU instruction over the micro-op loop nest (reference §3.4, DESIGN §2)."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.isa import AluOp
 from .gemm import UopSequencer
 from .isa import insn_layouts, uop_layout
-from .sram import read_signature, write_signature
+from .sram import check_config, read_signature, write_signature
 
 __all__ = ["Alu", "alu_lane"]
 
@@ -58,6 +58,7 @@ class Alu(wiring.Component):
     """
 
     def __init__(self, cfg):
+        check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
             "start": In(1),

@@ -107,7 +107,8 @@ class AxiMaster(wiring.Component):
 
     ``error`` (out) latches a response other than OKAY on R or B; ``error_clear`` (in) clears it.
     ``read_busy``/``write_busy`` (out) are high while a command is being split or has bursts in
-    flight.
+    flight. ``read_beats[i]``/``write_beats`` (out, 32) count the words moved for each client since
+    reset (free-running, wrapping; :class:`hw.control.ControlRegs` reports their increase per run).
 
     Latency: a read command is accepted one cycle after ``cmd.valid`` (when the read splitter is
     idle) and its first AR is valid the cycle after; R beats are forwarded combinationally
@@ -151,6 +152,8 @@ class AxiMaster(wiring.Component):
             "error_clear": In(1),
             "read_busy": Out(1),
             "write_busy": Out(1),
+            "read_beats": Out(32).array(n_readers),
+            "write_beats": Out(32),
         })
 
     def elaborate(self, platform):
@@ -213,6 +216,9 @@ class AxiMaster(wiring.Component):
         m.d.comb += axi.rready.eq(route.r_rdy & readies[head_client])
         r_fire = axi.rvalid & axi.rready
         m.d.comb += route.r_en.eq(r_fire & axi.rlast)
+        for i, r in enumerate(self.read):
+            with m.If(r.data.valid & r.data.ready):
+                m.d.sync += self.read_beats[i].eq(self.read_beats[i] + 1)
         m.d.comb += self.read_busy.eq(rd_active | route.r_rdy)
 
         # ---------------------------------------------------------------- write: AW
@@ -222,7 +228,8 @@ class AxiMaster(wiring.Component):
         wr_active = Signal()
         m.d.comb += self.write.cmd.ready.eq(~wr_active)
         with m.If(self.write.cmd.valid & ~wr_active):
-            m.d.sync += [wr_active.eq(1), *wsplit.load(self.write.cmd.payload.addr, self.write.cmd.payload.beats)]
+            cmd = self.write.cmd.payload
+            m.d.sync += [wr_active.eq(1), *wsplit.load(cmd.addr, cmd.beats)]
         m.d.comb += [
             axi.awvalid.eq(wr_active & wlen.w_rdy & wresp.w_rdy),
             axi.awaddr.eq(wsplit.addr),
@@ -247,6 +254,8 @@ class AxiMaster(wiring.Component):
             self.write.data.ready.eq(w_active & axi.wready),
         ]
         w_fire = axi.wvalid & axi.wready
+        with m.If(w_fire):
+            m.d.sync += self.write_beats.eq(self.write_beats + 1)
         w_burst_end = w_fire & (w_count == 0)
         with m.If(w_fire):
             m.d.sync += w_count.eq(w_count - 1)

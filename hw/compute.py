@@ -10,7 +10,7 @@ from .gemm import Gemm
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_read_signature
 from .isa import insn_layouts
 from .load import TensorLoad, dma_read_mux
-from .sram import make_memory, read_signature, write_signature
+from .sram import check_config, make_memory, read_signature, write_signature
 
 __all__ = ["Compute"]
 
@@ -57,12 +57,14 @@ class Compute(wiring.Component):
         ``busy``        Out(1)  an instruction is in progress (including waiting for tokens)
         ``stall``       Out(1)  waiting for a token
         ``error``       Out(1)  sticky, a bad instruction stopped the module
+        ``clear``       In(1)   leave the error halt (clears ``error``; ignored unless halted), e.g. at launch
 
     The uop and acc SRAMs are inside (``uop_mem``, ``acc_mem`` attributes, for tests); the acc read
     port is transparent to the acc write port, which the GEMM and ALU pipelines rely on.
     """
 
     def __init__(self, cfg):
+        check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
             "insn": In(stream.Signature(128)),
@@ -83,6 +85,7 @@ class Compute(wiring.Component):
             "busy": Out(1),
             "stall": Out(1),
             "error": Out(1),
+            "clear": In(1),
         })
         self.uop_mem = make_memory(cfg, "uop")
         self.acc_mem = make_memory(cfg, "acc")
@@ -219,5 +222,7 @@ class Compute(wiring.Component):
                 m.d.comb += [self.busy.eq(1), self.g2l.push.eq(mem.push_prev), self.g2s.push.eq(mem.push_next)]
                 m.next = "IDLE"
             with m.State("HALT"):
-                pass
+                with m.If(self.clear):
+                    m.d.sync += self.error.eq(0)
+                    m.next = "IDLE"
         return m

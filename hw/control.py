@@ -27,6 +27,9 @@ class ErrorCode(IntEnum):
     BAD_ALU_OPCODE = 4      # alu_opcode 5..7, or MUL in a build without it (ALU_MUL = 0)
     AXI_ERROR = 5           # an AXI read or write response other than OKAY
     BAD_UOP_LOAD = 6        # a LOAD UOP with y_size != 1 or padding (reported by the datapath)
+    LOAD_ERROR = 7          # the load module rejected an instruction (its own ``error`` output)
+    COMPUTE_ERROR = 8       # the compute module rejected an instruction
+    STORE_ERROR = 9         # the store module rejected an instruction
 
 
 ERROR_CODE_BITS = 4
@@ -49,6 +52,8 @@ class Register:
     * ``cycles``: counts every cycle of a run; cleared at launch, stops (latched) at finish;
     * ``counter``: counts the cycles in which input port ``port`` is high during a run; cleared at
       launch, stops at finish;
+    * ``delta``: input port ``port`` is a free-running 32-bit event counter of a module; the register
+      reads its increase since launch, and holds it from finish on;
     * ``input``: a read-only snapshot of input port ``port`` (``width`` bits);
     * ``status``: run state and error code;
     * ``const``: a build-time constant (``version``, ``config0``, ``config1``).
@@ -81,11 +86,13 @@ REGISTER_MAP = (
     Register("wgt_addr", 0x18, "RW", 0, "host", "wgt base address (ORed into wgt DRAM addresses)"),
     Register("acc_addr", 0x1C, "RW", 0, "host", "acc base address (ORed into acc DRAM addresses)"),
     Register("out_addr", 0x20, "RW", 0, "host", "out base address (ORed into out DRAM addresses)"),
-    _counter("acc_writes", 0x24, "acc_write", "ACC row writes during the run (latched at finish)"),
+    Register("acc_writes", 0x24, "RO", 0, "delta", "ACC row writes during the run (latched at finish)",
+             "acc_writes", 32),
     Register("status", 0x40, "RO", 0, "status",
              "bit 0 busy, bit 1 finished, bit 2 error; bits 8-11 error code (hw.control.ErrorCode: "
              "1 bad opcode, 2 bad memory type, 3 reserved dependency flag, 4 bad ALU opcode, "
-             "5 AXI error response, 6 bad UOP load); kept until the next launch"),
+             "5 AXI error response, 6 bad UOP load, 7/8/9 load/compute/store module error); kept "
+             "until the next launch"),
     Register("version", 0x44, "RO", "config", "const",
              "bits 0-7/8-15/16-23 ISA version patch/minor/major (HW_VER), bits 24-31 implementation "
              "revision"),
@@ -118,6 +125,27 @@ REGISTER_MAP = (
     Register("insn_fetched", 0x8C, "RO", 0, "input",
              "instructions fetch has routed in this run (after an error: the index of the bad one)",
              "insn_fetched", 32),
+    Register("gemm_uops", 0x90, "RO", 0, "delta", "GEMM micro-ops (not reset ones) during the run",
+             "gemm_uops", 32),
+    Register("alu_uops", 0x94, "RO", 0, "delta", "ALU micro-ops during the run", "alu_uops", 32),
+    Register("dma_fetch_beats", 0x98, "RO", 0, "delta",
+             "bus words read for fetch during the run (AxiMaster read_beats)", "dma_fetch_beats", 32),
+    Register("dma_load_beats", 0x9C, "RO", 0, "delta",
+             "bus words read for the load module (inp, wgt) during the run", "dma_load_beats", 32),
+    Register("dma_compute_beats", 0xA0, "RO", 0, "delta",
+             "bus words read for the compute module (uop, acc) during the run", "dma_compute_beats", 32),
+    Register("dma_store_beats", 0xA4, "RO", 0, "delta",
+             "bus words written for the store module during the run (AxiMaster write_beats)",
+             "dma_store_beats", 32),
+    Register("inp_load_bytes", 0xA8, "RO", 0, "delta", "bytes loaded into the inp SRAM (padding excluded)",
+             "inp_load_bytes", 32),
+    Register("wgt_load_bytes", 0xAC, "RO", 0, "delta", "bytes loaded into the wgt SRAM (padding excluded)",
+             "wgt_load_bytes", 32),
+    Register("acc_load_bytes", 0xB0, "RO", 0, "delta",
+             "bytes loaded into the acc SRAM (ACC_8BIT counted at acc element size, as VTA's profiler)",
+             "acc_load_bytes", 32),
+    Register("uop_load_bytes", 0xB4, "RO", 0, "delta", "bytes of micro-ops loaded", "uop_load_bytes", 32),
+    Register("out_store_bytes", 0xB8, "RO", 0, "delta", "bytes stored from the out SRAM", "out_store_bytes", 32),
 )
 
 REGISTERS = {r.name: r.offset for r in REGISTER_MAP}
@@ -176,13 +204,19 @@ class ControlRegs(wiring.Component):
     ``bus`` (AXI4-Lite slave, 32-bit data, ``addr_width``-bit addresses): expose as ``s_axi_<name>``.
     ``launch`` (out): one-cycle pulse when the host writes 1 to bit 0 of ``control`` while idle.
     ``running`` (out): high from the launch until the run finishes.
+    ``irq`` (out): the finish bit of ``control`` (level; cleared by the next launch).
     ``insn_count``, ``insn_addr``, ``uop_addr``, ``inp_addr``, ``wgt_addr``, ``acc_addr``,
     ``out_addr`` (out, 32): the host-written registers.
     ``finish`` (in): ends the run (the compute module's FINISH).
     ``error_code`` (in, 4): a non-zero :class:`ErrorCode`; the first one is latched into ``status``
-    until the next launch, and it also ends the run (so a bad program never hangs).
-    ``acc_write``, ``fetch_busy``, ``fetch_stall``, ``load_busy``, ... ``store_stall`` (in, 1):
-    counter enables, counted in the cycles of a run.
+    until the next launch, and it also ends the run (so a bad program never hangs). It is ignored
+    in the cycle ``launch`` is high, so sources may clear a stale code on the launch pulse.
+    ``fetch_busy``, ``fetch_stall``, ``load_busy``, ... ``store_stall`` (in, 1): counter enables,
+    counted in the cycles of a run.
+    ``acc_writes``, ``gemm_uops``, ``alu_uops`` (in, 32): free-running event counters of the compute
+    module; the registers show their increase during the run.
+    ``dma_fetch_beats``, ``dma_load_beats``, ``dma_compute_beats``, ``dma_store_beats`` (in, 32):
+    the free-running beat counters of :class:`hw.axi.AxiMaster` for each client, likewise.
     ``tokens_*``, ``queue_*`` (in, 16) and ``insn_fetched`` (in, 32): read-only snapshots.
 
     Reads of unmapped addresses return 0, writes to them and to read-only registers are ignored;
@@ -210,13 +244,14 @@ class ControlRegs(wiring.Component):
             "bus": In(axi4_lite_signature(addr_width, 32)),
             "launch": Out(1),
             "running": Out(1),
+            "irq": Out(1),
             "finish": In(1),
             "error_code": In(ERROR_CODE_BITS),
         }
         for r in REGISTER_MAP:
             if r.kind == "host":
                 members[r.name] = Out(32)
-            elif r.kind in ("counter", "input"):
+            elif r.kind in ("counter", "input", "delta"):
                 members[r.port] = In(r.width)
         super().__init__(members)
 
@@ -230,8 +265,9 @@ class ControlRegs(wiring.Component):
         error_code = Signal(ERROR_CODE_BITS)
         regs = {}
         for r in REGISTER_MAP:
-            if r.kind in ("host", "cycles", "counter"):
+            if r.kind in ("host", "cycles", "counter", "delta"):
                 regs[r.name] = Signal(32, init=r.reset, name=f"reg_{r.name}")
+        bases = {r.name: Signal(32, name=f"base_{r.name}") for r in REGISTER_MAP if r.kind == "delta"}
 
         # ------------------------------------------------------------ read values
         values = {}
@@ -248,7 +284,7 @@ class ControlRegs(wiring.Component):
                 values[r.name] = regs[r.name]
             if r.kind == "host":
                 m.d.comb += getattr(self, r.name).eq(regs[r.name])
-        m.d.comb += self.running.eq(running)
+        m.d.comb += [self.running.eq(running), self.irq.eq(finished)]
 
         # ------------------------------------------------------------ AXI4-Lite write
         launch = Signal()
@@ -298,15 +334,19 @@ class ControlRegs(wiring.Component):
 
         # ------------------------------------------------------------ run state and counters
         m.d.sync += self.launch.eq(launch)
-        stop = running & (self.finish | (self.error_code != 0))
+        # Sources clear their error on the launch pulse: ignore what they show in that cycle.
+        error_in = Mux(self.launch, 0, self.error_code)
+        stop = running & (self.finish | (error_in != 0))
         with m.If(launch):
             m.d.sync += [running.eq(1), finished.eq(0), error_code.eq(0)]
             for r in REGISTER_MAP:
-                if r.kind in ("cycles", "counter"):
+                if r.kind in ("cycles", "counter", "delta"):
                     m.d.sync += regs[r.name].eq(0)
+                if r.kind == "delta":
+                    m.d.sync += bases[r.name].eq(getattr(self, r.port))
         with m.Else():
-            with m.If((error_code == 0) & (self.error_code != 0)):
-                m.d.sync += error_code.eq(self.error_code)
+            with m.If((error_code == 0) & (error_in != 0)):
+                m.d.sync += error_code.eq(error_in)
             with m.If(stop):
                 m.d.sync += [running.eq(0), finished.eq(1)]
             with m.If(running):
@@ -316,4 +356,6 @@ class ControlRegs(wiring.Component):
                     elif r.kind == "counter":
                         with m.If(getattr(self, r.port)):
                             m.d.sync += regs[r.name].eq(regs[r.name] + 1)
+                    elif r.kind == "delta":
+                        m.d.sync += regs[r.name].eq(getattr(self, r.port) - bases[r.name])
         return m

@@ -8,7 +8,7 @@ from sw.config import INS_WIDTH
 from sw.isa import AluOp, MemId, Opcode
 
 from .control import ERROR_CODE_BITS, ErrorCode
-from .interfaces import ADDR_BITS, DMA_BEATS_BITS, dma_read_signature
+from .interfaces import ADDR_BITS, dma_read_signature
 from .isa import insn_layouts
 
 __all__ = ["Fetch"]
@@ -38,8 +38,8 @@ class Fetch(wiring.Component):
        pop_next or push_next on a STORE (reference §3.8);
     4. ``BAD_ALU_OPCODE``: ALU with alu_opcode 5..7, or MUL (4) when the config has ALU_MUL = 0.
 
-    A bad instruction is not routed: Fetch drives its code on ``error`` (held until the next
-    start), stops requesting instructions, and drains the words already requested so that the
+    A bad instruction is not routed: Fetch drives its code on ``error`` (cleared by the next
+    ``start`` pulse, on the following cycle), stops requesting instructions, and drains the words already requested so that the
     shared AXI read channel is never blocked. The top level must treat a non-zero ``error`` as
     finish (:class:`hw.control.ControlRegs` does). ``insn_fetched`` counts the routed
     instructions, so after an error it is the index of the bad one.
@@ -57,10 +57,11 @@ class Fetch(wiring.Component):
     run and no DMA word outstanding; a start while not idle is held until idle), ``error`` (out,
     4), ``insn_fetched`` (out, 32).
 
-    Latency: the first DMA command is issued 1 cycle after ``start``; an instruction enters its
-    queue 2 cycles after its last bus word is accepted (staging FIFO, then the decode register)
-    and can be read 1 cycle later (the queues are buffered FIFOs). Throughput: one instruction per
-    cycle when the bus is 128 bits or wider, one per two cycles on a 64-bit bus.
+    Latency: the first DMA command is offered 1 cycle after ``start``; an instruction is valid at
+    the output of its queue 5 cycles after its last bus word is accepted (6 on buses wider than
+    128 bits): staging FIFO, (word register,) decode register, command queue; all FIFOs are
+    buffered so they map to block RAM. Throughput: one instruction per cycle when the bus is 128
+    bits or wider, one per two cycles on a 64-bit bus.
 
     Parameters
     ----------
@@ -143,8 +144,12 @@ class Fetch(wiring.Component):
             m.d.comb += req_beats.eq(beats_left)
         with m.Else():
             m.d.comb += req_beats.eq(chunk)
+        # A command, once offered, stays offered with the same payload until accepted (stream
+        # rule), even if an error stops the run meanwhile.
+        cmd_hold = Signal()
+        m.d.sync += cmd_hold.eq(self.dma.cmd.valid & ~self.dma.cmd.ready)
         m.d.comb += [
-            self.dma.cmd.valid.eq(running & (beats_left != 0) & (reserved <= depth - chunk)),
+            self.dma.cmd.valid.eq(cmd_hold | (running & (beats_left != 0) & (reserved <= depth - chunk))),
             self.dma.cmd.payload.addr.eq(req_addr),
             self.dma.cmd.payload.beats.eq(req_beats),
         ]
@@ -262,22 +267,21 @@ class Fetch(wiring.Component):
 
         with m.If(insn_valid & ~discard & (code != 0)):
             m.d.sync += [
-                self.error.eq(code), discard.eq(1), running.eq(0), beats_left.eq(0),
-                insn_valid.eq(0),
+                self.error.eq(code), discard.eq(1), running.eq(0), insn_valid.eq(0),
             ]
             if bus <= INS_WIDTH:
                 m.d.sync += part.eq(0)
 
         # ---------------------------------------------------------------- start and end
         idle = Signal()
-        quiet = ~running & (reserved == 0) & ~insn_valid & ~assembling
+        quiet = ~running & ~cmd_hold & (reserved == 0) & ~insn_valid & ~assembling
         m.d.comb += idle.eq(quiet & ~pending_start & ~discard)
-        with m.If(discard & (reserved == 0)):
+        with m.If(discard & ~cmd_hold & (reserved == 0)):
             m.d.sync += discard.eq(0)
 
         go = Signal()
         with m.If(self.start):
-            m.d.sync += pending_start.eq(1)
+            m.d.sync += [pending_start.eq(1), self.error.eq(0)]
         can_start = quiet & ~discard & (self.start | pending_start)
         m.d.comb += go.eq(can_start)
         with m.If(go):

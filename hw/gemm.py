@@ -8,7 +8,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .isa import insn_layouts, uop_layout
-from .sram import read_signature, write_signature
+from .sram import check_config, read_signature, write_signature
 
 __all__ = ["UopSequencer", "Gemm", "tree_sum"]
 
@@ -36,6 +36,7 @@ class UopSequencer(wiring.Component):
     """
 
     def __init__(self, cfg):
+        check_config(cfg, self)
         self._cfg = cfg
         uw = cfg.LOG_UOP_DEPTH + 1
         self._widths = {"dst": cfg.LOG_ACC_DEPTH, "src": cfg.UOP_SRC_BITS, "wgt": cfg.LOG_WGT_DEPTH}
@@ -119,6 +120,7 @@ class Gemm(wiring.Component):
     """
 
     def __init__(self, cfg):
+        check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
             "start": In(1),

@@ -13,14 +13,14 @@ from amaranth.utils import exact_log2
 from sw.isa import MemId
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_read_signature
 from .isa import insn_layouts
-from .sram import write_signature
+from .sram import check_config, parameter_error, write_signature
 
 __all__ = ["TensorLoad", "Load", "dma_read_mux"]
 
 
-def _check_pow2(name, value, lo, hi):
+def _check_pow2(component, name, value, lo, hi):
     if not isinstance(value, int) or value < lo or value > hi or value & (value - 1):
-        raise ValueError(f"{name} must be a power of two in [{lo}, {hi}], not {value!r}")
+        raise parameter_error(component, f"{name} must be a power of two in [{lo}, {hi}], not {value!r}")
 
 
 class TensorLoad(wiring.Component):
@@ -49,8 +49,9 @@ class TensorLoad(wiring.Component):
     """
 
     def __init__(self, cfg, *, elem_bytes, depth):
-        _check_pow2("elem_bytes", elem_bytes, 1, 1 << 16)
-        _check_pow2("depth", depth, 1, 1 << 16)
+        check_config(cfg, self)
+        _check_pow2(self, "elem_bytes", elem_bytes, 1, 1 << 16)
+        _check_pow2(self, "depth", depth, 1, 1 << 16)
         self._cfg = cfg
         self._eb = elem_bytes
         self._depth = depth
@@ -240,9 +241,11 @@ class Load(wiring.Component):
         ``busy``      Out(1)  an instruction is in progress (including waiting for its token)
         ``stall``     Out(1)  waiting for a g2l token
         ``error``     Out(1)  sticky, a bad instruction reached the module
+        ``clear``     In(1)   leave the error halt (clears ``error``; ignored unless halted), e.g. at launch
     """
 
     def __init__(self, cfg):
+        check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
             "insn": In(stream.Signature(128)),
@@ -256,6 +259,7 @@ class Load(wiring.Component):
             "busy": Out(1),
             "stall": Out(1),
             "error": Out(1),
+            "clear": In(1),
         })
 
     def elaborate(self, platform):
@@ -301,5 +305,7 @@ class Load(wiring.Component):
                     m.d.comb += self.l2g.push.eq(insn.push_next)
                     m.next = "IDLE"
             with m.State("HALT"):
-                pass
+                with m.If(self.clear):
+                    m.d.sync += self.error.eq(0)
+                    m.next = "IDLE"
         return m

@@ -23,9 +23,24 @@ one has a member ``In(write_signature(cfg, "inp"))`` (flipped: the module drives
 from amaranth.lib import memory
 from amaranth.utils import exact_log2
 
-__all__ = ["SRAM_NAMES", "sram_geometry", "make_memory", "write_signature", "read_signature"]
+__all__ = ["SRAM_NAMES", "check_config", "parameter_error", "sram_geometry", "make_memory", "write_signature", "read_signature"]
 
 SRAM_NAMES = ("uop", "inp", "wgt", "acc", "out")
+
+
+def parameter_error(component, message):
+    """A ValueError about a parameter of ``component``, which is then never elaborated (so no
+    UnusedElaboratable warning is raised for it)."""
+    component._MustUse__silence = True
+    return ValueError(f"{type(component).__name__}: {message}")
+
+
+def check_config(cfg, component):
+    """Raise a ValueError unless ``cfg`` is a validated :class:`sw.config.Config`."""
+    from sw.config import Config
+    if not isinstance(cfg, Config):
+        raise parameter_error(component, f"cfg must be a sw.config.Config (see sw.config.load_config), "
+                                         f"not {type(cfg).__name__}")
 
 
 def sram_geometry(cfg, name):

@@ -98,6 +98,8 @@ class Format:
             self.fields[fname] = Field(fname, width, pos, signed, doc)
             pos += width
         self.used_bits = pos
+        # per field: (offset, mask, lo, hi), precomputed because encoding is on the runtime's hot path
+        self._limits = {f.name: (f.offset, f.mask, f.lo, f.hi) for f in self.fields.values()}
 
     def __iter__(self):
         return iter(self.fields.values())
@@ -107,17 +109,19 @@ class Format:
 
     def encode(self, values: dict) -> int:
         word = 0
+        limits = self._limits
         for name, value in values.items():
             try:
-                f = self.fields[name]
+                offset, mask, lo, hi = limits[name]
             except KeyError:
                 raise EncodeError(f"{self.name}: no field {name!r}; fields are {', '.join(self.fields)}") from None
             value = int(value)
-            if not f.lo <= value <= f.hi:
+            if not lo <= value <= hi:
+                f = self.fields[name]
                 raise EncodeError(
                     f"{self.name}.{name} = {value} does not fit its {f.width}-bit "
                     f"{'signed ' if f.signed else ''}field; allowed range [{f.lo}, {f.hi}]")
-            word |= (value & f.mask) << f.offset
+            word |= (value & mask) << offset
         return word
 
     def decode(self, word: int) -> dict:

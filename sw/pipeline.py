@@ -9,6 +9,8 @@ Both the golden model and the runtime use them, so they report the same errors i
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .isa import AluOp, Insn, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE
 
 __all__ = ["VTAError", "InsnError", "DeadlockError", "check_insn", "schedule", "TOKEN_QUEUES",
@@ -46,6 +48,7 @@ _FLAG_QUEUES = {
 }
 
 
+@lru_cache(maxsize=None)
 def elem_bytes(cfg, mem: int) -> int:
     """Bytes of one element of a memory type in DRAM (ACC_8BIT: the int8 lanes of one acc element)."""
     return {
@@ -55,6 +58,7 @@ def elem_bytes(cfg, mem: int) -> int:
     }[mem]
 
 
+@lru_cache(maxsize=None)
 def sram_depth(cfg, mem: int) -> int:
     return {
         MemId.UOP: cfg.UOP_DEPTH, MemId.WGT: cfg.WGT_DEPTH, MemId.INP: cfg.INP_DEPTH,

@@ -160,19 +160,20 @@ class CommandQueue:
         return self.dram[buf.phys:buf.end]
 
     # ------------------------------------------------------------------ instructions
-    def _new_insn(self, stage: int, **fields) -> Insn:
+    def _new_insn(self, stage: int, _checked=False, **fields) -> Insn:
         opcode = fields["opcode"]
         kind = self.isa.kind_of(opcode)
         f = dict.fromkeys(self.isa.formats[kind].fields, 0)
         f.update(fields)
+        if not _checked:
+            try:
+                self.isa.formats[kind].encode(f)
+            except EncodeError as err:
+                raise InsnError(str(err)) from None
         f["pop_prev"] = self.pending_pop_prev[stage]
         f["pop_next"] = self.pending_pop_next[stage]
         self.pending_pop_prev[stage] = self.pending_pop_next[stage] = 0
         insn = Insn(kind, f)
-        try:
-            self.isa.formats[kind].encode(f)
-        except EncodeError as err:
-            raise InsnError(str(err)) from None
         assert insn.stage == stage, (insn, stage)
         self.insns.append(insn)
         return insn
@@ -251,7 +252,7 @@ class CommandQueue:
             check_insn(self.cfg, Insn(kind, probe), where=what)
         except EncodeError as err:
             raise InsnError(f"{what}: {err}") from None
-        return self._new_insn(stage, **fields)
+        return self._new_insn(stage, _checked=True, **fields)
 
     def _dram_base(self, what, obj, elem_offset, mem, x_size, y_size, x_stride) -> int:
         for name, v in (("elem_offset", elem_offset), ("x_size", x_size), ("y_size", y_size), ("x_stride", x_stride)):

@@ -30,7 +30,6 @@ def assert_value_error(match, cls, *args, **kwargs):
         gc.collect()
 
 
-
 def word_at(mem, addr, nbytes):
     return int.from_bytes(mem[addr:addr + nbytes].tobytes(), "little")
 
@@ -99,9 +98,19 @@ def run_reads(bus_width, n_readers, cmds_per_client, *, seed, max_burst=256, rea
         raise AssertionError(f"reads did not complete: got {[len(r) for r in results]} words")
 
     sim.add_testbench(watchdog, background=True)
+    beats = [0] * n_readers
+
+    async def beat_probe(ctx):
+        while True:
+            await ctx.tick()
+            for i in range(n_readers):
+                beats[i] = ctx.get(dut.read_beats[i])
+
+    sim.add_testbench(beat_probe, background=True)
     sim.run()
     for i in range(n_readers):
         assert results[i] == expected_reads(mem.mem, cmds_per_client[i], nbytes), f"client {i}"
+        assert beats[i] == len(results[i])
     return mem
 
 
@@ -233,14 +242,17 @@ def run_writes(bus_width, cmds, *, seed, max_burst=256, error_ranges=(), mem_kwa
     sim.add_testbench(data)
     sim.add_testbench(done_counter)
     error = []
+    write_beats = [0]
 
     async def error_probe(ctx):
         while True:
             await ctx.tick()
             error.append(ctx.get(dut.error))
+            write_beats[0] = ctx.get(dut.write_beats)
 
     sim.add_testbench(error_probe, background=True)
     sim.run()
+    assert write_beats[0] == len(words)
     return mem, expect, error
 
 
@@ -254,6 +266,7 @@ def test_writes_with_strobes(bus_width):
     mem, expect, error = run_writes(bus_width, cmds, seed=bus_width)
     assert np.array_equal(mem.mem, expect)
     assert not any(error)
+    assert sum(b for _, _, b in mem.bursts) == sum(b for _, b in cmds)
 
 
 def test_long_write_split():
@@ -264,6 +277,75 @@ def test_long_write_split():
     assert np.array_equal(mem.mem, expect)
     lens = [b for k, _, b in mem.bursts if k == "AW"]
     assert lens[0] == 5 and max(lens) == 16 and sum(lens) == 301
+
+
+def test_reads_and_writes_together():
+    """The read and write paths run at the same time on one port."""
+    dut = AxiMaster(128, 2, max_burst=8)
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    mem = AxiMemory(dut.axi, MEM_SIZE, 128, seed=12, max_burst=8)
+    mem.mem[:] = np.random.default_rng(12).integers(0, 256, MEM_SIZE, dtype=np.uint8)
+    before = mem.mem.copy()
+    mem.add_to(sim)
+    rng = random.Random(12)
+    reads = [[(0x0, 20), (0x1000 - 32, 5)], [(0x400, 9)]]
+    writes = [(0x4000, 20), (0x5000 - 48, 7)]
+    words = [(rng.getrandbits(128), b) for _, beats in writes for b in range(beats)]
+    results = [[], []]
+    dones = []
+
+    for i in range(2):
+        async def client(ctx, i=i):
+            await issue(ctx, dut.read[i], reads[i], random.Random(i))
+
+        async def sink(ctx, i=i):
+            await receive(ctx, dut.read[i], sum(b for _, b in reads[i]), random.Random(10 + i), 0.7,
+                          results[i])
+
+        sim.add_testbench(client)
+        sim.add_testbench(sink)
+
+    async def write_cmds(ctx):
+        await issue(ctx, dut.write, writes, random.Random(5))
+
+    async def write_data(ctx):
+        for d, _ in words:
+            ctx.set(dut.write.data.payload.data, d)
+            ctx.set(dut.write.data.payload.strb, 0xFFFF)
+            ctx.set(dut.write.data.valid, 1)
+            await ctx.tick().until(dut.write.data.ready)
+        ctx.set(dut.write.data.valid, 0)
+
+    async def done_probe(ctx):
+        while True:
+            _, _, done = await ctx.tick().sample(dut.write.done)
+            if done:
+                dones.append(1)
+
+    sim.add_testbench(write_cmds)
+    sim.add_testbench(done_probe, background=True)
+
+    async def waiter(ctx):
+        for _ in range(3000):
+            await ctx.tick()
+            if len(dones) == len(writes):
+                return
+        raise AssertionError("writes did not complete")
+
+    sim.add_testbench(write_data)
+    sim.add_testbench(waiter)
+    sim.run()
+    for i in range(2):
+        assert results[i] == expected_reads(before, reads[i], 16)
+    k = 0
+    for addr, beats in writes:
+        for b in range(beats):
+            assert word_at(mem.mem, addr + 16 * b, 16) == words[k][0]
+            k += 1
+    kinds = [kind for kind, _, _ in mem.bursts]
+    # writes: 8+8+4, then 3+4 around 0x5000; reads: 8+8+4, 2+3 around 0x1000, 8+1
+    assert kinds.count("AW") == 5 and kinds.count("AR") == 7
 
 
 def test_write_error_latched():

@@ -75,7 +75,8 @@ class RefCompute:
         self.written(rows)
 
 
-def run_compute(cfg, insns, *, seed=0, l2g_at=0, s2g_at=0, stall=0.3, max_cycles=20000, dram_patch=None):
+def run_compute(cfg, insns, *, seed=0, l2g_at=0, s2g_at=0, stall=0.3, max_cycles=20000, dram_patch=None,
+                uop_base=UOP_BASE, acc_base=ACC_BASE, check=True):
     """Run a program through Compute; tokens l2g/s2g become available at the given cycles (as many
     as the program pops). Returns the event log {name: [cycles]}; checks every SRAM against numpy."""
     rng = np.random.default_rng(seed)
@@ -83,6 +84,7 @@ def run_compute(cfg, insns, *, seed=0, l2g_at=0, s2g_at=0, stall=0.3, max_cycles
     dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
     for addr, data in (dram_patch or {}).items():
         dram[addr:addr + len(data)] = data
+    dram_copy = dram.copy()
     inp = rng.integers(-128, 128, (cfg.INP_DEPTH, cfg.BATCH, cfg.BLOCK_IN), dtype=np.int64)
     wgt = rng.integers(-128, 128, (cfg.WGT_DEPTH, cfg.BLOCK_OUT, cfg.BLOCK_IN), dtype=np.int64)
     out_init = rng.integers(-128, 128, (cfg.ACC_DEPTH, cfg.BATCH, cfg.BLOCK_OUT), dtype=np.int64)
@@ -126,8 +128,8 @@ def run_compute(cfg, insns, *, seed=0, l2g_at=0, s2g_at=0, stall=0.3, max_cycles
     res = {}
 
     async def bench(ctx):
-        ctx.set(dut.uop_base, UOP_BASE)
-        ctx.set(dut.acc_base, ACC_BASE)
+        ctx.set(dut.uop_base, uop_base)
+        ctx.set(dut.acc_base, acc_base)
         for f in insns:
             ctx.set(dut.insn.payload, isa.encode(**f))
             ctx.set(dut.insn.valid, 1)
@@ -149,7 +151,8 @@ def run_compute(cfg, insns, *, seed=0, l2g_at=0, s2g_at=0, stall=0.3, max_cycles
     sim.add_testbench(bench)
     sim.run()
     log.update(res)
-    if res["error"]:
+    log.update(inp=inp, wgt=wgt, dram=dram_copy)
+    if res["error"] or not check:
         return log
     ref = RefCompute(cfg, inp, wgt, out_init, dram)
     for f in insns:
@@ -268,3 +271,216 @@ def test_bad_instruction(bad):
     log = run_compute(SMALL, [f], l2g_at=1)
     assert log["error"] == 1
     assert log["pop_l2g"] == [] and log["write"] == []
+
+
+def test_against_fsim():
+    """A random compute program gives the same acc as the golden model (sw.fsim)."""
+    from sw.fsim import FsimDevice
+    cfg = SMALL.with_changes(ALU_MUL=1)
+    rng = np.random.default_rng(42)
+    n_uops = 24
+    uops = [(int(rng.integers(0, 64)), int(rng.integers(0, 64)), int(rng.integers(0, 64))) for _ in range(n_uops)]
+    uop_dram = 0x2000   # byte address of the uops; base pointers are 0 so fsim and RTL agree
+    insns = [
+        uop_load(cfg, sram_base=0, dram_base=uop_dram // 4, y_size=1, x_size=n_uops, x_stride=n_uops),
+        mem_insn(cfg, memory_type=MemId.ACC, sram_base=0, dram_base=0x3000 // cfg.ACC_ELEM_BYTES, y_size=6,
+                 x_size=8, x_stride=9, x_pad_0=1, x_pad_1=2, y_pad_0=1, y_pad_1=1),
+        mem_insn(cfg, memory_type=MemId.ACC_8BIT, sram_base=100, dram_base=0x5000 // cfg.OUT_ELEM_BYTES + 3, y_size=4, x_size=5,
+                 x_stride=7, x_pad_0=2, y_pad_1=1),
+        gemm_insn(reset=1, uop_bgn=0, uop_end=4),
+        gemm_insn(uop_bgn=2, uop_end=14, iter_out=3, iter_in=2, dst_factor_out=64, dst_factor_in=3,
+                  src_factor_out=17, src_factor_in=5, wgt_factor_out=11, wgt_factor_in=2),
+    ]
+    for op in AluOp:
+        for use_imm in (1, 0):
+            imm = int(rng.integers(-40, 40)) if op == AluOp.SHR else int(rng.integers(-32768, 32768))
+            insns.append(alu_insn(alu_opcode=op, use_imm=use_imm, imm=imm, uop_bgn=int(rng.integers(0, 8)),
+                                  uop_end=int(rng.integers(12, n_uops)), iter_out=2, iter_in=2,
+                                  dst_factor_out=int(rng.integers(0, 100)), dst_factor_in=1,
+                                  src_factor_out=int(rng.integers(0, 100)), src_factor_in=2))
+    insns.append(gemm_insn(uop_bgn=0, uop_end=n_uops, iter_in=2, dst_factor_in=7))
+    insns.append(gemm_insn(opcode=Opcode.FINISH, uop_end=0, iter_out=0, iter_in=0))
+    log = run_compute(cfg, insns, seed=42, uop_base=0, acc_base=0, check=False,
+                      dram_patch={uop_dram: uop_bytes(cfg, uops)})
+    assert not log["error"]
+    dev = FsimDevice(cfg, dram_bytes=DRAM_BYTES)
+    dev.dram[:] = log["dram"]
+    dev.inp[...] = log["inp"]
+    dev.wgt[...] = log["wgt"]
+    isa = isa_for(cfg)
+    prog = isa.words_to_array([isa.encode(**f) for f in insns])
+    insn_addr = DRAM_BYTES - len(prog)
+    dev.dram[insn_addr:] = prog
+    counters = dev.run(insn_addr, len(insns))
+    got = unpack_rows(log["acc"], np.int32, (cfg.BATCH * cfg.BLOCK_OUT,))
+    np.testing.assert_array_equal(got, dev.acc)
+    assert log["gemm_uops"] == counters["gemm_counter"]
+    assert log["alu_uops"] == counters["alu_counter"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Compute with Load and Store: the programs of sw.programs, recorded on the golden model, replayed
+# on Load + Compute + Store joined by token queues and SRAMs (no fetch: the instructions are fed
+# to each module's stream in program order), with base pointers 0. The DRAM after the replay must
+# equal the golden model's.
+
+class RecordingDevice:
+    """A target for sw.runtime that runs the golden model and records each run (DRAM before,
+    instruction words, DRAM after)."""
+
+    name = "recorder"
+
+    def __init__(self, cfg, dram_bytes):
+        from sw.fsim import FsimDevice
+        self.dev = FsimDevice(cfg, dram_bytes=dram_bytes)
+        self.cfg = cfg
+        self.runs = []
+
+    @property
+    def dram(self):
+        return self.dev.dram
+
+    def run(self, insn_addr, insn_count, wait_cycles=None):
+        before = self.dev.dram.copy()
+        counters = self.dev.run(insn_addr, insn_count, wait_cycles)
+        raw = before[insn_addr:insn_addr + 16 * insn_count]
+        words = [int.from_bytes(raw[i * 16:(i + 1) * 16].tobytes(), "little") for i in range(insn_count)]
+        self.runs.append((before, words, self.dev.dram.copy(), counters))
+        return counters
+
+
+def replay(cfg, dram, words, *, seed=0, max_cycles=200000):
+    """Run ``words`` on Load + Compute + Store over ``dram`` (updated in place); return the compute
+    counters."""
+    from hw.load import Load
+    from hw.queues import TokenQueue
+    from hw.store import Store
+    isa = isa_for(cfg)
+    streams = {1: [], 2: [], 3: []}
+    for w in words:
+        streams[isa.decode(w).stage].append(w)
+    m = Module()
+    m.submodules.load = load = Load(cfg)
+    m.submodules.compute = compute = Compute(cfg)
+    m.submodules.store = store = Store(cfg)
+    mems = {}
+    for name in ("inp", "wgt", "out"):
+        m.submodules[f"{name}_mem"] = mems[name] = make_memory(cfg, name)
+    wiring.connect(m, load.inp_wr, mems["inp"].write_port())
+    wiring.connect(m, load.wgt_wr, mems["wgt"].write_port())
+    wiring.connect(m, compute.inp_rd, mems["inp"].read_port())
+    wiring.connect(m, compute.wgt_rd, mems["wgt"].read_port())
+    wiring.connect(m, compute.out_wr, mems["out"].write_port())
+    wiring.connect(m, store.out_rd, mems["out"].read_port())
+    for name, producer, consumer in (("l2g", load.l2g, compute.l2g), ("g2l", compute.g2l, load.g2l),
+                                     ("g2s", compute.g2s, store.g2s), ("s2g", store.s2g, compute.s2g)):
+        m.submodules[name] = q = TokenQueue()
+        wiring.connect(m, producer, q.producer)
+        wiring.connect(m, consumer, q.consumer)
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    DmaModel(dram, cfg.BUS_WIDTH, seed=seed).add_read(sim, load.dma)
+    DmaModel(dram, cfg.BUS_WIDTH, seed=seed + 1).add_read(sim, compute.dma)
+    DmaModel(dram, cfg.BUS_WIDTH, seed=seed + 2).add_write(sim, store.dma)
+
+    def feeder(port, stream_words):
+        async def bench(ctx):
+            for w in stream_words:
+                ctx.set(port.payload, w)
+                ctx.set(port.valid, 1)
+                await ctx.tick().until(port.ready)
+            ctx.set(port.valid, 0)
+        return bench
+
+    for stage, mod in ((1, load), (2, compute), (3, store)):
+        sim.add_testbench(feeder(mod.insn, streams[stage]), background=True)
+    res = {}
+
+    async def bench(ctx):
+        finished = False
+        for cycle in range(max_cycles):
+            await ctx.tick()
+            for mod in (load, compute, store):
+                assert not ctx.get(mod.error), f"{type(mod).__name__} reported an error"
+            finished = finished or ctx.get(compute.finish)
+            if finished and not (ctx.get(load.busy) or ctx.get(compute.busy) or ctx.get(store.busy)):
+                break
+        else:
+            raise AssertionError(f"no FINISH after {max_cycles} cycles")
+        res.update(cycles=cycle, gemm_counter=ctx.get(compute.gemm_uops), alu_counter=ctx.get(compute.alu_uops))
+
+    sim.add_testbench(bench)
+    sim.run()
+    return res
+
+
+def _program_names():
+    from sw import programs
+    return [name for name in programs.PROGRAMS if name != "runtime_array"]   # that one runs no instructions
+
+
+@pytest.mark.parametrize("config", ["small"])
+@pytest.mark.parametrize("program", _program_names())
+def test_programs_with_load_and_store(program, config):
+    run_program(program, load_config(config).with_changes(ALU_MUL=1))
+
+
+@pytest.mark.parametrize("program", ["gemm[smt]", "alu[mul_tensor]"])
+def test_programs_default_config(program):
+    run_program(program, load_config("default"))
+
+
+def run_program(program, cfg):
+    from sw import programs, runtime
+    device = RecordingDevice(cfg, dram_bytes=4 << 20)
+    queue = runtime.CommandQueue(device)
+    previous = runtime.set_current(queue)
+    try:
+        fn, kwargs = programs.PROGRAMS[program]
+        out = fn(**kwargs)
+    finally:
+        runtime.set_current(previous)
+    np.testing.assert_array_equal(out["result"], out["expected"])   # the golden model itself
+    assert device.runs
+    for i, (before, words, after, counters) in enumerate(device.runs):
+        assert not np.array_equal(before, after), "the program stored nothing"
+        dram = before.copy()
+        res = replay(cfg, dram, words, seed=i)
+        np.testing.assert_array_equal(dram, after)
+        assert res["gemm_counter"] == counters["gemm_counter"]
+        assert res["alu_counter"] == counters["alu_counter"]
+
+
+def test_clear_after_error():
+    """``clear`` takes the module out of its error halt; the next instruction then runs."""
+    cfg = SMALL
+    isa = isa_for(cfg)
+    m = Module()
+    m.submodules.dut = dut = Compute(cfg)
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    seen = {}
+
+    async def bench(ctx):
+        async def send(f):
+            ctx.set(dut.insn.payload, isa.encode(**f))
+            ctx.set(dut.insn.valid, 1)
+            await ctx.tick().until(dut.insn.ready)
+            ctx.set(dut.insn.valid, 0)
+        await send(mem_insn(cfg, opcode=Opcode.STORE, memory_type=MemId.OUT))
+        await ctx.tick().repeat(3)
+        assert ctx.get(dut.error) and not ctx.get(dut.insn.ready)
+        ctx.set(dut.clear, 1)
+        await ctx.tick()
+        ctx.set(dut.clear, 0)
+        await ctx.tick()
+        assert not ctx.get(dut.error)
+        await send(gemm_insn(opcode=Opcode.FINISH, uop_end=0, iter_out=0, iter_in=0))
+        for _ in range(5):
+            await ctx.tick()
+            seen["finish"] = seen.get("finish", 0) | ctx.get(dut.finish)
+        assert not ctx.get(dut.error)
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen["finish"]

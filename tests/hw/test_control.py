@@ -143,16 +143,19 @@ def test_launch_finish_and_counters():
 
     async def bench(ctx):
         await axil_write(ctx, dut.bus, REGISTERS["insn_count"], 5)
+        ctx.set(dut.acc_writes, 999)
+        ctx.set(dut.gemm_uops, 0xFFFFFFFC)
         await axil_write(ctx, dut.bus, REGISTERS["control"], 1)
         assert ctx.get(dut.running) == 1
         assert await axil_read(ctx, dut.bus, REGISTERS["control"]) == 0b01
         assert await axil_read(ctx, dut.bus, REGISTERS["status"]) == 0b001
         # Count some busy/stall/acc-write cycles.
         ctx.set(dut.fetch_busy, 1)
-        ctx.set(dut.acc_write, 1)
-        await ctx.tick().repeat(10)
+        for i in range(10):
+            ctx.set(dut.acc_writes, 1000 + i)      # a free-running counter of the compute module
+            ctx.set(dut.gemm_uops, (0xFFFFFFFE + 3 * i) & 0xFFFFFFFF)   # wraps
+            await ctx.tick()
         ctx.set(dut.fetch_busy, 0)
-        ctx.set(dut.acc_write, 0)
         ctx.set(dut.store_stall, 1)
         await ctx.tick().repeat(3)
         ctx.set(dut.store_stall, 0)
@@ -171,7 +174,9 @@ def test_launch_finish_and_counters():
         await ctx.tick().repeat(5)
         assert await axil_read(ctx, dut.bus, REGISTERS["cycles"]) == latched
         assert await axil_read(ctx, dut.bus, REGISTERS["fetch_busy"]) == 10
-        assert await axil_read(ctx, dut.bus, REGISTERS["acc_writes"]) == 10
+        assert await axil_read(ctx, dut.bus, REGISTERS["acc_writes"]) == 1009 - 999
+        assert await axil_read(ctx, dut.bus, REGISTERS["gemm_uops"]) == 27 + 2
+        assert await axil_read(ctx, dut.bus, REGISTERS["alu_uops"]) == 0
         assert await axil_read(ctx, dut.bus, REGISTERS["store_stall"]) == 3
         assert await axil_read(ctx, dut.bus, REGISTERS["fetch_stall"]) == 0
         # Counters do not count outside a run.

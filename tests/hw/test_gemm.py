@@ -1,7 +1,6 @@
 """The GEMM core against a numpy reference: loop nest, reset, accumulation hazards, throughput."""
 
 import numpy as np
-import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator

@@ -156,9 +156,10 @@ def test_narrow_elements(bus_log):
     run_load(cfg, insns, seed=bus_log)
 
 
-def test_default_config_and_mix():
-    """The default config (16-byte INP on a 64-bit bus, 256-byte WGT) and several instructions."""
-    cfg = load_config("default")
+@pytest.mark.parametrize("config", ["default", "batch2"])
+def test_default_config_and_mix(config):
+    """The default config (16-byte INP, 256-byte WGT on a 64-bit bus), batch2 (32-byte INP)."""
+    cfg = load_config(config)
     insns = [
         mem_insn(cfg, sram_base=2, dram_base=5, y_size=2, x_size=3, x_stride=4, x_pad_1=1, y_pad_0=1),
         mem_insn(cfg, memory_type=MemId.WGT, sram_base=3, dram_base=2, y_size=2, x_size=1, x_stride=3),
@@ -184,7 +185,6 @@ def test_nop_and_tokens():
     assert all(c < log["push"][1] for c in log["write"][:4])
 
 
-@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_parameter_checks():
     with pytest.raises(ValueError, match="elem_bytes"):
         TensorLoad(SMALL, elem_bytes=3, depth=16)
@@ -199,3 +199,23 @@ def test_dram_commands():
     log = run_load(cfg, [f], seed=1)
     # row 0: byte 24 -> word at 16, offset 8, 8 + 32 bytes = 3 beats; row 1: byte 64, 2 beats
     assert log["dma"] == [(INP_BASE + 16, 3), (INP_BASE + 64, 2)]
+
+
+@pytest.mark.parametrize("stall", [0.0, 0.3, 0.8])
+@pytest.mark.parametrize("bus_log", [6, 7, 8, 9])
+def test_random(bus_log, stall):
+    """Random sizes, strides, offsets and padding for INP and WGT on every bus width."""
+    cfg = SMALL.with_changes(LOG_BUS_WIDTH=bus_log)
+    rng = np.random.default_rng(100 + bus_log)
+    insns = []
+    for i in range(6):
+        mem = MemId.INP if i % 2 == 0 else MemId.WGT
+        eb = cfg.INP_ELEM_BYTES if mem == MemId.INP else cfg.WGT_ELEM_BYTES
+        x_size = int(rng.integers(1, 6))
+        y_size = int(rng.integers(1, 4))
+        x_stride = x_size + int(rng.integers(0, 4))
+        dram_base = int(rng.integers(0, (0x8000 // eb) - y_size * x_stride))
+        pads = {p: int(rng.integers(0, 3)) for p in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")}
+        insns.append(mem_insn(cfg, memory_type=mem, sram_base=int(rng.integers(0, 200)), dram_base=dram_base,
+                              y_size=y_size, x_size=x_size, x_stride=x_stride, **pads))
+    run_load(cfg, insns, seed=bus_log, stall=stall)

@@ -1,0 +1,34 @@
+"""Each datapath component converts to Verilog for the default and small configs."""
+
+import pytest
+from amaranth.back import verilog
+
+from sw.config import load_config
+from hw.alu import Alu
+from hw.compute import Compute
+from hw.gemm import Gemm
+from hw.load import Load
+from hw.store import Store
+
+COMPONENTS = {"load": Load, "store": Store, "gemm": Gemm, "alu": Alu, "compute": Compute}
+
+
+@pytest.mark.parametrize("config", ["small", "default"])
+@pytest.mark.parametrize("name", list(COMPONENTS))
+def test_convert(name, config):
+    cfg = load_config(config)
+    dut = COMPONENTS[name](cfg)
+    text = verilog.convert(dut, name=f"vta_{name}")
+    assert f"module vta_{name}" in text
+
+
+@pytest.mark.parametrize("name", list(COMPONENTS))
+def test_bad_config(name):
+    with pytest.raises(ValueError, match="cfg must be a sw.config.Config"):
+        COMPONENTS[name]({"LOG_BATCH": 0})
+
+
+def test_bad_sram_name():
+    from hw.sram import make_memory
+    with pytest.raises(ValueError, match="SRAM name"):
+        make_memory(load_config("small"), "foo")
