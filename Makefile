@@ -28,7 +28,7 @@ bench: $(STAMP)
 	$(PY) -m sw.bench --config $(CONFIG)
 
 verilog: $(STAMP)
-	$(PY) -m hw --config $(CONFIG) -o build/vta.v
+	$(PY) -m hw --config $(CONFIG) -o build/vta.v --docs
 
 clean:
 	rm -rf build .pytest_cache

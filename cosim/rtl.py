@@ -114,10 +114,13 @@ class RtlDevice:
         dut.cycle_limit.value = int(wait_cycles) if wait_cycles else (1 << 63)
         dut.arm.value = 1 - int(dut.arm.value)
         await self.write_reg("control", 1)
-        await RisingEdge(dut.done)
+        if not int(dut.done.value):        # done was cleared when armed; a tiny run may already be over
+            await RisingEdge(dut.done)
         why = int(dut.why.value)
         self.launches += 1
         regs = await self.read_counters()
+        if why in (2, 3) or decode_error(regs["status"]):
+            await self.reset()        # a stopped or hung accelerator is reset, so the next run starts clean
         if why == 2:
             raise WatchdogError(f"the accelerator made no progress for {self.watchdog_cycles} cycles "
                                 f"(cycle {regs['cycles']} of the run):\n" + describe_state(regs))
@@ -131,6 +134,11 @@ class RtlDevice:
             raise VTAError(f"the accelerator accessed DRAM outside device memory {faults} times (first at "
                            f"{int(self.lib.vta_dram_first_fault()):#x})")
         return profiler_counters(regs)
+
+    async def reset(self):
+        from cocotb.triggers import ClockCycles
+        self.dut.reset_req.value = 1 - int(self.dut.reset_req.value)
+        await ClockCycles(self.dut.clk, 8)
 
     def trace(self) -> np.ndarray:
         """Busy/idle transitions logged by the testbench: rows of (cycle, module, busy)."""
@@ -177,13 +185,14 @@ def describe_state(regs: dict) -> str:
         queue = f", command queue holds {regs[f'queue_{mod}']}" if f"queue_{mod}" in regs else ""
         lines.append(f"  {mod:8s}: busy {regs[f'{mod}_busy']} cycles, waiting {regs[f'{mod}_stall']} cycles{queue}")
     lines.append("  tokens  : " + ", ".join(f"{q}={regs[f'tokens_{q}']}" for q in ("l2g", "g2l", "g2s", "s2g")))
-    waits = []
-    if regs["queue_load"] and not regs["tokens_g2l"]:
-        waits.append("load may wait for a g2l token")
-    if regs["queue_store"] and not regs["tokens_g2s"]:
-        waits.append("store may wait for a g2s token")
-    if regs["queue_compute"] and not (regs["tokens_l2g"] and regs["tokens_s2g"]):
-        waits.append("compute may wait for an l2g or s2g token")
-    if waits:
-        lines.append("  likely  : " + "; ".join(waits))
+    pops = {"fetch": "memory or command-queue space", "load": "a g2l token", "compute": "an l2g or s2g token",
+            "store": "a g2s token"}
+    now = regs.get("modules", 0)
+    for i, mod in enumerate(("fetch", "load", "compute", "store")):
+        if (now >> (4 + i)) & 1:
+            lines.append(f"  {mod} is waiting for {pops[mod]}")
+        elif (now >> i) & 1:
+            lines.append(f"  {mod} is executing an instruction")
+        else:
+            lines.append(f"  {mod} is idle")
     return "\n".join(lines)

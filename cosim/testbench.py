@@ -9,7 +9,7 @@
   ``ctl_req``; the transaction runs in Verilog and flips ``ctl_ack`` when done (one Python wake per
   register access);
 * the run monitor: after ``launch`` it counts cycles, raises ``done`` when the accelerator's
-  ``irq`` rises, when ``activity`` has been low for ``watchdog_limit`` cycles (``why`` = 2), or when
+  ``irq`` rises (the finish bit of the previous run is still set when the next one is armed), when ``activity`` has been low for ``watchdog_limit`` cycles (``why`` = 2), or when
   ``cycle_limit`` cycles have passed (``why`` = 3);
 * optional activity tracing: busy/idle transitions of each module are logged to C++ (no Python).
 """
@@ -30,9 +30,14 @@ module vta_tb;
   always #5 clk = ~clk;
   logic rst = 1'b1;
   int reset_count = 0;
+  logic reset_req = 1'b0, reset_seen = 1'b0;   // Python flips reset_req to reset the accelerator again
   always @(posedge clk) begin
-    if (reset_count < 4) reset_count <= reset_count + 1;
-    rst <= (reset_count < 4);
+    if (reset_req != reset_seen) begin
+      reset_seen <= reset_req; reset_count <= 0; rst <= 1'b1;
+    end else begin
+      if (reset_count < 4) reset_count <= reset_count + 1;
+      rst <= (reset_count < 4);
+    end
   end
 
   // ---------------------------------------------------------------- run-time settings (from Python)
@@ -238,14 +243,16 @@ module vta_tb;
   logic [1:0] why = 2'd0;        // 1 irq, 2 watchdog, 3 cycle limit
   longint run_cycles = 0;
   longint idle_cycles = 0;
+  logic irq_q = 1'b0;
   always @(posedge clk) begin
+    irq_q <= irq;
     if (arm != arm_seen) begin
       arm_seen <= arm;
       running <= 1'b1; done <= 1'b0; why <= 2'd0; run_cycles <= 0; idle_cycles <= 0;
     end else if (running) begin
       run_cycles <= run_cycles + 1;
       idle_cycles <= activity ? 0 : idle_cycles + 1;
-      if (irq) begin running <= 1'b0; done <= 1'b1; why <= 2'd1; end
+      if (irq && !irq_q) begin running <= 1'b0; done <= 1'b1; why <= 2'd1; end
       else if (idle_cycles >= watchdog_limit) begin running <= 1'b0; done <= 1'b1; why <= 2'd2; end
       else if (run_cycles >= cycle_limit) begin running <= 1'b0; done <= 1'b1; why <= 2'd3; end
     end
@@ -260,7 +267,7 @@ AXI_LITE = ("awvalid awready awaddr awprot wvalid wready wdata wstrb bvalid brea
             "arvalid arready araddr arprot rvalid rready rdata rresp").split()
 
 # The signals of vta_tb that Python reads or writes (made public in the Verilator control file).
-PUBLIC_SIGNALS = ("rst", "dram_latency", "dram_bytes_per_cycle", "watchdog_limit", "cycle_limit", "trace_enable",
+PUBLIC_SIGNALS = ("rst", "reset_req", "dram_latency", "dram_bytes_per_cycle", "watchdog_limit", "cycle_limit", "trace_enable",
                   "ctl_req", "ctl_ack", "ctl_we", "ctl_addr", "ctl_wdata", "ctl_rdata", "arm", "done", "why",
                   "run_cycles", "cycle", "clk")
 

@@ -145,6 +145,9 @@ REGISTER_MAP = (
              "bytes loaded into the acc SRAM (ACC_8BIT counted at acc element size, as VTA's profiler)",
              "acc_load_bytes", 32),
     Register("uop_load_bytes", 0xB4, "RO", 0, "delta", "bytes of micro-ops loaded", "uop_load_bytes", 32),
+    Register("modules", 0xBC, "RO", 0, "input",
+             "now: bits 0-3 fetch/load/compute/store busy, bits 4-7 the same modules waiting for a token "
+             "(fetch: for memory or queue space)", "modules_now", 8),
     Register("out_store_bytes", 0xB8, "RO", 0, "delta", "bytes stored from the out SRAM", "out_store_bytes", 32),
 )
 

@@ -162,6 +162,8 @@ class Top(wiring.Component):
             regs.dma_store_beats.eq(axi.write_beats),
         ]
         working = [mod.busy & ~mod.stall for mod in modules.values()]
+        m.d.comb += regs.modules_now.eq(Cat(*(mod.busy for mod in modules.values()),
+                                            *(mod.busy & mod.stall for mod in modules.values())))
         bus_beat = ((self.m_axi_rvalid & self.m_axi_rready) | (self.m_axi_wvalid & self.m_axi_wready))
         m.d.comb += [self.busy.eq(Cat(*working)), self.activity.eq(bus_beat | Cat(*working).any())]
 
