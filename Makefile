@@ -4,9 +4,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CONFIG ?= configs/default.json
+# WAVES=1 makes co-simulation write an FST waveform (build/waves/) and print its path
 JOBS   ?= auto
 
-.PHONY: all sim test test-fast bench verilog clean distclean venv
+.PHONY: all sim test bench fuzz verilog clean distclean venv
 
 all: test
 
@@ -26,6 +27,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m sw.bench --config $(CONFIG)
+	$(PY) -m cosim.bench --config $(CONFIG)
+
+N ?= 1000
+fuzz: $(STAMP)
+	$(PY) -m cosim.regress --fuzz $(N) --config $(CONFIG)
 
 verilog: $(STAMP)
 	$(PY) -m hw --config $(CONFIG) -o build/vta.v --docs

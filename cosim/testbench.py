@@ -257,6 +257,31 @@ module vta_tb;
       else if (run_cycles >= cycle_limit) begin running <= 1'b0; done <= 1'b1; why <= 2'd3; end
     end
   end
+
+  // ---------------------------------------------------------------- autorun (plain C++ harness, no Python)
+  // With +insn_addr=N +insn_count=N the testbench launches the run itself and finishes when it ends.
+  initial begin
+    longint unsigned ia, ic;
+    if ($value$plusargs("insn_addr=%d", ia) && $value$plusargs("insn_count=%d", ic)) begin
+      wait (reset_count >= 4);
+      @(posedge clk);
+      ctl_write(16'h08, ic[31:0]);
+      ctl_write(16'h0C, ia[31:0]);
+      arm = !arm;
+      ctl_write(16'h00, 32'd1);
+      wait (done);
+      $display("VTA_HARNESS why=%0d run_cycles=%0d cycle=%0d", why, run_cycles, cycle);
+      $finish;
+    end
+  end
+
+  task automatic ctl_write(input logic [{ctl_addr_bits}-1:0] addr, input logic [31:0] value);
+    ctl_addr = addr;
+    ctl_wdata = value;
+    ctl_we = 1'b1;
+    ctl_req = !ctl_req;
+    @(ctl_ack);
+  endtask
 endmodule
 """
 
