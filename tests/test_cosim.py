@@ -47,3 +47,12 @@ def test_program_through_tvm_ffi_on_rtl():
 def test_run_rejects_functions_the_simulator_cannot_import():
     with pytest.raises(ValueError, match="module-level function"):
         cosim.run(lambda: 1, config="small")
+
+
+def test_waves_write_an_fst_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    out = cosim.run(programs.relu, "python", config="small", waves=True)
+    np.testing.assert_array_equal(out["result"], out["expected"])
+    fst = tmp_path / "build" / "waves" / "small-relu.fst"
+    assert fst.exists() and fst.stat().st_size > 1000
+    assert str(fst) in capsys.readouterr().out
