@@ -91,8 +91,9 @@ def _launch(model, tmp: Path, waves: bool):
                         build_dir=model.build_dir / "obj",
                         test_dir=tmp, extra_env=extra, waves=waves, log_file=tmp / "sim.log",
                         results_xml=str(tmp / "results.xml"))
-    except SystemExit as err:
-        raise CosimError(f"the simulator failed to start: {err}") from None
+    except (SystemExit, RuntimeError) as err:
+        log = (tmp / "sim.log").read_text()[-4000:] if (tmp / "sim.log").exists() else ""
+        raise CosimError(f"the simulator failed ({err}); its log ends with:\n{log}") from None
     finally:
         os.environ.clear()
         os.environ.update(saved)

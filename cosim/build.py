@@ -85,11 +85,14 @@ def _runner_class():
         raise ToolchainError("cocotb is not installed: run `make venv`") from None
 
     class QuietVerilator(Verilator):
-        """cocotb's Verilator runner without ``--public-flat-rw``: a control file names the public signals."""
+        """cocotb's Verilator runner without ``--public-flat-rw`` (a control file names the public signals),
+        and with FST tracing compiled in when the build asks for it."""
 
         def _build_command(self):
             cmds = super()._build_command()
             cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
+            if "--trace-fst" in cmds[0]:      # the runner's make call would otherwise switch tracing off
+                cmds[1] = ["VM_TRACE=1" if a.startswith("VM_TRACE=") else a for a in cmds[1]]
             return cmds
     return QuietVerilator
 
@@ -140,7 +143,8 @@ def build_model(config=None, waves: bool = False, quiet: bool = True) -> Model:
     root = verilator_root()
     h = hashlib.sha256()
     sources = [f.read_text() for f in _source_files()]
-    for part in (*sources, repr(sorted(cfg.to_dict().items())), tb, vlt, DRAM_CPP.read_text(), " ".join(args),
+    for part in (*sources, Path(__file__).read_text(), repr(sorted(cfg.to_dict().items())), tb, vlt,
+                 DRAM_CPP.read_text(), " ".join(args),
                  str(root), _cocotb_version()):
         h.update(part.encode())
         h.update(b"\0")
