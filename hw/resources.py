@@ -39,7 +39,8 @@ def yosys() -> str:
 
 def parse_stat(text: str, patterns: dict) -> dict:
     """Cell counts by category from the last ``stat`` block of a yosys log."""
-    block = text[text.rfind("Number of cells"):]
+    marks = [text.rfind(m) for m in ("Count including submodules", "Number of cells")]
+    block = text[max(marks):] if max(marks) >= 0 else text
     cells = {}
     for name, count in re.findall(r"^\s+([A-Za-z0-9_$]+)\s+(\d+)\s*$", block, re.M):
         cells[name] = cells.get(name, 0) + int(count)
