@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from sw import runtime as rt
+from sw.bench import long_gemm_kernel
 from sw.config import load_config
 
 
@@ -30,14 +31,7 @@ def long_gemm(rows=None, k=16, o=16, repeats=1, seed=0):
     hi, hw = rt.buffer_alloc(inp.nbytes), rt.buffer_alloc(wgt.nbytes)
     np.from_dlpack(rt.buffer_cpu_ptr(cmd, hi))[:] = inp.view(np.uint8).reshape(-1)
     np.from_dlpack(rt.buffer_cpu_ptr(cmd, hw))[:] = wgt.view(np.uint8).reshape(-1)
-
-    def kernel():
-        rt.uop_loop_begin(rows, o, k, 0)
-        rt.uop_loop_begin(k, 0, 1, 1)
-        for j in range(o):
-            rt.uop_push(0, 0, j, 0, j * k, 0, 0, 0)
-        rt.uop_loop_end()
-        rt.uop_loop_end()
+    kernel = long_gemm_kernel(rows, k, o)
     rt.load_2d(cmd, hi, 0, rows * k, 1, rows * k, 0, 0, 0, 0, 0, 2)
     rt.load_2d(cmd, hw, 0, o * k, 1, o * k, 0, 0, 0, 0, 0, 1)
     rt.dep_push(cmd, 1, 2)

@@ -46,20 +46,26 @@ def gemm_shapes(cfg):
     return shapes
 
 
-def bench_gemm(cfg, name, rows, k, o, repeats=5):
-    dev = FsimDevice(cfg, dram_bytes=64 << 20)
-    rng = np.random.default_rng(0)
-    dev.inp[...] = rng.integers(-128, 128, size=dev.inp.shape, dtype=np.int8)
-    dev.wgt[...] = rng.integers(-128, 128, size=dev.wgt.shape, dtype=np.int8)
-    times = _timed(dev)
-
-    def kernel():       # rows outside, reduction over k in the inner loop, output blocks as micro-ops
+def long_gemm_kernel(rows, k, o):
+    """A GEMM micro-kernel of rows x k x o blocks: rows outside, the reduction over k inside, the o
+    output blocks as micro-ops (consecutive micro-ops write different acc rows)."""
+    def kernel():
         rt.uop_loop_begin(rows, o, k, 0)
         rt.uop_loop_begin(k, 0, 1, 1)
         for j in range(o):
             rt.uop_push(0, 0, j, 0, j * k, 0, 0, 0)
         rt.uop_loop_end()
         rt.uop_loop_end()
+    return kernel
+
+
+def bench_gemm(cfg, name, rows, k, o, repeats=5):
+    dev = FsimDevice(cfg, dram_bytes=64 << 20)
+    rng = np.random.default_rng(0)
+    dev.inp[...] = rng.integers(-128, 128, size=dev.inp.shape, dtype=np.int8)
+    dev.wgt[...] = rng.integers(-128, 128, size=dev.wgt.shape, dtype=np.int8)
+    times = _timed(dev)
+    kernel = long_gemm_kernel(rows, k, o)
     with rt.use_target(dev) as q:
         for _ in range(repeats):
             rt.push_gemm_op(q.handle, kernel, 0)

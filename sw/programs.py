@@ -58,6 +58,15 @@ def _counters(c) -> dict:
     return {str(k): int(v) for k, v in dict(c).items()}
 
 
+def _store_and_sync(rt, cmd, dst, n, shape):
+    """Hand the acc rows [0, n) to the store stage, store them to ``dst``, run; return (int8 result, counters)."""
+    rt.dep_push(cmd, QCOMPUTE, QSTORE)
+    rt.dep_pop(cmd, QCOMPUTE, QSTORE)
+    rt.store_2d(cmd, 0, int(MemId.OUT), dst, 0, n, 1, n)
+    counters = _counters(rt.synchronize(cmd, 1 << 31))
+    return from_device(rt, cmd, dst, shape, np.int8), counters
+
+
 def _alu_kernel(rt, opcode, n, dst=0, src=0, use_imm=1, imm=0):
     """An ALU micro-kernel over n consecutive acc rows: acc[dst+i] = op(acc[dst+i], imm or acc[src+i])."""
     def kernel():
@@ -231,11 +240,7 @@ def alu(api_kind="python", case="add_tensor", seed=0):
         rt.load_2d(cmd, bd, 0, n, 1, n, 0, 0, 0, 0, n, int(MemId.ACC))
     imm_field = -imm if case == "shl_imm" else imm
     rt.push_alu_op(cmd, _alu_kernel(rt, opcode, n, dst=0, src=n, use_imm=use_imm, imm=imm_field if use_imm else 0), 0)
-    rt.dep_push(cmd, QCOMPUTE, QSTORE)
-    rt.dep_pop(cmd, QCOMPUTE, QSTORE)
-    rt.store_2d(cmd, 0, int(MemId.OUT), yd, 0, n, 1, n)
-    counters = _counters(rt.synchronize(cmd, 1 << 31))
-    y = from_device(rt, cmd, yd, shape, np.int8)
+    y, counters = _store_and_sync(rt, cmd, yd, n, shape)
     expected = ref(a.astype(np.int64), imm if use_imm else b.astype(np.int64)).astype(np.int32).astype(np.int8)
     for h in (ad, bd, yd):
         rt.buffer_free(h)
@@ -256,11 +261,7 @@ def relu(api_kind="python", seed=0):
     rt.load_2d(cmd, ad, 0, n, 1, n, 0, 0, 0, 0, 0, int(MemId.ACC))
     rt.push_alu_op(cmd, _alu_kernel(rt, AluOp.MAX, n, imm=0), 0)
     rt.push_alu_op(cmd, _alu_kernel(rt, AluOp.MIN, n, imm=127), 1)
-    rt.dep_push(cmd, QCOMPUTE, QSTORE)
-    rt.dep_pop(cmd, QCOMPUTE, QSTORE)
-    rt.store_2d(cmd, 0, int(MemId.OUT), yd, 0, n, 1, n)
-    counters = _counters(rt.synchronize(cmd, 1 << 31))
-    y = from_device(rt, cmd, yd, shape, np.int8)
+    y, counters = _store_and_sync(rt, cmd, yd, n, shape)
     for h in (ad, yd):
         rt.buffer_free(h)
     return {"result": y, "expected": np.clip(a, 0, 127).astype(np.int8), "counters": counters}
@@ -282,11 +283,7 @@ def shift_and_scale(api_kind="python", seed=0):
     rt.load_2d(cmd, ad, 0, n, 1, n, 0, 0, 0, 0, 0, int(MemId.ACC))
     rt.push_alu_op(cmd, _alu_kernel(rt, AluOp.ADD, n, imm=shift), 0)
     rt.push_alu_op(cmd, _alu_kernel(rt, AluOp.SHR, n, imm=scale), 1)
-    rt.dep_push(cmd, QCOMPUTE, QSTORE)
-    rt.dep_pop(cmd, QCOMPUTE, QSTORE)
-    rt.store_2d(cmd, 0, int(MemId.OUT), yd, 0, n, 1, n)
-    counters = _counters(rt.synchronize(cmd, 1 << 31))
-    y = from_device(rt, cmd, yd, shape, np.int8)
+    y, counters = _store_and_sync(rt, cmd, yd, n, shape)
     for h in (ad, yd):
         rt.buffer_free(h)
     return {"result": y, "expected": ((a + shift) >> scale).astype(np.int8), "counters": counters}
@@ -306,11 +303,7 @@ def vector_add(api_kind="python", n=64, seed=0):
     rt.load_2d(cmd, ad, 0, n, 1, n, 0, 0, 0, 0, 0, int(MemId.ACC))
     rt.load_2d(cmd, bd, 0, n, 1, n, 0, 0, 0, 0, n, int(MemId.ACC))
     rt.push_alu_op(cmd, _alu_kernel(rt, AluOp.ADD, n, dst=0, src=n, use_imm=0), 0)
-    rt.dep_push(cmd, QCOMPUTE, QSTORE)
-    rt.dep_pop(cmd, QCOMPUTE, QSTORE)
-    rt.store_2d(cmd, 0, int(MemId.OUT), cd, 0, n, 1, n)
-    counters = _counters(rt.synchronize(cmd, 1 << 31))
-    c = from_device(rt, cmd, cd, shape, np.int8)
+    c, counters = _store_and_sync(rt, cmd, cd, n, shape)
     for h in (ad, bd, cd):
         rt.buffer_free(h)
     return {"result": c, "expected": (a + b).astype(np.int8), "counters": counters}
