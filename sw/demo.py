@@ -1,6 +1,6 @@
 """The default demo (``make sim``): VTA's get-started vector add and a blocked GEMM, checked against numpy.
 
-    python -m sw.demo [--config configs/default.json] [--target rtl|fsim]
+    python -m sw.demo [--config configs/default.json] [--target rtl|fsim] [--demo default|digits] [--images N]
 """
 
 from __future__ import annotations
@@ -51,17 +51,56 @@ def run_demos(cfg, target_name: str, out=sys.stdout) -> bool:
     return ok_all
 
 
+def run_digits(cfg, target_name: str, images: int = 360, out=sys.stdout) -> bool:
+    """Classify ``images`` test digits with the int8 MLP and CNN (sw.digits); print accuracy and cycles."""
+    from . import digits
+
+    _, _, x_test, y_test = digits.load_data()
+    x_q, y = digits.quantize_input(x_test[:images]), y_test[:images]
+    print(f"config {cfg}; target {target_name}; {len(x_q)} test digits per network", file=out)
+    models = [digits.model(name) for name in digits.NETS]
+    calls = [(digits.run, (m.qnet, x_q), {}) for m in models]
+    t = time.perf_counter()
+    if target_name == "rtl":
+        import cosim
+        results = cosim.run_many(calls, config=cfg)
+    else:
+        with runtime.use_target(cfg):
+            results = _golden(calls)
+    dt = time.perf_counter() - t
+    ok_all = True
+    for m, (logits, c) in zip(models, results):
+        ok = np.array_equal(logits, digits.reference(m.qnet, x_q))
+        ok_all &= ok
+        acc = digits.accuracy(digits.predict(logits), y)
+        print(f"  {m.name}: {digits.describe(m.qnet)}", file=out)
+        print(f"    accuracy {acc:.2%} on these {len(x_q)} (whole test set: float {m.float_accuracy:.2%}, "
+              f"int8 {m.int8_accuracy:.2%}); equal to the int8 reference: {'PASS' if ok else 'FAIL'}", file=out)
+        if c.get("cycles"):
+            print(f"    cycles per image {c['cycles'] / len(x_q):.0f} (batch of {len(x_q)}; GEMM uops "
+                  f"{c['gemm_counter']}, ALU uops {c['alu_counter']})", file=out)
+    print(f"  about {dt:.1f} s", file=out)
+    return ok_all
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None, help="config JSON (default: $VTA_CONFIG or configs/default.json)")
     parser.add_argument("--target", default="rtl", choices=["rtl", "fsim"],
                         help="rtl = the Verilated accelerator (default), fsim = the numpy golden model")
+    parser.add_argument("--demo", default="default", choices=["default", "digits"],
+                        help="default = vector add and GEMM; digits = int8 digit classifiers (sw.digits)")
+    parser.add_argument("--images", type=int, default=360,
+                        help="test images per network for --demo digits (default: the whole test split, 360)")
     args = parser.parse_args(argv)
     cfg = load_config(args.config)
     if args.target == "rtl":
         print("Running on the RTL: Verilator model of the Amaranth design (built once per config, cached in "
               "build/cosim)", flush=True)
-    ok = run_demos(cfg, args.target)
+    if args.demo == "digits":
+        ok = run_digits(cfg, args.target, args.images)
+    else:
+        ok = run_demos(cfg, args.target)
     print("ALL PASS" if ok else "FAILED")
     return 0 if ok else 1
 
