@@ -52,6 +52,8 @@ import itertools
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from . import runtime as rt
@@ -811,6 +813,25 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, shift, clip, planes):
     return tiles
 
 
+@contextmanager
+def _operands_on_device(cmd, data, weight, bias, out_blocks, out_bytes, cfg):
+    """Device buffers (data, weight, packed bias or None, output) for one operator call, freed afterwards."""
+    handles = []
+    try:
+        handles.append(_to_device(cmd, data.astype(np.int8)))
+        handles.append(_to_device(cmd, weight.astype(np.int8)))
+        pd = None
+        if bias is not None:
+            pd = _to_device(cmd, pack_bias(bias, out_blocks, cfg))
+            handles.append(pd)
+        yd = rt.buffer_alloc(out_bytes)
+        handles.append(yd)
+        yield handles[0], handles[1], pd, yd
+    finally:
+        for h in handles:
+            rt.buffer_free(h)
+
+
 def dense_packed(data, weight, bias=None, shift=8, clip=True, virtual_threads=1, tiles=None,
                  return_counters=False, _planes=1):
     """Dense on packed operands: data (nb, kb, BATCH, BLOCK_IN), weight (mb, kb, BLOCK_OUT, BLOCK_IN)
@@ -833,25 +854,12 @@ def dense_packed(data, weight, bias=None, shift=8, clip=True, virtual_threads=1,
                          f"(pad the output channels: dense() does this)")
     plan = plan_dense(nb, kb, mb, virtual_threads, bias is not None, _planes, cfg, tiles)
     cmd = rt.command_handle()
-    handles = []
-    try:
-        xd = _to_device(cmd, data.astype(np.int8))
-        handles.append(xd)
-        wd = _to_device(cmd, weight.astype(np.int8))
-        handles.append(wd)
-        pd = None
-        if bias is not None:
-            pd = _to_device(cmd, pack_bias(bias, mb, cfg))
-            handles.append(pd)
-        yd = rt.buffer_alloc(_planes * nb * mb * cfg.OUT_ELEM_BYTES)
-        handles.append(yd)
+    with _operands_on_device(cmd, data, weight, bias, mb, _planes * nb * mb * cfg.OUT_ELEM_BYTES, cfg) as (
+            xd, wd, pd, yd):
         tl = _dense_tiles(plan, cfg, xd, wd, yd, pd, shift, clip, _planes)
         counters = _run_tiles(tl)
         counters["tiles"] = len(tl)
         y = _from_device(cmd, yd, (_planes, nb, mb, B, O), np.int8)
-    finally:
-        for h in handles:
-            rt.buffer_free(h)
     y = y[0] if _planes == 1 else y
     return _finish(y, counters, return_counters)
 
@@ -1088,25 +1096,12 @@ def conv2d_packed(data, weight, bias=None, stride=1, padding=0, shift=8, clip=Tr
         raise ValueError(f"shift = {shift}; allowed range [0, 31]")
     plan = plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, padding, virtual_threads, bias is not None, cfg, tiles)
     cmd = rt.command_handle()
-    handles = []
-    try:
-        xd = _to_device(cmd, data.astype(np.int8))
-        handles.append(xd)
-        wd = _to_device(cmd, weight.astype(np.int8))
-        handles.append(wd)
-        pd = None
-        if bias is not None:
-            pd = _to_device(cmd, pack_bias(bias, ob, cfg))
-            handles.append(pd)
-        yd = rt.buffer_alloc(nb * ob * ho * wo * cfg.OUT_ELEM_BYTES)
-        handles.append(yd)
+    with _operands_on_device(cmd, data, weight, bias, ob, nb * ob * ho * wo * cfg.OUT_ELEM_BYTES, cfg) as (
+            xd, wd, pd, yd):
         tl = _conv_tiles(plan, cfg, (nb, cb, ob, h, w, kh, kw, stride, padding), xd, wd, yd, pd, shift, clip)
         counters = _run_tiles(tl)
         counters["tiles"] = len(tl)
         y = _from_device(cmd, yd, (nb, ob, ho, wo, B, O), np.int8)
-    finally:
-        for hd in handles:
-            rt.buffer_free(hd)
     return _finish(y, counters, return_counters)
 
 
