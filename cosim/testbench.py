@@ -297,8 +297,11 @@ PUBLIC_SIGNALS = ("rst", "reset_req", "dram_latency", "dram_bytes_per_cycle", "w
                   "run_cycles", "cycle", "clk")
 
 
-def testbench_sv(bus_width: int, ctl_addr_bits: int = 16, n_modules: int = 4) -> str:
+def testbench_sv(bus_width: int, ctl_addr_bits: int = 16, n_modules: int | None = None) -> str:
     ports = [f"    .m_axi_{p}(m_axi_{p})," for p in AXI_MASTER] + [f"    .s_axi_{p}(s_axi_{p})," for p in AXI_LITE]
+    if n_modules is None:
+        from hw.top import TRACE_LANES
+        n_modules = len(TRACE_LANES)
     return TEMPLATE.format(bus=bus_width, nmod=n_modules, ctl_addr_bits=ctl_addr_bits, axi_ports="\n".join(ports))
 
 

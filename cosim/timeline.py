@@ -1,4 +1,5 @@
-"""A timeline picture of one operator on the RTL: when fetch, load, compute and store were busy.
+"""A timeline picture of one operator on the RTL: when fetch, load, compute and store were busy, and
+when compute's GEMM and ALU units ran (side by side when two virtual threads let them).
 
 ``python -m cosim.timeline --workload resnet18.C8 --vt 2 -o build/timeline_C8_vt2.png`` runs the
 workload (a name of :func:`sw.ops.workloads`) in the RTL simulation with the testbench's busy/idle
@@ -7,7 +8,8 @@ run only. Without ``--vt`` it draws the run with 1 and with 2 virtual threads on
 on the same cycle scale, so the overlap that virtual threads buy is visible.
 
 The trace of ``cosim.run_many(..., return_trace=True)`` is an int64 array of rows
-(cycle, module, busy): module 0 fetch, 1 load, 2 compute, 3 store; busy 1 when the module became
+(cycle, module, busy): module 0 fetch, 1 load, 2 compute, 3 store, 4 GEMM unit, 5 ALU unit (of the
+compute module; they run while compute is busy); busy 1 when the module became
 busy at that (absolute testbench) cycle, 0 when it became idle.
 """
 
@@ -21,8 +23,8 @@ import numpy as np
 
 __all__ = ["MODULES", "intervals", "busy_cycles", "trace_span", "run_traced", "draw", "panel_label", "main"]
 
-MODULES = ("fetch", "load", "compute", "store")
-COLORS = ("#8c8c8c", "#1f77b4", "#d62728", "#2ca02c")
+MODULES = ("fetch", "load", "compute", "store", "gemm", "alu")   # hw.top.TRACE_LANES: compute's two units last
+COLORS = ("#8c8c8c", "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd")
 
 
 def trace_span(trace) -> tuple[int, int]:
@@ -109,7 +111,8 @@ def draw(panels, path, title=None, same_scale=True, window=None):
                                facecolors=color, edgecolors="none")
         span = max(hi - lo, 1)
         ax.set_yticks(range(len(MODULES)))
-        ax.set_yticklabels([f"{m} {100 * b / span:3.0f}%" for m, b in zip(MODULES, busy)])
+        ax.set_yticklabels([f"{'  ' if m in ('gemm', 'alu') else ''}{m} {100 * b / span:3.0f}%"
+                            for m, b in zip(MODULES, busy)])
         ax.set_ylim(len(MODULES) - 0.5, -0.5)
         ax.set_xlim(*xlim)
         ax.set_title(label, fontsize=10, loc="left")

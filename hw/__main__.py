@@ -13,7 +13,7 @@ from pathlib import Path
 from sw.config import ConfigError, load_config
 
 from .control import register_table_markdown
-from .top import MODULES, top_verilog
+from .top import TRACE_LANES, top_verilog
 
 PORT_DOC = """// Top-level ports of vta_top ({cfg}):
 //   clk, rst            clock; synchronous active-high reset
@@ -21,7 +21,7 @@ PORT_DOC = """// Top-level ports of vta_top ({cfg}):
 //   s_axi_*             AXI4-Lite slave: control registers (16-bit addresses, 32-bit data), see docs/registers.md
 //   irq                 finish bit of the control register (level; cleared by the next launch)
 //   activity            a bus beat or a working module this cycle (for watchdogs)
-//   busy[{n}:0]           {modules} executing (not waiting for a token)
+//   busy[{n}:0]           {modules}: executing (not waiting for a token)
 """
 
 
@@ -44,7 +44,7 @@ def main(argv=None) -> int:
         return 2
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    header = PORT_DOC.format(cfg=cfg, bus=cfg.BUS_WIDTH, n=len(MODULES) - 1, modules=", ".join(MODULES))
+    header = PORT_DOC.format(cfg=cfg, bus=cfg.BUS_WIDTH, n=len(TRACE_LANES) - 1, modules=", ".join(TRACE_LANES))
     out.write_text(header + top_verilog(cfg))
     print(f"wrote {out} ({cfg})")
     if args.docs:

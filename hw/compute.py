@@ -1,29 +1,40 @@
 """The compute module: GEMM, ALU, FINISH and the LOADs of UOP, ACC and ACC_8BIT."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import memory
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.isa import MemId, Opcode
 from .alu import Alu
+from .footprint import AccFootprint
 from .gemm import Gemm
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_read_signature
 from .isa import insn_layouts
 from .load import TensorLoad, dma_read_mux
-from .sram import check_config, make_memory, read_signature, write_signature
+from .sram import check_config, make_memory, read_signature
 
 __all__ = ["Compute"]
 
-# which unit owns the acc/uop ports
-_GEMM, _ALU, _LD_UOP, _LD_ACC, _LD_ACC8 = range(5)
 
 
 class Compute(wiring.Component):
-    """The compute module (reference §3.3, §3.4, §3.7, DESIGN §2).
+    """The compute module (reference §3.3, §3.4, §3.7, DESIGN §2), with a GEMM and an ALU that run
+    side by side.
 
-    Takes one instruction at a time from ``insn``: waits for the tokens it pops (``pop_prev``: l2g,
-    ``pop_next``: s2g) and consumes them, runs it, then pushes its tokens (``push_prev``: g2l,
-    ``push_next``: g2s) in the cycle after its last acc/uop write. Instructions:
+    Instructions come in order from ``insn``. A GEMM or ALU instruction is decoded, its acc footprint
+    computed (:class:`~hw.footprint.AccFootprint`, one cycle per micro-op, while older instructions
+    run), and it is issued to its unit as soon as the unit's slot is free and either the other unit
+    is idle or both footprints lie in different halves (banks) of the accumulator. So the
+    requantization of one virtual thread's tile (ALU) overlaps the GEMMs of the other thread's tile,
+    with no change of results: instructions that can touch the same acc row never overlap. At issue
+    it pops its tokens (``pop_prev``: l2g, ``pop_next``: s2g), waiting for them if needed. Its unit
+    is free again when it ends; its pushes (``push_prev``: g2l, ``push_next``: g2s) leave in program
+    order: those of an instruction that ends while an older one still runs are held until the older
+    one ends, and pushes leave one per cycle per queue (at most a few cycles late). LOAD UOP / ACC /
+    ACC_8BIT and FINISH wait until every older instruction has ended and its pushes have left, and
+    run alone, except a LOAD UOP that pushes nothing and writes none of the micro-ops of the running
+    instructions (the runtime's kernel staging), which runs beside them:
 
     * LOAD UOP / ACC / ACC_8BIT: a :class:`~hw.load.TensorLoad` into the uop or acc SRAM (x_size = 0
       is a NOP). ACC_8BIT reads BATCH*BLOCK_OUT int8 lanes per element and sign-extends them.
@@ -33,20 +44,25 @@ class Compute(wiring.Component):
       tensor operand.
     * FINISH: pulses ``finish`` for one cycle, in the cycle of its pops (if any) and before its pushes.
 
-    OUT mirror: every acc write (loads, GEMM including reset, ALU) also writes the low 8 bits of each
-    lane to the same row of the out SRAM through ``out_wr``. A bad instruction (STORE, LOAD of
-    INP/WGT/OUT or an unknown memory type, an unknown opcode, MUL when ``cfg.ALU_MUL`` = 0) sets
-    the sticky ``error`` before popping any token and stops the module.
+    The acc SRAM and its OUT mirror are two banks each (the lower and upper half of the rows), each
+    with one read and one write port: a unit running alone drives both banks, two units each drive
+    the bank of their footprint. OUT mirror: every acc write (loads, GEMM including reset, ALU) also
+    writes the low 8 bits of each lane to the same row of the out SRAM, which the store module reads
+    through ``out_rd``. A bad instruction (STORE, LOAD of INP/WGT/OUT or an unknown memory type, an
+    unknown opcode, MUL when ``cfg.ALU_MUL`` = 0) sets the sticky ``error`` before popping any token
+    and stops the front end (instructions already issued finish).
 
-    Overhead per instruction: about 4 cycles around the unit's own latency (GEMM: N + 5 cycles for
-    N micro-ops, ALU: N + 4 or 2N + 4, loads: DMA latency + one cycle per SRAM row).
+    Overhead per instruction: the footprint scan (micro-ops + 3 cycles) overlaps older instructions;
+    from a free slot to the unit's start is one cycle, and a unit is free in the cycle after its
+    ``done`` (GEMM: N + 5 cycles for N micro-ops, ALU: N + 4 or 2N + 4, loads: DMA latency + one cycle
+    per SRAM row).
 
     Members:
         ``insn``        In(stream of 128 bits)
         ``dma``         Out(DMA read client)    UOP, ACC and ACC_8BIT loads
         ``inp_rd``      In(ReadPort.Signature(addr_width=LOG_INP_DEPTH, shape=INP_MATRIX_WIDTH))
         ``wgt_rd``      In(ReadPort.Signature(addr_width=LOG_WGT_DEPTH, shape=WGT_MATRIX_WIDTH))
-        ``out_wr``      In(WritePort.Signature(addr_width=LOG_ACC_DEPTH, shape=OUT_MATRIX_WIDTH))
+        ``out_rd``      Out(ReadPort.Signature(addr_width=LOG_ACC_DEPTH, shape=OUT_MATRIX_WIDTH)), for the store
         ``l2g``, ``s2g``  Out(TokenPopSignature)   (pop_prev, pop_next)
         ``g2l``, ``g2s``  Out(TokenPushSignature)  (push_prev, push_next)
         ``uop_base``, ``acc_base``  In(32)
@@ -59,8 +75,8 @@ class Compute(wiring.Component):
         ``error``       Out(1)  sticky, a bad instruction stopped the module
         ``clear``       In(1)   leave the error halt (clears ``error``; ignored unless halted), e.g. at launch
 
-    The uop and acc SRAMs are inside (``uop_mem``, ``acc_mem`` attributes, for tests); the acc read
-    port is transparent to the acc write port, which the GEMM and ALU pipelines rely on.
+    The units are the attributes ``gemm`` and ``alu``; the SRAMs are inside: ``uop_mem``, and ``acc_banks``/``out_banks`` (lists of two memories, rows
+    [0, D/2) and [D/2, D); one when the acc depth D is 1), attributes for tests.
     """
 
     def __init__(self, cfg):
@@ -71,7 +87,7 @@ class Compute(wiring.Component):
             "dma": Out(dma_read_signature(cfg.BUS_WIDTH)),
             "inp_rd": In(read_signature(cfg, "inp")),
             "wgt_rd": In(read_signature(cfg, "wgt")),
-            "out_wr": In(write_signature(cfg, "out")),
+            "out_rd": Out(read_signature(cfg, "out")),
             "l2g": Out(TokenPopSignature),
             "s2g": Out(TokenPopSignature),
             "g2l": Out(TokenPushSignature),
@@ -88,89 +104,181 @@ class Compute(wiring.Component):
             "clear": In(1),
         })
         self.uop_mem = make_memory(cfg, "uop")
-        self.acc_mem = make_memory(cfg, "acc")
+        self.gemm = Gemm(cfg)
+        self.alu = Alu(cfg)
+        nbanks = 2 if cfg.LOG_ACC_DEPTH >= 1 else 1
+        self.acc_banks = [memory.Memory(shape=cfg.ACC_MATRIX_WIDTH, depth=cfg.ACC_DEPTH // nbanks, init=())
+                          for _ in range(nbanks)]
+        self.out_banks = [memory.Memory(shape=cfg.OUT_MATRIX_WIDTH, depth=cfg.ACC_DEPTH // nbanks, init=())
+                          for _ in range(nbanks)]
 
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
         lanes = cfg.BATCH * cfg.BLOCK_OUT
+        aw = cfg.LOG_ACC_DEPTH
         m.submodules.uop_mem = self.uop_mem
-        m.submodules.acc_mem = self.acc_mem
         uop_wr = self.uop_mem.write_port()
-        uop_rd = self.uop_mem.read_port()
-        acc_wr = self.acc_mem.write_port()
-        acc_rd = self.acc_mem.read_port(transparent_for=(acc_wr,))
 
-        m.submodules.gemm = gemm = Gemm(cfg)
-        m.submodules.alu = alu = Alu(cfg)
+        m.submodules.gemm = gemm = self.gemm
+        m.submodules.alu = alu = self.alu
+        m.submodules.footprint = fp = AccFootprint(cfg)
         m.submodules.ld_uop = ld_uop = TensorLoad(cfg, elem_bytes=cfg.UOP_ELEM_BYTES, depth=cfg.UOP_DEPTH)
         m.submodules.ld_acc = ld_acc = TensorLoad(cfg, elem_bytes=cfg.ACC_ELEM_BYTES, depth=cfg.ACC_DEPTH)
         m.submodules.ld_acc8 = ld_acc8 = TensorLoad(cfg, elem_bytes=cfg.OUT_ELEM_BYTES, depth=cfg.ACC_DEPTH)
         wiring.connect(m, gemm.inp_rd, wiring.flipped(self.inp_rd))
         wiring.connect(m, gemm.wgt_rd, wiring.flipped(self.wgt_rd))
         wiring.connect(m, ld_uop.wr, uop_wr)
+        # one uop read port each for GEMM, ALU and the footprint scanner (the uop SRAM is written only
+        # while neither unit runs)
+        for user in (gemm, alu, fp):
+            wiring.connect(m, user.uop_rd, self.uop_mem.read_port())
 
         word = Signal(128)
         layouts = insn_layouts(cfg)
         mem = layouts["mem"](word)
         gem = layouts["gemm"](word)
         alu_insn = layouts["alu"](word)
-        unit = Signal(3)
         for t in (ld_uop, ld_acc, ld_acc8):
             m.d.comb += t.insn.eq(word)
-        m.d.comb += [gemm.insn.eq(word), alu.insn.eq(word),
+        m.d.comb += [gemm.insn.eq(word), alu.insn.eq(word), fp.insn.eq(word),
                      ld_uop.base.eq(self.uop_base), ld_acc.base.eq(self.acc_base),
                      ld_acc8.base.eq(self.acc_base)]
         dma_sel = Signal(2)
         dma_read_mux(m, self.dma, [ld_uop.dma, ld_acc.dma, ld_acc8.dma], dma_sel)
 
-        # uop and acc read ports: GEMM or ALU
-        m.d.comb += [uop_rd.en.eq(1), acc_rd.en.eq(1)]
-        for u in (gemm, alu):
-            m.d.comb += [u.uop_rd.data.eq(uop_rd.data), u.acc_rd.data.eq(acc_rd.data)]
-        m.d.comb += [
-            uop_rd.addr.eq(Mux(unit == _ALU, alu.uop_rd.addr, gemm.uop_rd.addr)),
-            acc_rd.addr.eq(Mux(unit == _ALU, alu.acc_rd.addr, gemm.acc_rd.addr)),
-        ]
-        # acc write port: the unit in charge
+        # ------------------------------------------------------------ issue slots (GEMM, ALU)
+        # A slot is taken from issue until its unit's ``done``. Pushes leave in program order: the
+        # pushes of an instruction that ends while an older one (the head) still runs are held
+        # (``held_*``) until the head ends; ended pushes queue in ``due_*`` and leave one per cycle.
+        units = (gemm, alu)
+        taken = [Signal(name=f"taken_{n}") for n in ("gemm", "alu")]
+        head = Signal()                      # the older slot when both are taken
+        bank_of = [Signal(name=f"bank_{n}") for n in ("gemm", "alu")]
+        single_of = [Signal(name=f"single_{n}") for n in ("gemm", "alu")]
+        push_p = [Signal(name=f"push_prev_{n}") for n in ("gemm", "alu")]
+        push_n = [Signal(name=f"push_next_{n}") for n in ("gemm", "alu")]
+        issue = [Signal(name=f"issue_{n}") for n in ("gemm", "alu")]
+        uops_of = [(Signal(cfg.LOG_UOP_DEPTH + 1, name=f"uop_bgn_{n}"), Signal(cfg.LOG_UOP_DEPTH + 1, name=f"uop_end_{n}"))
+                   for n in ("gemm", "alu")]
+        ends = [Signal(name=f"ends_{n}") for n in ("gemm", "alu")]
+        run = taken
+        for k, u in enumerate(units):
+            m.d.comb += [u.start.eq(issue[k]), ends[k].eq(taken[k] & u.done)]
+            with m.If(issue[k]):
+                m.d.sync += [taken[k].eq(1), bank_of[k].eq(fp.bank), single_of[k].eq(fp.single),
+                             push_p[k].eq(mem.push_prev), push_n[k].eq(mem.push_next),
+                             uops_of[k][0].eq(gem.uop_bgn), uops_of[k][1].eq(gem.uop_end)]
+            with m.Elif(ends[k]):
+                m.d.sync += taken[k].eq(0)
+        head_ends = Mux(head, ends[1], ends[0])
+        with m.If(issue[0] & (~taken[1] | ends[1])):
+            m.d.sync += head.eq(0)
+        with m.Elif(issue[1] & (~taken[0] | ends[0])):
+            m.d.sync += head.eq(1)
+        with m.Elif(head_ends):
+            m.d.sync += head.eq(~head)
+        both_free = ~taken[0] & ~taken[1]
+        fe_push = Signal()
+        pushes_out = Signal()
+        for port, flags, fe_flag, name in ((self.g2l, push_p, mem.push_prev, "g2l"),
+                                           (self.g2s, push_n, mem.push_next, "g2s")):
+            held, due = Signal(4, name=f"held_{name}"), Signal(4, name=f"due_{name}")
+            head_flag = Mux(head, flags[1], flags[0])
+            other_flag = Mux(head, flags[0], flags[1])
+            other_ends = Mux(head, ends[0], ends[1])
+            # the head ends: its push, the held ones and a younger one ending in the same cycle leave
+            leave = Mux(head_ends, head_flag + held + (other_ends & other_flag), 0) + (fe_push & fe_flag)
+            hold = Mux(~head_ends & other_ends, other_flag, 0)
+            m.d.comb += port.push.eq(due != 0)
+            m.d.sync += [due.eq(due + leave - (due != 0)), held.eq(Mux(head_ends, 0, held + hold))]
+            pushes_out = pushes_out | (due != 0) | (held != 0)
+        # ------------------------------------------------------------ acc and out banks
+        # Two banks, the halves of the acc (and out) row space, each one read and one write port.
+        # A unit running alone drives both (by the top bit of its row); while both run, each drives
+        # the bank of its footprint; with neither running the acc loads do.
+        acc_banks, out_banks = self.acc_banks, self.out_banks
+        nbanks = len(acc_banks)
+        bw = max(aw - 1, 0)
+        for b in range(nbanks):
+            m.submodules[f"acc_bank{b}"] = acc_banks[b]
+            m.submodules[f"out_bank{b}"] = out_banks[b]
+
+        def bank_bit(addr):
+            return addr[aw - 1] if nbanks == 2 else Const(0, 1)
+
         acc8_lanes = []
         for i in range(lanes):
             byte = ld_acc8.wr.data[i * 8:(i + 1) * 8]
             acc8_lanes.append(Cat(byte, byte[7].replicate(24)))
-        with m.Switch(unit):
-            with m.Case(_GEMM):
-                m.d.comb += [acc_wr.en.eq(gemm.acc_wr.en), acc_wr.addr.eq(gemm.acc_wr.addr),
-                             acc_wr.data.eq(gemm.acc_wr.data)]
-            with m.Case(_ALU):
-                m.d.comb += [acc_wr.en.eq(alu.acc_wr.en), acc_wr.addr.eq(alu.acc_wr.addr),
-                             acc_wr.data.eq(alu.acc_wr.data)]
-            with m.Case(_LD_ACC):
-                m.d.comb += [acc_wr.en.eq(ld_acc.wr.en), acc_wr.addr.eq(ld_acc.wr.addr),
-                             acc_wr.data.eq(ld_acc.wr.data)]
-            with m.Case(_LD_ACC8):
-                m.d.comb += [acc_wr.en.eq(ld_acc8.wr.en), acc_wr.addr.eq(ld_acc8.wr.addr),
-                             acc_wr.data.eq(Cat(*acc8_lanes))]
-        # OUT mirror of every acc write
-        m.d.comb += [
-            self.out_wr.en.eq(acc_wr.en),
-            self.out_wr.addr.eq(acc_wr.addr),
-            self.out_wr.data.eq(Cat(*(acc_wr.data[i * 32:i * 32 + 8] for i in range(lanes)))),
+        writers = [  # (en, addr, data) of every acc writer: GEMM, ALU, LOAD ACC, LOAD ACC_8BIT
+            (gemm.acc_wr.en, gemm.acc_wr.addr, gemm.acc_wr.data),
+            (alu.acc_wr.en, alu.acc_wr.addr, alu.acc_wr.data),
+            (ld_acc.wr.en, ld_acc.wr.addr, ld_acc.wr.data),
+            (ld_acc8.wr.en, ld_acc8.wr.addr, Cat(*acc8_lanes)),
         ]
+        readers = [gemm.acc_rd, alu.acc_rd]
+        dual = run[0] & run[1]
+        wr_count, bank_rd = [], []
+        for b in range(nbanks):
+            wr = acc_banks[b].write_port()
+            rd = acc_banks[b].read_port(transparent_for=(wr,))
+            owr = out_banks[b].write_port()
+            # which writer/reader drives this bank: 0 GEMM, 1 ALU, 2/3 the loads
+            sel = Signal(2, name=f"bank{b}_owner")
+            with m.If(dual):
+                m.d.comb += sel.eq(Mux(bank_of[0] == b, 0, 1))
+            with m.Elif(run[0]):
+                m.d.comb += sel.eq(0)
+            with m.Elif(run[1]):
+                m.d.comb += sel.eq(1)
+            with m.Else():
+                m.d.comb += sel.eq(Mux(mem.memory_type == MemId.ACC, 2, 3))
+            m.d.comb += rd.en.eq(1)
+            with m.Switch(sel):
+                for k, (en, addr, data) in enumerate(writers):
+                    with m.Case(k):
+                        m.d.comb += [wr.en.eq(en & (bank_bit(addr) == b)), wr.addr.eq(addr[:bw]),
+                                     wr.data.eq(data)]
+                        if k < 2:
+                            m.d.comb += rd.addr.eq(readers[k].addr[:bw])
+            m.d.comb += [
+                owr.en.eq(wr.en), owr.addr.eq(wr.addr),
+                owr.data.eq(Cat(*(wr.data[i * 32:i * 32 + 8] for i in range(lanes)))),
+            ]
+            wr_count.append(wr.en)
+            bank_rd.append(rd)
+        # read data: the bank of the row each unit addressed in the previous cycle
+        for r in readers:
+            last_bank = Signal()
+            m.d.sync += last_bank.eq(bank_bit(r.addr))
+            m.d.comb += r.data.eq(Mux(last_bank, bank_rd[-1].data, bank_rd[0].data))
+        # the store's read port on the out banks
+        out_rds = [ob.read_port() for ob in out_banks]
+        out_last = Signal()
+        with m.If(self.out_rd.en):
+            m.d.sync += out_last.eq(bank_bit(self.out_rd.addr))
+        for p in out_rds:
+            m.d.comb += [p.en.eq(self.out_rd.en), p.addr.eq(self.out_rd.addr[:bw])]
+        m.d.comb += self.out_rd.data.eq(Mux(out_last, out_rds[-1].data, out_rds[0].data))
+
         # counters
-        with m.If(acc_wr.en):
-            m.d.sync += self.acc_writes.eq(self.acc_writes + 1)
+        m.d.sync += self.acc_writes.eq(self.acc_writes + sum(wr_count))
         with m.If(gemm.uop_fire):
             m.d.sync += self.gemm_uops.eq(self.gemm_uops + 1)
         with m.If(alu.uop_fire):
             m.d.sync += self.alu_uops.eq(self.alu_uops + 1)
 
-        # instruction sequencing
+        # ------------------------------------------------------------ the instruction front end
         op = mem.opcode
-        is_load = op == Opcode.LOAD
         mt = mem.memory_type
         alu_ok = ((alu_insn.alu_opcode == 0) | (alu_insn.alu_opcode == 1) | (alu_insn.alu_opcode == 2) |
                   (alu_insn.alu_opcode == 3) | ((alu_insn.alu_opcode == 4) & bool(cfg.ALU_MUL)))
-        unit_done = gemm.done | alu.done | ld_uop.done | ld_acc.done | ld_acc8.done
+        load_done = ld_uop.done | ld_acc.done | ld_acc8.done
+        tokens_ok = ~((mem.pop_prev & ~self.l2g.valid) | (mem.pop_next & ~self.s2g.valid))
+        is_alu = Signal()
+        fe_busy = Signal()
+        m.d.comb += self.busy.eq(fe_busy | ~both_free | pushes_out)
         with m.FSM(name="compute_fsm"):
             with m.State("IDLE"):
                 m.d.comb += self.insn.ready.eq(1)
@@ -178,48 +286,81 @@ class Compute(wiring.Component):
                     m.d.sync += word.eq(self.insn.payload)
                     m.next = "DECODE"
             with m.State("DECODE"):
-                m.d.comb += self.busy.eq(1)
-                ok = Signal()
+                m.d.comb += fe_busy.eq(1)
+                bad = Signal()
+                with m.If(bad):
+                    m.d.sync += self.error.eq(1)
                 with m.Switch(op):
                     with m.Case(Opcode.LOAD):
-                        m.d.comb += ok.eq((mt == MemId.UOP) | (mt == MemId.ACC) | (mt == MemId.ACC_8BIT))
-                        m.d.sync += [unit.eq(Mux(mt == MemId.UOP, _LD_UOP, Mux(mt == MemId.ACC, _LD_ACC, _LD_ACC8))),
-                                     dma_sel.eq(Mux(mt == MemId.UOP, 0, Mux(mt == MemId.ACC, 1, 2)))]
-                    with m.Case(Opcode.GEMM):
-                        m.d.comb += ok.eq(1)
-                        m.d.sync += unit.eq(_GEMM)
-                    with m.Case(Opcode.ALU):
-                        m.d.comb += ok.eq(alu_ok)
-                        m.d.sync += unit.eq(_ALU)
+                        m.d.sync += dma_sel.eq(Mux(mt == MemId.UOP, 0, Mux(mt == MemId.ACC, 1, 2)))
+                        with m.If((mt == MemId.UOP) | (mt == MemId.ACC) | (mt == MemId.ACC_8BIT)):
+                            m.next = "DRAIN"
+                        with m.Else():
+                            m.d.comb += bad.eq(1)
+                            m.next = "HALT"
                     with m.Case(Opcode.FINISH):
-                        m.d.comb += ok.eq(1)
-                with m.If(ok):
-                    m.next = "POP"
-                with m.Else():
-                    m.d.sync += self.error.eq(1)
-                    m.next = "HALT"
-            with m.State("POP"):
-                m.d.comb += self.busy.eq(1)
-                with m.If((mem.pop_prev & ~self.l2g.valid) | (mem.pop_next & ~self.s2g.valid)):
-                    m.d.comb += self.stall.eq(1)
-                with m.Else():
-                    m.d.comb += [self.l2g.pop.eq(mem.pop_prev), self.s2g.pop.eq(mem.pop_next)]
-                    with m.If(op == Opcode.FINISH):
-                        m.d.comb += self.finish.eq(1)
-                        m.next = "PUSH"
+                        m.next = "DRAIN"
+                    with m.Case(Opcode.GEMM, Opcode.ALU):
+                        with m.If((op == Opcode.GEMM) | alu_ok):
+                            m.d.comb += fp.start.eq(1)
+                            m.d.sync += is_alu.eq(op == Opcode.ALU)
+                            m.next = "SCAN"
+                        with m.Else():
+                            m.d.comb += bad.eq(1)
+                            m.next = "HALT"
+                    with m.Default():
+                        m.d.comb += bad.eq(1)
+                        m.next = "HALT"
+            with m.State("SCAN"):
+                # the acc footprint of this instruction, while the units run older ones
+                m.d.comb += fe_busy.eq(1)
+                with m.If(fp.done):
+                    m.next = "ISSUE"
+            with m.State("ISSUE"):
+                # wait for this unit's slot; run beside the other unit only when both footprints are
+                # single-bank and in different banks; then take the tokens and start
+                m.d.comb += fe_busy.eq(1)
+                mine = Mux(is_alu, taken[1], taken[0])
+                other = Mux(is_alu, taken[0], taken[1])
+                other_bank = Mux(is_alu, bank_of[0], bank_of[1])
+                other_single = Mux(is_alu, single_of[0], single_of[1])
+                apart = fp.single & other_single & (fp.bank != other_bank)
+                with m.If(~mine & (~other | apart)):
+                    with m.If(~tokens_ok):
+                        m.d.comb += self.stall.eq(1)
                     with m.Else():
-                        m.d.comb += [
-                            gemm.start.eq(unit == _GEMM), alu.start.eq(unit == _ALU),
-                            ld_uop.start.eq(unit == _LD_UOP), ld_acc.start.eq(unit == _LD_ACC),
-                            ld_acc8.start.eq(unit == _LD_ACC8),
-                        ]
-                        m.next = "RUN"
-            with m.State("RUN"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(unit_done):
+                        m.d.comb += [self.l2g.pop.eq(mem.pop_prev), self.s2g.pop.eq(mem.pop_next),
+                                     issue[0].eq(~is_alu), issue[1].eq(is_alu)]
+                        m.next = "IDLE"
+            with m.State("DRAIN"):
+                # LOAD ACC and FINISH run alone, after every older instruction has ended and pushed;
+                # so does LOAD UOP unless it writes none of the uops the running instructions read
+                # and pushes nothing (the runtime stages kernels append-only, so it usually doesn't)
+                m.d.comb += fe_busy.eq(1)
+                uop_end = mem.sram_base + mem.x_size
+                uop_apart = ((mt == MemId.UOP) & ~mem.push_prev & ~mem.push_next & (mem.y_size == 1) &
+                             (mem.x_pad_0 == 0) & (mem.x_pad_1 == 0) & (mem.y_pad_0 == 0) & (mem.y_pad_1 == 0) &
+                             (uop_end <= cfg.UOP_DEPTH))
+                for k in range(2):
+                    uop_apart &= ~taken[k] | (uop_end <= uops_of[k][0]) | (mem.sram_base >= uops_of[k][1])
+                with m.If((both_free & ~pushes_out) | ((op == Opcode.LOAD) & uop_apart)):
+                    with m.If(~tokens_ok):
+                        m.d.comb += self.stall.eq(1)
+                    with m.Else():
+                        m.d.comb += [self.l2g.pop.eq(mem.pop_prev), self.s2g.pop.eq(mem.pop_next)]
+                        with m.If(op == Opcode.FINISH):
+                            m.d.comb += self.finish.eq(1)
+                            m.next = "PUSH"
+                        with m.Else():
+                            m.d.comb += [ld_uop.start.eq(mt == MemId.UOP), ld_acc.start.eq(mt == MemId.ACC),
+                                         ld_acc8.start.eq(mt == MemId.ACC_8BIT)]
+                            m.next = "LOAD"
+            with m.State("LOAD"):
+                m.d.comb += fe_busy.eq(1)
+                with m.If(load_done):
                     m.next = "PUSH"
             with m.State("PUSH"):
-                m.d.comb += [self.busy.eq(1), self.g2l.push.eq(mem.push_prev), self.g2s.push.eq(mem.push_next)]
+                m.d.comb += [fe_busy.eq(1), fe_push.eq(1)]
                 m.next = "IDLE"
             with m.State("HALT"):
                 with m.If(self.clear):

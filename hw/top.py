@@ -9,7 +9,8 @@ Ports (Verilog names; AXI names follow the AMBA convention so vendor tools infer
 * ``irq``: the finish bit of the control register (level, cleared by the next launch);
 * ``activity``: something moved this cycle (a bus beat, or a module working rather than waiting);
   testbenches use it as a watchdog;
-* ``busy[3:0]``: fetch, load, compute, store are executing (not waiting for a token), for timelines.
+* ``busy[5:0]``: fetch, load, compute, store are executing (not waiting for a token), and the
+  compute module's GEMM and ALU units are running an instruction, for timelines (:data:`TRACE_LANES`).
 
 Read clients of the AXI master in priority order: fetch, compute (uop/acc), load (inp/wgt). The store
 module is the one write client. The inp and wgt SRAMs live here: load writes them, compute reads them;
@@ -36,10 +37,11 @@ from .queues import TokenQueue
 from .sram import make_memory
 from .store import Store
 
-__all__ = ["Top", "top_verilog", "CTL_ADDR_BITS", "MODULES"]
+__all__ = ["Top", "top_verilog", "CTL_ADDR_BITS", "MODULES", "TRACE_LANES"]
 
 CTL_ADDR_BITS = 16
 MODULES = ("fetch", "load", "compute", "store")
+TRACE_LANES = MODULES + ("gemm", "alu")     # the bits of the ``busy`` port
 
 
 def _flat_members(prefix, signature, flip):
@@ -62,7 +64,7 @@ class Top(wiring.Component):
         members = {}
         members.update(_flat_members("m_axi", self._axi_sig, flip=False))
         members.update(_flat_members("s_axi", self._lite_sig, flip=True))
-        members.update({"irq": Out(1), "activity": Out(1), "busy": Out(len(MODULES))})
+        members.update({"irq": Out(1), "activity": Out(1), "busy": Out(len(TRACE_LANES))})
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -97,13 +99,11 @@ class Top(wiring.Component):
         # ---------------------------------------------------------------- shared SRAMs
         m.submodules.inp_mem = inp_mem = make_memory(cfg, "inp")
         m.submodules.wgt_mem = wgt_mem = make_memory(cfg, "wgt")
-        m.submodules.out_mem = out_mem = make_memory(cfg, "out")
         wiring.connect(m, load.inp_wr, inp_mem.write_port())
         wiring.connect(m, load.wgt_wr, wgt_mem.write_port())
         wiring.connect(m, compute.inp_rd, inp_mem.read_port())
         wiring.connect(m, compute.wgt_rd, wgt_mem.read_port())
-        wiring.connect(m, compute.out_wr, out_mem.write_port())
-        wiring.connect(m, store.out_rd, out_mem.read_port())
+        wiring.connect(m, store.out_rd, compute.out_rd)       # the out SRAM (two banks) is in compute
 
         # ---------------------------------------------------------------- token queues
         queues = {}
@@ -165,7 +165,8 @@ class Top(wiring.Component):
         m.d.comb += regs.modules_now.eq(Cat(*(mod.busy for mod in modules.values()),
                                             *(mod.busy & mod.stall for mod in modules.values())))
         bus_beat = ((self.m_axi_rvalid & self.m_axi_rready) | (self.m_axi_wvalid & self.m_axi_wready))
-        m.d.comb += [self.busy.eq(Cat(*working)), self.activity.eq(bus_beat | Cat(*working).any())]
+        m.d.comb += [self.busy.eq(Cat(*working, compute.gemm.busy, compute.alu.busy)),
+                     self.activity.eq(bus_beat | Cat(*working).any())]
 
         # ---------------------------------------------------------------- profiler byte counters
         # Counted when a module accepts an instruction: x_size * y_size elements of its memory type.

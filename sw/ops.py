@@ -77,22 +77,36 @@ QLOAD, QCOMPUTE, QSTORE = rt.QID_LOAD, rt.QID_COMPUTE, rt.QID_STORE
 MAX_EXTENT = (1 << 14) - 1      # loop extents (iter_out / iter_in fields are 14 bits)
 MAX_PAD = (1 << 4) - 1          # load padding fields are 4 bits
 # Planning model (estimated cycles): DMA at BUS_WIDTH bits per cycle plus a set-up time per row (a
-# burst) of a 2-D load, one GEMM micro-op per cycle, a fixed cost per instruction. One virtual thread
-# runs load, compute and store in turn; two overlap them, except the first load and the last tile.
-# The constants were checked against the RTL co-simulation (64-bit bus, DRAM latency 20).
-_ROW_CYCLES = 24
+# burst) of a 2-D load, one GEMM micro-op per cycle (accumulator resets included), one ALU pass over
+# the tile's rows per requantization op (two for a tensor add), a fixed cost per instruction. One
+# virtual thread runs load, GEMM, ALU and store in turn. Two overlap load with compute, and the
+# compute module runs one tile's requantization (ALU) beside the next tile's GEMMs, so the slowest of
+# the three sets the pace; only the first load and the last tile's requantization and store are
+# exposed. The constants were checked against the RTL co-simulation (64-bit bus, DRAM latency 20).
+_ROW_CYCLES = 2
 _INSN_CYCLES = 8
 
 
-def _plan_cycles(vt, load_bytes, rows, gemm, insns, first_load, last_tile, cfg):
+def _plan_cycles(vt, load_bytes, rows, gemm, alu, insns, first_load, tail, cfg):
     bus = cfg.BUS_WIDTH // 8
     load = load_bytes / bus + rows * _ROW_CYCLES
     overhead = insns * _INSN_CYCLES
     if vt == 1:
-        return load + gemm + overhead
+        return load + gemm + alu + overhead
     # (a fifth of the load time on top: less DRAM traffic for the same overlap leaves room when the
     # memory is slower or shared)
-    return max(load, gemm) + 0.2 * load + first_load / bus + last_tile + overhead
+    return max(load, gemm, alu) + 0.2 * load + first_load / bus + tail + overhead
+
+
+def _requant_passes(bias):
+    """ALU passes over a tile's rows for VTA's requantization: shift, (tensor add of the bias: 2), clip (2)."""
+    return 3 + (2 if bias else 0)
+
+
+def _tail_cycles(rows, bias, cfg):
+    """The last tile's requantization and store, which nothing overlaps."""
+    return rows * _requant_passes(bias) + rows * cfg.OUT_ELEM_BYTES / (cfg.BUS_WIDTH // 8)
+
 
 last_counters: dict = {}
 """The summed counters of the most recent operator call."""
@@ -182,6 +196,24 @@ def _alu_rows(opcode, imm, base, rows):
     return ("alu", _k_alu(int(opcode), 1, int(imm), base, base, ((rows, 1, 1),)), 0)
 
 
+def _alu_tensor(dst, src, loops):
+    """A tensor ALU ADD (two cycles per micro-op): acc[dst] += acc[src] under ``loops``."""
+    kernel = _k_alu(int(AluOp.ADD), 0, 0, dst, src, loops)
+    _TENSOR_KERNELS.add(kernel)
+    return ("alu", kernel, 0)
+
+
+_TENSOR_KERNELS: set = set()
+
+
+def _zero_rows(base, rows):
+    """ALU ops that zero acc rows [base, base + rows): MUL by 0, or (without MUL) x >> 31 in {0, -1},
+    then max with 0."""
+    if _cfg().ALU_MUL:
+        return [_alu_rows(AluOp.MUL, 0, base, rows)]
+    return [_alu_rows(AluOp.SHR, 31, base, rows), _alu_rows(AluOp.MAX, 0, base, rows)]
+
+
 @lru_cache(maxsize=None)
 def _k_dense(acc: int, inp: int, wgt: int, tn: int, tk: int, tm: int):
     """acc[n*tm + j] += inp[n*tk + k] . wgt[j*tk + k]: loops k (outer), n (inner); uops j.
@@ -223,19 +255,21 @@ def _conv_variant(tm, th, tw, tc, kh, kw):
 
 
 @lru_cache(maxsize=None)
-def _k_conv(acc, inp, wgt, tm, th, tw, tc, kh, kw, s, ih, iw):
-    """acc[j, oh, ow] += inp[c, oh*s + ky, ow*s + kx] . wgt[j, c, ky, kx] over c, ky, kx.
+def _k_conv(acc, inp, wgt, tm, th, tw, tc, kh, kw, s, ih, iw, sh=None):
+    """acc[j, oh, ow] += inp[c, oh*sh + ky, ow*s + kx] . wgt[j, c, ky, kx] over c, ky, kx.
 
     SRAM layouts: acc (tm, th, tw), inp (tc, ih, iw), wgt (tm, tc, kh, kw); see :func:`_conv_variant`
-    for the loop orders.
+    for the loop orders. ``sh`` (default ``s``) is the row step in the inp tile: 1 when the LOAD
+    already skipped the rows a strided 1x1 kernel does not read.
     """
+    sh = s if sh is None else sh
     variant, _ = _conv_variant(tm, th, tw, tc, kh, kw)
     kk = kh * kw
 
     def kernel():
         if variant == "A":
             rt.uop_loop_begin(tc, 0, _f(tc, ih * iw), _f(tc, kk))
-            rt.uop_loop_begin(th, _f(th, tw), _f(th, s * iw), 0)
+            rt.uop_loop_begin(th, _f(th, tw), _f(th, sh * iw), 0)
             for ky in range(kh):
                 for kx in range(kw):
                     for ow in range(tw):
@@ -249,10 +283,10 @@ def _k_conv(acc, inp, wgt, tm, th, tw, tc, kh, kw, s, ih, iw):
                 for oh in range(th):
                     for ow in range(tw):
                         for j in range(tm):
-                            rt.uop_push(0, 0, acc + j * th * tw + oh * tw + ow, inp + oh * s * iw + ow * s + kx,
+                            rt.uop_push(0, 0, acc + j * th * tw + oh * tw + ow, inp + oh * sh * iw + ow * s + kx,
                                         wgt + j * tc * kk + kx, 0, 0, 0)
         else:
-            rt.uop_loop_begin(th, _f(th, tw), _f(th, s * iw), 0)
+            rt.uop_loop_begin(th, _f(th, tw), _f(th, sh * iw), 0)
             rt.uop_loop_begin(tw, _f(tw, 1), _f(tw, s), 0)
             for c in range(tc):
                 for ky in range(kh):
@@ -281,6 +315,8 @@ class _Tile:
     steps: list = field(default_factory=list)
     computes: list = field(default_factory=list)
     stores: list = field(default_factory=list)
+    reset: tuple = None         # (acc row, rows) zeroed before the first step (GEMM reset, or the ALU)
+    gemm_uops: int = 0          # GEMM micro-ops of the tile (the window for overlapped ALU work)
 
     def insn_bound(self) -> int:
         """An upper bound of the instructions this tile appends (dependency NOPs included)."""
@@ -288,6 +324,7 @@ class _Tile:
         for st in self.steps:
             n += len(st.loads) + 5 + sum(2 if a[0] != "load" else 1 for a in st.computes)
         n += sum(2 if a[0] != "load" else 1 for a in self.computes) + len(self.stores) + 5
+        n += 6 if self.reset else 0
         return n
 
 
@@ -342,7 +379,7 @@ def _check_fifo(keys, nxt):
             last = j
 
 
-def _run_tiles(tiles) -> dict:
+def _run_tiles(tiles, interleave=None) -> dict:
     """Queue the tiles with their dependency tokens and synchronize; return the summed counters.
 
     Token protocol per tile (reference §3.8):
@@ -352,11 +389,39 @@ def _run_tiles(tiles) -> dict:
       store  : pop g2s; stores; [push s2g if a later tile computes into this acc half]
     Every push has exactly one matching pop, so the token queues end empty. The stream is split into
     several synchronize calls (at tile boundaries) when it would overflow the instruction queue.
+
+    With ``interleave`` (the default when tiles have GEMM steps and alternate between acc halves,
+    i.e. two virtual threads) the compute actions of a tile (requantization) are deferred into the next
+    tile's steps: after each of its GEMM steps comes a share of them, then the deferred tile's g2s
+    push and stores. The compute module runs an ALU instruction beside a GEMM of another acc half,
+    so the requantization of one tile overlaps the GEMMs of the next. A LOAD of the acc (bias) that
+    repeats the last load into the same half is skipped (its rows still hold the data).
     """
     cmd = rt.command_handle()
     q = _queue()
     budget = max(64, getattr(q, "max_insns", 1 << 16) - 32)
     counters = {"synchronize_calls": 0}
+    if interleave is None:
+        interleave = len({t.acc for t in tiles}) > 1 and all(t.steps for t in tiles)
+    acc_loaded = {}
+
+    def emit_computes(t, actions):
+        for a in actions:
+            if a[0] == "load":
+                if acc_loaded.get(t.acc) == a[1]:
+                    continue
+                acc_loaded[t.acc] = a[1]
+            _emit(cmd, a)
+
+    def finish_tile(t, actions, store_next):
+        emit_computes(t, actions)
+        rt.dep_push(cmd, QCOMPUTE, QSTORE)
+        rt.dep_pop(cmd, QCOMPUTE, QSTORE)
+        for a in t.stores:
+            rt.store_2d(cmd, *a)
+        if store_next:
+            rt.dep_push(cmd, QSTORE, QCOMPUTE)
+
     for chunk in _chunks(tiles, budget):
         step_bufs = [st.buf for t in chunk for st in t.steps]
         prev_buf, next_buf = _neighbours(step_bufs)
@@ -365,9 +430,37 @@ def _run_tiles(tiles) -> dict:
         _check_fifo(step_bufs, next_buf)
         _check_fifo(accs, next_acc)
         i = 0
+        deferred = None     # (tile, its acc loads, its other compute actions, store_next)
+        zeroed = set()      # tiles whose accumulators the ALU zeroed (and whose s2g it popped)
+        if interleave:
+            # the first tile of each acc half: zeroed by the ALU while the first loads are in flight
+            for ti, t in enumerate(chunk):
+                if t.reset and not prev_acc[ti] and ti < 2:
+                    for a in _zero_rows(*t.reset):
+                        _emit(cmd, a)
+                    zeroed.add(ti)
         for ti, t in enumerate(chunk):
-            need_s2g = prev_acc[ti]
-            for st in t.steps:
+            need_s2g = prev_acc[ti] and ti not in zeroed
+            reset = t.reset if ti not in zeroed else None
+            per, last_share = 0, 0
+            if deferred is not None:
+                # one share after each GEMM step, front-loaded: the deferred tile's store then
+                # overlaps this tile's GEMMs and is done long before its acc half is reset again
+                d_alu = deferred[2]
+                per = _cdiv(len(d_alu), len(t.steps))
+                last_share = _cdiv(len(d_alu), per) - 1 if per else 0
+                shares = [d_alu[k * per:(k + 1) * per] for k in range(len(t.steps))]
+            # the next tile's accumulators, zeroed by the ALU beside this tile's GEMMs (after the
+            # store that last read them) when the ALU has the time, instead of a GEMM reset pass
+            nxt = chunk[ti + 1] if ti + 1 < len(chunk) else None
+            zero_ops = None
+            if interleave and deferred is not None and nxt is not None and nxt.reset and prev_acc[ti + 1]:
+                zero_ops = _zero_rows(*nxt.reset)
+                alu_rows = sum(2 if a[1] in _TENSOR_KERNELS else 1 for a in deferred[2]) * deferred[0].reset[1]
+                if alu_rows + len(zero_ops) * nxt.reset[1] > t.gemm_uops:
+                    zero_ops = None
+            k_zero = min(len(t.steps) - 1, last_share + 1)
+            for k, st in enumerate(t.steps):
                 if prev_buf[i]:
                     rt.dep_pop(cmd, QCOMPUTE, QLOAD)
                 for a in st.loads:
@@ -377,21 +470,33 @@ def _run_tiles(tiles) -> dict:
                 if need_s2g:
                     rt.dep_pop(cmd, QSTORE, QCOMPUTE)
                     need_s2g = False
+                if k == 0 and deferred is not None:
+                    emit_computes(deferred[0], deferred[1])
+                if k == 0 and reset is not None:
+                    _emit(cmd, ("gemm", _k_reset(*reset), 0))
                 for a in st.computes:
                     _emit(cmd, a)
                 if next_buf[i]:
                     rt.dep_push(cmd, QCOMPUTE, QLOAD)
+                if deferred is not None and k == last_share:
+                    # the last share: then the deferred tile's push to store and its stores
+                    finish_tile(deferred[0], shares[k], deferred[3])
+                    deferred = None
+                elif deferred is not None:
+                    emit_computes(deferred[0], shares[k])
+                if zero_ops and k == k_zero:
+                    rt.dep_pop(cmd, QSTORE, QCOMPUTE)
+                    for a in zero_ops:
+                        _emit(cmd, a)
+                    zeroed.add(ti + 1)
                 i += 1
             if need_s2g:
                 rt.dep_pop(cmd, QSTORE, QCOMPUTE)
-            for a in t.computes:
-                _emit(cmd, a)
-            rt.dep_push(cmd, QCOMPUTE, QSTORE)
-            rt.dep_pop(cmd, QCOMPUTE, QSTORE)
-            for a in t.stores:
-                rt.store_2d(cmd, *a)
-            if next_acc[ti]:
-                rt.dep_push(cmd, QSTORE, QCOMPUTE)
+            if interleave and nxt is not None:
+                loads = [a for a in t.computes if a[0] == "load"]
+                deferred = (t, loads, [a for a in t.computes if a[0] != "load"], next_acc[ti])
+            else:
+                finish_tile(t, t.computes, next_acc[ti])
         _add_counters(counters, rt.synchronize(cmd, 1 << 31))
         counters["synchronize_calls"] += 1
     return counters
@@ -745,9 +850,10 @@ def plan_dense(nb, kb, mb, virtual_threads=1, bias=False, planes=1, cfg=None, ti
                     continue
                 nt, mt, kt = _cdiv(nb, tn), _cdiv(mb, tm), _cdiv(kb, tk)
                 steps = nt * mt * kt
-                cost = _plan_cycles(vt, mt * nb * kb * ie + nt * mb * kb * we, steps * (tn + tm), nb * mb * kb,
+                cost = _plan_cycles(vt, mt * nb * kb * ie + nt * mb * kb * we, steps * (tn + tm),
+                                    nb * mb * (kb + planes), nb * mb * planes * _requant_passes(bias),
                                     steps * 6 + nt * mt * 8, tn * tk * ie + tm * tk * we,
-                                    tn * tm * (kb + 4), cfg)
+                                    _tail_cycles(tn * tm * planes, bias, cfg), cfg)
                 key = (cost, -tn * tk * tm)
                 if best is None or key < best[0]:
                     best = (key, DensePlan(nb, kb, mb, tn, tk, tm, vt, cost))
@@ -765,17 +871,25 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, shift, clip, planes):
     tiles = []
     step_no = 0
     INP, WGT, ACC, OUT = int(MemId.INP), int(MemId.WGT), int(MemId.ACC), int(MemId.OUT)
-    for ti, (n0, m0) in enumerate(itertools.product(range(0, nb, plan.tn), range(0, mb, plan.tm))):
+    grid = []
+    for n0, m0 in itertools.product(range(0, nb, plan.tn), range(0, mb, plan.tm)):
         tn, tm = min(plan.tn, nb - n0), min(plan.tm, mb - m0)
         if tn * tm < 3:
             # an edge tile too small for the hazard rule: use a full-size tile that ends at the edge
             # (it recomputes and stores again some outputs of its neighbours, with the same values)
             tn, tm = plan.tn, plan.tm
             n0, m0 = min(n0, nb - tn), min(m0, mb - tm)
+        grid.append((n0, tn, m0, tm))
+    n0, tn, m0, tm = grid[-1]
+    if vt > 1 and len(grid) > 1 and tn >= 2 and (tn // 2) * tm >= 3:
+        # two half tiles at the end: nothing overlaps the last tile's requantization and store, so
+        # halving it shortens the exposed tail (for one more load of its weights)
+        grid[-1:] = [(n0, tn // 2, m0, tm), (n0 + tn // 2, tn - tn // 2, m0, tm)]
+    for ti, (n0, tn, m0, tm) in enumerate(grid):
         a = ti % vt
         acc = h["acc"][1][a]
         rows = tn * tm
-        t = _Tile(acc=a)
+        t = _Tile(acc=a, reset=(acc, rows * planes), gemm_uops=rows * kb)
         for k0 in range(0, kb, plan.tk):
             tk = min(plan.tk, kb - k0)
             b = step_no % vt
@@ -784,15 +898,12 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, shift, clip, planes):
             loads = [(xd, n0 * kb + k0, tk, tn, kb, 0, 0, 0, 0, inp, INP),
                      (wd, m0 * kb + k0, tk, tm, kb, 0, 0, 0, 0, wgt, WGT)]
             comps = []
-            if k0 == 0:
-                comps.append(("gemm", _k_reset(acc, rows * planes), 0))
             comps.append(("gemm", _k_dense(acc, inp, wgt, tn, tk, tm), 0))
             t.steps.append(_Step(b, loads, comps))
         if planes == 4:
             # exact int32: copy the accumulators into three more regions (they were reset to 0), shift
             # each by 8, 16, 24 and store the low byte of every region
-            t.computes.append(("alu", _k_alu(int(AluOp.ADD), 0, 0, acc + rows, acc,
-                                             ((3, rows, 0), (rows, 1, 1))), 0))
+            t.computes.append(_alu_tensor(acc + rows, acc, ((3, rows, 0), (rows, 1, 1))))
             for p in (1, 2, 3):
                 t.computes.append(_alu_rows(AluOp.SHR, 8 * p, acc + p * rows, rows))
             for p in range(4):
@@ -803,8 +914,7 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, shift, clip, planes):
             if pd is not None:
                 bias_base = acc + rows
                 t.computes.append(("load", (pd, m0, tm, 1, tm, 0, 0, 0, 0, bias_base, ACC)))
-                t.computes.append(("alu", _k_alu(int(AluOp.ADD), 0, 0, acc, bias_base,
-                                                 ((tn, tm, 0), (tm, 1, 1))), 0))
+                t.computes.append(_alu_tensor(acc, bias_base, ((tn, tm, 0), (tm, 1, 1))))
             if clip:
                 t.computes.append(_alu_rows(AluOp.MIN, 127, acc, rows))
                 t.computes.append(_alu_rows(AluOp.MAX, 0, acc, rows))
@@ -924,8 +1034,14 @@ class ConvPlan:
     cost: float = 0.0
 
 
-def _conv_need(tm, th, tw, tc, kh, kw, s, bias):
-    ih, iw = (th - 1) * s + kh, (tw - 1) * s + kw
+def _in_rows(th, kh, s, pad):
+    """Input rows a conv tile of th output rows loads: a strided 1x1 kernel without padding loads
+    only the rows it reads (the LOAD's DRAM row stride skips the others)."""
+    return th if (kh == 1 and s > 1 and pad == 0) else (th - 1) * s + kh
+
+
+def _conv_need(tm, th, tw, tc, kh, kw, s, bias, pad=None):
+    ih, iw = _in_rows(th, kh, s, pad), (tw - 1) * s + kw
     _, uops = _conv_variant(tm, th, tw, tc, kh, kw)
     return {"inp": tc * ih * iw, "wgt": tm * tc * kh * kw, "acc": tm * th * tw + (tm if bias else 0),
             "uop": uops}
@@ -944,7 +1060,7 @@ def plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads=1, bias=F
     caps = _conv_caps(cfg, vt)
 
     def over(tm, th, tw, tc):
-        need = _conv_need(tm, th, tw, tc, kh, kw, stride, bias)
+        need = _conv_need(tm, th, tw, tc, kh, kw, stride, bias, pad)
         if need["uop"] is None:
             return [("acc", "3 distinct rows for the hazard rule", "fewer")]
         return [(m, need[m], caps[m]) for m in need if need[m] > caps[m]]
@@ -970,7 +1086,7 @@ def plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads=1, bias=F
             for th in _cands(ho):
                 if tm * th * tw + (tm if bias else 0) > caps["acc"]:
                     continue
-                ih, iw = (th - 1) * stride + kh, (tw - 1) * stride + kw
+                ih, iw = _in_rows(th, kh, stride, pad), (tw - 1) * stride + kw
                 tc_max = min(caps["inp"] // (ih * iw), caps["wgt"] // (tm * kk), cb)
                 tc = None
                 for t in reversed(_cands(cb)):
@@ -984,9 +1100,10 @@ def plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads=1, bias=F
                 mt, ht, wt, ct = _cdiv(ob, tm), _cdiv(ho, th), _cdiv(wo, tw), _cdiv(cb, tc)
                 spatial = nb * ht * wt
                 cost = _plan_cycles(vt, spatial * mt * cb * ih * iw * ie + spatial * ob * cb * kk * we,
-                                    spatial * mt * (cb * ih + ct * tm), nb * ob * ho * wo * cb * kk,
+                                    spatial * mt * (cb * ih + ct * tm), nb * ob * ho * wo * (cb * kk + 1),
+                                    nb * ob * ho * wo * _requant_passes(bias),
                                     spatial * mt * (ct * (tc + 6) + tm + 8), tc * ih * iw * ie + tm * tc * kk * we,
-                                    tm * th * tw * (cb * kk + 4), cfg)
+                                    _tail_cycles(tm * th * tw, bias, cfg), cfg)
                 key = (cost, -tm * th * tw)
                 if best is None or key < best[0]:
                     best = (key, ConvPlan(tm, th, tw, tc, vt, cost))
@@ -1017,7 +1134,8 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, shift, clip):
             # full-size tile that ends at the edge (it recomputes some neighbouring outputs)
             tm, th, tw = plan.tm, plan.th, plan.tw
             m0, h0, w0 = min(m0, ob - tm), min(h0, ho - th), min(w0, wo - tw)
-        ih = (th - 1) * s + kh
+        ih = _in_rows(th, kh, s, pad)
+        skip = ih < (th - 1) * s + kh           # rows skipped by the load: row step 1 in the tile
         r0 = h0 * s - pad
         ypb, ypa = max(0, -r0), max(0, r0 + ih - h)
         ys = ih - ypb - ypa
@@ -1031,7 +1149,7 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, shift, clip):
         ti += 1
         acc = hv["acc"][1][a]
         rows = tm * th * tw
-        t = _Tile(acc=a)
+        t = _Tile(acc=a, reset=(acc, rows), gemm_uops=rows * cb * kk)
         for c0 in range(0, cb, plan.tc):
             tc = min(plan.tc, cb - c0)
             b = step_no % vt
@@ -1040,20 +1158,17 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, shift, clip):
             loads = []
             for c in range(tc):
                 off = ((n * cb + c0 + c) * h + r0 + ypb) * w + c0_ + xpb
-                loads.append((xd, off, xs, ys, w, xpb, ypb, xpa, ypa, inp + c * ih * iw, INP))
+                loads.append((xd, off, xs, ys, w * s if skip else w, xpb, ypb, xpa, ypa, inp + c * ih * iw, INP))
             loads.append((wd, (m0 * cb + c0) * kk, tc * kk, tm, cb * kk, 0, 0, 0, 0, wgt, WGT))
             comps = []
-            if c0 == 0:
-                comps.append(("gemm", _k_reset(acc, rows), 0))
-            comps.append(("gemm", _k_conv(acc, inp, wgt, tm, th, tw, tc, kh, kw, s, ih, iw), 0))
+            comps.append(("gemm", _k_conv(acc, inp, wgt, tm, th, tw, tc, kh, kw, s, ih, iw, 1 if skip else s), 0))
             t.steps.append(_Step(b, loads, comps))
         if shift:
             t.computes.append(_alu_rows(AluOp.SHR, shift, acc, rows))
         if pd is not None:
             bias_base = acc + rows
             t.computes.append(("load", (pd, m0, tm, 1, tm, 0, 0, 0, 0, bias_base, ACC)))
-            t.computes.append(("alu", _k_alu(int(AluOp.ADD), 0, 0, acc, bias_base,
-                                             ((tm, th * tw, 1), (th * tw, 1, 0))), 0))
+            t.computes.append(_alu_tensor(acc, bias_base, ((tm, th * tw, 1), (th * tw, 1, 0))))
         if clip:
             t.computes.append(_alu_rows(AluOp.MIN, 127, acc, rows))
             t.computes.append(_alu_rows(AluOp.MAX, 0, acc, rows))

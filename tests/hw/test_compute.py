@@ -20,6 +20,18 @@ UOP_BASE, ACC_BASE = 0x4000, 0x8000
 DRAM_BYTES = 0x10000
 
 
+def set_rows(banks, rows):
+    """Initial contents of a banked SRAM (acc or out: the rows split over the banks in order)."""
+    n = len(rows) // len(banks)
+    for b, mem in enumerate(banks):
+        mem.init = rows[b * n:(b + 1) * n]
+
+
+def get_rows(ctx, banks):
+    """All rows of a banked SRAM, in row order."""
+    return [ctx.get(mem.data[i]) for mem in banks for i in range(mem.depth)]
+
+
 class RefCompute:
     """numpy model of the compute module's state: uop, acc, out (the mirror), counters."""
 
@@ -93,25 +105,31 @@ def run_compute(cfg, insns, *, seed=0, l2g_at=0, s2g_at=0, stall=0.3, max_cycles
     m.submodules.dut = dut = Compute(cfg)
     m.submodules.inp_mem = inp_mem = make_memory(cfg, "inp", init=pack_rows(inp, np.int8))
     m.submodules.wgt_mem = wgt_mem = make_memory(cfg, "wgt", init=pack_rows(wgt, np.int8))
-    m.submodules.out_mem = out_mem = make_memory(cfg, "out", init=pack_rows(out_init, np.int8))
+    set_rows(dut.out_banks, pack_rows(out_init, np.int8))
     wiring.connect(m, dut.inp_rd, inp_mem.read_port())
     wiring.connect(m, dut.wgt_rd, wgt_mem.read_port())
-    wiring.connect(m, dut.out_wr, out_mem.write_port())
     sim = Simulator(m)
     sim.add_clock(1e-6)
     DmaModel(dram, cfg.BUS_WIDTH, seed=seed, stall=stall).add_read(sim, dut.dma)
-    log = {k: [] for k in ("pop_l2g", "pop_s2g", "push_g2l", "push_g2s", "write", "finish")}
+    log = {k: [] for k in ("pop_l2g", "pop_s2g", "push_g2l", "push_g2s", "write", "finish", "gemm_busy",
+                           "alu_busy")}
     n_l2g = sum(f.get("pop_prev", 0) for f in insns)
     n_s2g = sum(f.get("pop_next", 0) for f in insns)
 
     async def tokens(ctx):
         have = {"l2g": 0, "s2g": 0}
         cycle = 0
+        writes = 0
         async for _, _, *vals in ctx.tick().sample(dut.l2g.pop, dut.s2g.pop, dut.g2l.push, dut.g2s.push,
-                                                   dut.out_wr.en, dut.finish):
+                                                   dut.acc_writes, dut.finish, dut.gemm.busy, dut.alu.busy):
             cycle += 1
-            for name, v in zip(("pop_l2g", "pop_s2g", "push_g2l", "push_g2s", "write", "finish"), vals):
-                if v:
+            for name, v in zip(("pop_l2g", "pop_s2g", "push_g2l", "push_g2s", "write", "finish",
+                                "gemm_busy", "alu_busy"), vals):
+                if name == "write":
+                    # the counter shows a cycle's acc writes (up to one per bank) in the next cycle
+                    log[name] += [cycle - 1] * (v - writes)
+                    writes = v
+                elif v:
                     log[name].append(cycle)
             for q, v in (("l2g", vals[0]), ("s2g", vals[1])):
                 if v:
@@ -144,9 +162,9 @@ def run_compute(cfg, insns, *, seed=0, l2g_at=0, s2g_at=0, stall=0.3, max_cycles
         await ctx.tick()
         for name in ("acc_writes", "gemm_uops", "alu_uops", "error"):
             res[name] = ctx.get(getattr(dut, name))
-        res["acc"] = [ctx.get(dut.acc_mem.data[i]) for i in range(cfg.ACC_DEPTH)]
+        res["acc"] = get_rows(ctx, dut.acc_banks)
         res["uop"] = [ctx.get(dut.uop_mem.data[i]) for i in range(cfg.UOP_DEPTH)]
-        res["out"] = [ctx.get(out_mem.data[i]) for i in range(cfg.ACC_DEPTH)]
+        res["out"] = get_rows(ctx, dut.out_banks)
 
     sim.add_testbench(bench)
     sim.run()
@@ -364,14 +382,13 @@ def replay(cfg, dram, words, *, seed=0, max_cycles=200000):
     m.submodules.compute = compute = Compute(cfg)
     m.submodules.store = store = Store(cfg)
     mems = {}
-    for name in ("inp", "wgt", "out"):
+    for name in ("inp", "wgt"):
         m.submodules[f"{name}_mem"] = mems[name] = make_memory(cfg, name)
     wiring.connect(m, load.inp_wr, mems["inp"].write_port())
     wiring.connect(m, load.wgt_wr, mems["wgt"].write_port())
     wiring.connect(m, compute.inp_rd, mems["inp"].read_port())
     wiring.connect(m, compute.wgt_rd, mems["wgt"].read_port())
-    wiring.connect(m, compute.out_wr, mems["out"].write_port())
-    wiring.connect(m, store.out_rd, mems["out"].read_port())
+    wiring.connect(m, store.out_rd, compute.out_rd)
     for name, producer, consumer in (("l2g", load.l2g, compute.l2g), ("g2l", compute.g2l, load.g2l),
                                      ("g2s", compute.g2s, store.g2s), ("s2g", store.s2g, compute.s2g)):
         m.submodules[name] = q = TokenQueue()
@@ -484,3 +501,114 @@ def test_clear_after_error():
     sim.add_testbench(bench)
     sim.run()
     assert seen["finish"]
+
+
+# ---------------------------------------------------------------------------------------------
+# GEMM and ALU side by side: instructions whose acc footprints lie in different banks (halves of
+# the acc rows) overlap; anything else runs one after the other; pushes stay in program order.
+
+def _dual_program(cfg, gemm_rows, alu_rows, alu_first=False, alu_tensor=False, pushes=False):
+    """LOAD UOP, then a long GEMM over acc rows gemm_rows[0] + 0..23 and a long ALU over rows
+    alu_rows[0] + 0..23 (in either order), then FINISH."""
+    half = cfg.ACC_DEPTH // 2
+    uops = [(gemm_rows, 3, 5), (gemm_rows + 1, 4, 6), (gemm_rows + 2, 5, 7),
+            (alu_rows, alu_rows + 12 if alu_rows + 12 < 2 * half else alu_rows - 12, 0)]
+    g = gemm_insn(uop_bgn=0, uop_end=3, iter_out=4, iter_in=2, dst_factor_out=6, dst_factor_in=3,
+                  src_factor_out=1, wgt_factor_in=1, push_next=int(pushes))
+    a = alu_insn(alu_opcode=AluOp.ADD, use_imm=int(not alu_tensor), imm=-7, uop_bgn=3, uop_end=4,
+                 iter_out=6, iter_in=4, dst_factor_out=4, dst_factor_in=1, push_next=int(pushes))
+    body = [a, g] if alu_first else [g, a]
+    insns = [uop_load(cfg, sram_base=0, dram_base=0, y_size=1, x_size=len(uops), x_stride=len(uops)),
+             mem_insn(cfg, memory_type=MemId.ACC, sram_base=gemm_rows, dram_base=1, y_size=1, x_size=24,
+                      x_stride=24),
+             *body,
+             gemm_insn(opcode=Opcode.FINISH, uop_end=0, iter_out=0, iter_in=0)]
+    return insns, {UOP_BASE: uop_bytes(cfg, uops)}
+
+
+def _overlap(log):
+    return len(set(log["gemm_busy"]) & set(log["alu_busy"]))
+
+
+@pytest.mark.parametrize("alu_first", [False, True])
+@pytest.mark.parametrize("alu_tensor", [False, True])
+def test_gemm_and_alu_overlap_in_different_banks(alu_first, alu_tensor):
+    cfg = SMALL
+    half = cfg.ACC_DEPTH // 2
+    insns, patch = _dual_program(cfg, gemm_rows=10, alu_rows=half + 100, alu_first=alu_first, alu_tensor=alu_tensor)
+    log = run_compute(cfg, insns, seed=3, dram_patch=patch)
+    assert _overlap(log) >= 10
+    # and the other way round: GEMM in the upper bank, ALU in the lower
+    insns, patch = _dual_program(cfg, gemm_rows=half + 40, alu_rows=7, alu_first=alu_first, alu_tensor=alu_tensor)
+    log = run_compute(cfg, insns, seed=4, dram_patch=patch)
+    assert _overlap(log) >= 10
+
+
+@pytest.mark.parametrize("alu_rows", [100, 8, 5])
+def test_same_bank_runs_in_order(alu_rows):
+    """Footprints in the same bank (disjoint rows, or rows the GEMM writes: the ALU must see the
+    GEMM's results) never overlap."""
+    cfg = SMALL
+    insns, patch = _dual_program(cfg, gemm_rows=4, alu_rows=alu_rows, alu_tensor=True)
+    log = run_compute(cfg, insns, seed=5, dram_patch=patch)
+    assert _overlap(log) == 0
+
+
+def test_footprint_across_banks_runs_alone():
+    """A GEMM whose loop nest crosses the middle row runs alone even if the ALU's rows are far away."""
+    cfg = SMALL
+    half = cfg.ACC_DEPTH // 2
+    insns, patch = _dual_program(cfg, gemm_rows=half - 20, alu_rows=half + 150)
+    log = run_compute(cfg, insns, seed=6, dram_patch=patch)
+    assert _overlap(log) == 0
+
+
+def test_pushes_stay_in_program_order():
+    """The ALU (younger, shorter) ends first but pushes after the GEMM: each g2s push follows the
+    last write of every older instruction."""
+    cfg = SMALL
+    half = cfg.ACC_DEPTH // 2
+    insns, patch = _dual_program(cfg, gemm_rows=0, alu_rows=half + 9, pushes=True)
+    log = run_compute(cfg, insns, seed=7, dram_patch=patch)
+    assert _overlap(log) >= 10
+    assert len(log["push_g2s"]) == 2
+    last_gemm_write = max(log["gemm_busy"])
+    assert log["push_g2s"][0] >= last_gemm_write
+    assert log["push_g2s"][1] > log["push_g2s"][0]
+    assert max(log["write"]) < log["push_g2s"][1]
+
+
+def test_alu_sequence_beside_one_gemm():
+    """Several ALU instructions (the first with a push) run one after the other beside one long GEMM:
+    an ALU instruction that ends before the older GEMM frees its unit at once, its push waits."""
+    cfg = SMALL
+    half = cfg.ACC_DEPTH // 2
+    insns, patch = _dual_program(cfg, gemm_rows=0, alu_rows=half + 9, pushes=True)
+    gemm, alu = insns[2], insns[3]
+    alu2 = dict(alu, alu_opcode=AluOp.MAX, imm=3, push_next=0, iter_out=2)
+    insns = insns[:2] + [dict(gemm, iter_out=8, dst_factor_out=3), alu, alu2] + insns[4:]
+    log = run_compute(cfg, insns, seed=8, dram_patch=patch)
+    gemm_busy = set(log["gemm_busy"])
+    alu_busy = sorted(log["alu_busy"])
+    assert all(c in gemm_busy for c in alu_busy[5:-5])       # both ALU instructions ran beside the GEMM
+    assert len(log["push_g2s"]) == 2 and min(log["push_g2s"]) >= max(gemm_busy)
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_uop_load_beside_a_running_gemm(overwrite):
+    """A LOAD UOP into rows no running instruction reads (kernel staging) runs beside the GEMM; one
+    that overwrites the GEMM's micro-ops waits for it (the results show which micro-ops it used)."""
+    cfg = SMALL
+    half = cfg.ACC_DEPTH // 2
+    uops = [(0, 3, 5), (1, 4, 6), (2, 5, 7), (half + 3, 0, 0), (5, 1, 1), (6, 2, 2), (7, 3, 3)]
+    dst = 1 if overwrite else 10
+    insns = [uop_load(cfg, sram_base=0, dram_base=0, y_size=1, x_size=3, x_stride=3),
+             gemm_insn(uop_bgn=0, uop_end=3, iter_out=30, iter_in=2, dst_factor_out=3, src_factor_out=1,
+                       wgt_factor_in=1),
+             uop_load(cfg, sram_base=dst, dram_base=3, y_size=1, x_size=4, x_stride=4),
+             alu_insn(alu_opcode=AluOp.ADD, use_imm=1, imm=5, uop_bgn=dst, uop_end=dst + 1, iter_in=20,
+                      dst_factor_in=1),
+             gemm_insn(opcode=Opcode.FINISH, uop_end=0, iter_out=0, iter_in=0)]
+    log = run_compute(cfg, insns, seed=9, dram_patch={UOP_BASE: uop_bytes(cfg, uops)})
+    overlap = _overlap(log)
+    assert (overlap == 0) if overwrite else (overlap >= 10)

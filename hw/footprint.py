@@ -1,0 +1,129 @@
+"""The acc footprint of a GEMM or ALU instruction: which accumulator rows it can touch.
+
+The compute module runs a GEMM and an ALU instruction at the same time when their footprints lie
+in different halves (banks) of the accumulator; this block computes a footprint before issue.
+"""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from sw.isa import Opcode
+from .isa import insn_layouts, uop_layout
+from .sram import check_config, read_signature
+
+__all__ = ["AccFootprint"]
+
+
+class AccFootprint(wiring.Component):
+    """Scans the micro-ops of one GEMM or ALU instruction and bounds the acc rows it touches.
+
+    Row index e of a micro-op u in loop iteration (i, j) is ``uop_e[u] + i*f_out + j*f_in``, taken
+    modulo the acc depth D by the hardware. With ``lo = min_u uop_e[u]`` and
+    ``hi = max_u uop_e[u] + (iter_out-1)*f_out + (iter_in-1)*f_in`` (exact, not wrapped), every row
+    touched lies in [lo, hi] when hi < D. e is the destination (GEMM, ALU) and, for an ALU
+    instruction with a tensor operand, also the source; GEMM's source indexes the inp SRAM and
+    does not count.
+
+    Pulse ``start`` with ``insn`` (the 128-bit instruction word) valid; the micro-ops are read one
+    per cycle through ``uop_rd`` and ``done`` is high from about ``uop_end - uop_bgn + 3`` cycles
+    later until the next ``start``. Then:
+
+    * ``empty``: the loop nest is empty (touches nothing);
+    * ``single``: the nest is not empty, hi < D and lo, hi share the bank bit (the top bit of the
+      row index): every row touched lies in that bank, ``bank``. (An empty nest is not ``single``:
+      the compute module then runs it alone, which costs nothing.)
+    * ``lo``, ``hi``: the bounds (for tests and debugging).
+
+    With one bank (acc depth 1) ``single`` is never high.
+
+    Members: ``start`` In(1), ``insn`` In(128), ``uop_rd`` In(ReadPort.Signature) (driven),
+    ``done``, ``empty``, ``single``, ``bank`` Out(1), ``lo``, ``hi`` Out(32).
+    """
+
+    def __init__(self, cfg):
+        check_config(cfg, self)
+        self._cfg = cfg
+        super().__init__({
+            "start": In(1),
+            "insn": In(128),
+            "uop_rd": In(read_signature(cfg, "uop")),
+            "done": Out(1),
+            "empty": Out(1),
+            "single": Out(1),
+            "bank": Out(1),
+            "lo": Out(32),
+            "hi": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        aw = cfg.LOG_ACC_DEPTH
+        layouts = insn_layouts(cfg)
+        gem = layouts["gemm"](self.insn)
+        alu = layouts["alu"](self.insn)
+        uw = cfg.LOG_UOP_DEPTH + 1
+
+        def span(n, f):
+            return Mux(n == 0, 0, n - 1) * f
+
+        u, end = Signal(uw), Signal(uw)
+        tensor = Signal()                  # an ALU instruction with a tensor (acc) operand
+        off_d, off_s = Signal(32), Signal(32)
+        min_d, max_d = Signal(32), Signal(32)
+        min_s, max_s = Signal(32), Signal(32)
+        reading, rd_valid, summing = Signal(), Signal(), Signal()
+        m.d.comb += [self.uop_rd.en.eq(1), self.uop_rd.addr.eq(u)]
+        uop = uop_layout(cfg)(self.uop_rd.data)
+
+        with m.If(self.start):
+            is_alu = gem.opcode == Opcode.ALU
+            m.d.sync += [
+                u.eq(gem.uop_bgn), end.eq(gem.uop_end),
+                tensor.eq(is_alu & ~alu.use_imm),
+                # GEMM and ALU share the positions of the loop fields and of the dst factors
+                off_d.eq(span(gem.iter_out, gem.dst_factor_out) + span(gem.iter_in, gem.dst_factor_in)),
+                off_s.eq(span(alu.iter_out, alu.src_factor_out) + span(alu.iter_in, alu.src_factor_in)),
+                self.empty.eq((gem.uop_end <= gem.uop_bgn) | (gem.iter_out == 0) | (gem.iter_in == 0)),
+                min_d.eq(~0), max_d.eq(0), min_s.eq(~0), max_s.eq(0),
+                reading.eq(1), rd_valid.eq(0), summing.eq(0), self.done.eq(0),
+            ]
+        with m.Else():
+            # S0: address the micro-op; S1: its fields update the running bounds
+            m.d.sync += rd_valid.eq(reading & (u < end))
+            with m.If(reading):
+                with m.If(u < end):
+                    m.d.sync += u.eq(u + 1)
+                with m.Else():
+                    m.d.sync += reading.eq(0)
+            with m.If(rd_valid):
+                m.d.sync += [
+                    min_d.eq(Mux(uop.dst_idx < min_d, uop.dst_idx, min_d)),
+                    max_d.eq(Mux(uop.dst_idx > max_d, uop.dst_idx, max_d)),
+                    min_s.eq(Mux(uop.src_idx < min_s, uop.src_idx, min_s)),
+                    max_s.eq(Mux(uop.src_idx > max_s, uop.src_idx, max_s)),
+                ]
+            # S2: the bounds, once the last micro-op is in
+            m.d.sync += summing.eq(0)
+            with m.If(~reading & ~rd_valid & ~summing & ~self.done):
+                hi_d = max_d + off_d
+                hi_s = max_s + off_s
+                m.d.sync += [
+                    self.lo.eq(Mux(tensor & (min_s < min_d), min_s, min_d)),
+                    self.hi.eq(Mux(tensor & (hi_s > hi_d), hi_s, hi_d)),
+                    summing.eq(1),
+                ]
+            # S3: the bank
+            with m.If(summing):
+                m.d.sync += self.done.eq(1)
+        if aw >= 1:
+            lo_bank = self.lo[aw - 1]
+            hi_bank = self.hi[aw - 1]
+            m.d.comb += [
+                self.single.eq(~self.empty & (self.hi < (1 << aw)) & (lo_bank == hi_bank)),
+                self.bank.eq(lo_bank),
+            ]
+        else:
+            m.d.comb += self.single.eq(0)
+        return m

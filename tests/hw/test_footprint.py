@@ -1,0 +1,99 @@
+"""The acc footprint scanner: bounds of the acc rows a GEMM or ALU instruction touches, and its bank."""
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from sw.config import load_config
+from sw.isa import AluOp, isa_for
+from hw.footprint import AccFootprint
+from hw.sram import make_memory
+from tests.hw.test_alu import alu_insn
+from tests.hw.test_gemm import gemm_insn
+
+SMALL = load_config("small")
+
+
+def scan(cfg, uops, f):
+    """Run the scanner on instruction fields ``f`` over the micro-ops ``uops``; return its outputs
+    and the cycles it took."""
+    isa = isa_for(cfg)
+    m = Module()
+    m.submodules.dut = dut = AccFootprint(cfg)
+    m.submodules.uop_mem = mem = make_memory(cfg, "uop", init=[isa.encode_uop(*u) for u in uops])
+    wiring.connect(m, dut.uop_rd, mem.read_port())
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    out = {}
+
+    async def bench(ctx):
+        ctx.set(dut.insn, isa.encode(**f))
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        for cycle in range(1, 200):
+            await ctx.tick()
+            if ctx.get(dut.done):
+                break
+        out.update(cycles=cycle, **{k: ctx.get(getattr(dut, k)) for k in ("empty", "single", "bank", "lo", "hi")})
+
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
+def ref_rows(cfg, uops, f, alu):
+    """Every acc row the instruction touches (unwrapped), as the numpy golden model indexes them."""
+    rows = []
+    for i in range(f["iter_out"]):
+        for j in range(f["iter_in"]):
+            for u in range(f["uop_bgn"], f["uop_end"]):
+                d, s, _ = uops[u]
+                rows.append(d + i * f["dst_factor_out"] + j * f["dst_factor_in"])
+                if alu and not f["use_imm"]:
+                    rows.append(s + i * f["src_factor_out"] + j * f["src_factor_in"])
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("kind", ["gemm", "alu_imm", "alu_tensor"])
+def test_bounds_cover_every_row(kind, seed):
+    cfg = SMALL
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 12))
+    hi_row = [40, 300, 500][seed % 3]
+    uops = [(int(rng.integers(0, hi_row)), int(rng.integers(0, hi_row)), int(rng.integers(0, 64))) for _ in range(n)]
+    loops = dict(uop_bgn=int(rng.integers(0, n)), uop_end=n, iter_out=int(rng.integers(1, 4)),
+                 iter_in=int(rng.integers(1, 4)), dst_factor_out=int(rng.integers(0, 30)),
+                 dst_factor_in=int(rng.integers(0, 5)), src_factor_out=int(rng.integers(0, 30)),
+                 src_factor_in=int(rng.integers(0, 5)))
+    if kind == "gemm":
+        f = gemm_insn(**loops)
+    else:
+        f = alu_insn(alu_opcode=AluOp.ADD, use_imm=int(kind == "alu_imm"), imm=1, **loops)
+    got = scan(cfg, uops, f)
+    rows = ref_rows(cfg, uops, f, kind != "gemm")
+    assert (got["lo"], got["hi"]) == (min(rows), max(rows))      # the bounds are exact here
+    half = cfg.ACC_DEPTH // 2
+    fits = max(rows) < cfg.ACC_DEPTH and min(rows) // half == max(rows) // half
+    assert got["single"] == fits and not got["empty"]
+    if fits:
+        assert got["bank"] == min(rows) // half
+    assert got["cycles"] <= f["uop_end"] - f["uop_bgn"] + 4
+
+
+def test_wrapping_nest_is_not_single():
+    """Rows past the last acc row wrap around in the hardware: such a nest is never single-bank."""
+    cfg = SMALL
+    uops = [(cfg.ACC_DEPTH - 2, 0, 0)]
+    got = scan(cfg, uops, gemm_insn(iter_in=4, dst_factor_in=1))
+    assert got["hi"] == cfg.ACC_DEPTH + 1 and not got["single"]
+
+
+def test_empty_nest():
+    got = scan(SMALL, [(3, 0, 0)], gemm_insn(uop_bgn=0, uop_end=1, iter_out=0))
+    assert got["empty"] and not got["single"]
+    got = scan(SMALL, [(3, 0, 0)], alu_insn(alu_opcode=AluOp.MIN, uop_bgn=1, uop_end=1))
+    assert got["empty"] and not got["single"]
