@@ -24,7 +24,9 @@ __all__ = ["random_program"]
 
 LOAD, COMPUTE, STORE = 1, 2, 3
 
-# regions of each SRAM the programs use (small, so that operations touch each other's data)
+# regions of each SRAM the programs use (small, so that operations touch each other's data); the acc
+# region straddles the middle row, so micro-kernels fall in the lower bank, the upper one or both
+# (the compute module runs a GEMM and an ALU instruction side by side when they are in different banks)
 INP_ROWS, WGT_ROWS, ACC_ROWS = 96, 48, 96
 SHIFTS = [0, 1, -1, 2, -2, 7, 8, -8, 15, -15, 31, -31, 32, -32, 40, -40]
 
@@ -52,6 +54,7 @@ class _Gen:
             self.bufs[mem] = (h, eb, n)
         self.out_elems = 128
         self.out = rt.buffer_alloc(self.out_elems * cfg.OUT_ELEM_BYTES)
+        self.acc0 = max(0, cfg.ACC_DEPTH // 2 - ACC_ROWS // 2)     # first acc row of the region
 
     # ------------------------------------------------------------------ dependencies
     def switch_to(self, stage):
@@ -80,7 +83,7 @@ class _Gen:
         total = (pads[1] + x + pads[3]) * (pads[0] + y + pads[2])
         if total > rows:
             return False
-        sram = int(r.integers(0, rows - total + 1))
+        sram = int(r.integers(0, rows - total + 1)) + (self.acc0 if mem in (MemId.ACC, MemId.ACC_8BIT) else 0)
         span = (y - 1) * stride + x
         if span > n:
             return False
@@ -114,6 +117,10 @@ class _Gen:
         for lag in (1, 2):
             if d.size > lag and np.any(d[lag:] == d[:-lag]):
                 return None
+        # half of the kernels move to the upper half of the acc region (the upper bank) when they fit
+        up = ACC_ROWS // 2
+        if r.random() < 0.5 and d.max() + up < ACC_ROWS and (gemm or s.max() + up < ACC_ROWS):
+            uops = [(dd + up, ss if gemm else ss + up, ww) for dd, ss, ww in uops]
         return uops, loops
 
     def gemm(self):
@@ -129,7 +136,7 @@ class _Gen:
             for loop in loops:
                 rt.uop_loop_begin(*loop)
             for d, s, w in uops:
-                rt.uop_push(0, reset, d, s, w, 0, 0, 0)
+                rt.uop_push(0, reset, self.acc0 + d, s, w, 0, 0, 0)
             for _ in loops:
                 rt.uop_loop_end()
         self.switch_to(COMPUTE)
@@ -155,7 +162,7 @@ class _Gen:
             for loop in loops:
                 rt.uop_loop_begin(*loop)
             for d, s, _ in uops:
-                rt.uop_push(1, 0, d, s, 0, op, use_imm, imm if use_imm else 0)
+                rt.uop_push(1, 0, self.acc0 + d, self.acc0 + s, 0, op, use_imm, imm if use_imm else 0)
             for _ in loops:
                 rt.uop_loop_end()
         self.switch_to(COMPUTE)
@@ -167,7 +174,7 @@ class _Gen:
         x, y = int(r.integers(1, 9)), int(r.integers(1, 4))
         if x * y > ACC_ROWS:
             return False
-        sram = int(r.integers(0, ACC_ROWS - x * y + 1))
+        sram = int(r.integers(0, ACC_ROWS - x * y + 1)) + self.acc0
         stride = x + int(r.integers(0, 4))
         span = (y - 1) * stride + x
         if span > self.out_elems:
@@ -195,7 +202,7 @@ def random_program(seed: int, n_ops: int = 24, api_kind: str = "python") -> dict
             done += 1
     # make the end state observable: store the whole region the programs use
     g.switch_to(STORE)
-    rt.store_2d(g.cmd, 0, int(MemId.OUT), g.out, 0, g.out_elems // 2, 1, g.out_elems // 2)
+    rt.store_2d(g.cmd, g.acc0, int(MemId.OUT), g.out, 0, g.out_elems // 2, 1, g.out_elems // 2)
     listing = q.dump()
     counters = {str(k): int(v) for k, v in dict(rt.synchronize(g.cmd, 1 << 31)).items()}
     out = np.from_dlpack(rt.buffer_cpu_ptr(g.cmd, g.out))[:g.out_elems * cfg.OUT_ELEM_BYTES].copy()

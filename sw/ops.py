@@ -9,8 +9,12 @@ runs on the golden model or, inside ``cosim.run``, on the RTL. An operator:
    the element-wise tiler) and builds, per tile, its loads, micro-kernels and stores;
 3. runs the tiles through :func:`_run_tiles`, which places the dependency tokens (RAW l2g and g2s,
    WAR g2l and s2g) so that with ``virtual_threads=2`` the tiles alternate between two halves of the
-   inp/wgt/acc SRAMs: the loads of step t+1 overlap the GEMMs of step t and the store of one tile
-   overlaps the compute of the next; with 1 virtual thread the modules hand over strictly;
+   inp/wgt/acc SRAMs: the loads of step t+1 overlap the GEMMs of step t, the requantization (ALU)
+   of one tile runs beside the GEMMs of the next (the compute module overlaps a GEMM and an ALU
+   instruction in different acc halves), the ALU zeroes the accumulators of the tile after, and
+   the store of one tile overlaps the compute of the next; conv2d may give each thread two acc
+   regions (``ConvPlan.slots``) so a tile's store has longer before its region is reused; with 1
+   virtual thread the modules hand over strictly;
 4. reads the result back, crops the padding and returns it.
 
 Micro-kernels are closures made once per distinct shape and SRAM base (memoised factories), so the
@@ -87,15 +91,16 @@ _ROW_CYCLES = 2
 _INSN_CYCLES = 8
 
 
-def _plan_cycles(vt, load_bytes, rows, gemm, alu, insns, first_load, tail, cfg):
+def _plan_cycles(vt, load_bytes, rows, gemm, alu, insns, first_load, tail, cfg, chain=0.0):
     bus = cfg.BUS_WIDTH // 8
     load = load_bytes / bus + rows * _ROW_CYCLES
     overhead = insns * _INSN_CYCLES
     if vt == 1:
         return load + gemm + alu + overhead
     # (a fifth of the load time on top: less DRAM traffic for the same overlap leaves room when the
-    # memory is slower or shared)
-    return max(load, gemm, alu) + 0.2 * load + first_load / bus + tail + overhead
+    # memory is slower or shared). ``chain``: each tile's requantization and store must end before
+    # its acc region is reused, which with one region per thread is one tile later.
+    return max(load, gemm, alu, chain) + 0.2 * load + first_load / bus + tail + overhead
 
 
 def _requant_passes(bias):
@@ -454,7 +459,7 @@ def _run_tiles(tiles, interleave=None) -> dict:
             # store that last read them) when the ALU has the time, instead of a GEMM reset pass
             nxt = chunk[ti + 1] if ti + 1 < len(chunk) else None
             zero_ops = None
-            if interleave and deferred is not None and nxt is not None and nxt.reset and prev_acc[ti + 1]:
+            if interleave and deferred is not None and nxt is not None and nxt.reset:
                 zero_ops = _zero_rows(*nxt.reset)
                 alu_rows = sum(2 if a[1] in _TENSOR_KERNELS else 1 for a in deferred[2]) * deferred[0].reset[1]
                 if alu_rows + len(zero_ops) * nxt.reset[1] > t.gemm_uops:
@@ -485,7 +490,8 @@ def _run_tiles(tiles, interleave=None) -> dict:
                 elif deferred is not None:
                     emit_computes(deferred[0], shares[k])
                 if zero_ops and k == k_zero:
-                    rt.dep_pop(cmd, QSTORE, QCOMPUTE)
+                    if prev_acc[ti + 1]:
+                        rt.dep_pop(cmd, QSTORE, QCOMPUTE)
                     for a in zero_ops:
                         _emit(cmd, a)
                     zeroed.add(ti + 1)
@@ -1025,13 +1031,16 @@ def gemm(data, weight, virtual_threads=1, tiles=None, return_counters=False):
 # ---------------------------------------------------------------------- conv2d
 @dataclass(frozen=True)
 class ConvPlan:
-    """Tiles: tm output-channel blocks x th output rows x tw output columns, tc input-channel blocks per step."""
+    """Tiles: tm output-channel blocks x th output rows x tw output columns, tc input-channel blocks per
+    step; ``slots`` acc regions per virtual thread (tiles cycle through them, so a region is reused
+    only after virtual_threads * slots - 1 other tiles: time for its requantization and store)."""
     tm: int
     th: int
     tw: int
     tc: int
     virtual_threads: int
     cost: float = 0.0
+    slots: int = 1
 
 
 def _in_rows(th, kh, s, pad):
@@ -1081,32 +1090,26 @@ def plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads=1, bias=F
     ie, we = cfg.INP_ELEM_BYTES, cfg.WGT_ELEM_BYTES
     best = None
     kk = kh * kw
-    for tm in _cands(ob):
-        for tw in _cands(wo):
-            for th in _cands(ho):
-                if tm * th * tw + (tm if bias else 0) > caps["acc"]:
-                    continue
-                ih, iw = _in_rows(th, kh, stride, pad), (tw - 1) * stride + kw
-                tc_max = min(caps["inp"] // (ih * iw), caps["wgt"] // (tm * kk), cb)
-                tc = None
-                for t in reversed(_cands(cb)):
-                    if t <= tc_max:
-                        v, uops = _conv_variant(tm, th, tw, t, kh, kw)
-                        if v is not None and uops <= caps["uop"]:
-                            tc = t
-                            break
-                if tc is None:
-                    continue
-                mt, ht, wt, ct = _cdiv(ob, tm), _cdiv(ho, th), _cdiv(wo, tw), _cdiv(cb, tc)
-                spatial = nb * ht * wt
-                cost = _plan_cycles(vt, spatial * mt * cb * ih * iw * ie + spatial * ob * cb * kk * we,
-                                    spatial * mt * (cb * ih + ct * tm), nb * ob * ho * wo * (cb * kk + 1),
-                                    nb * ob * ho * wo * _requant_passes(bias),
-                                    spatial * mt * (ct * (tc + 6) + tm + 8), tc * ih * iw * ie + tm * tc * kk * we,
-                                    _tail_cycles(tm * th * tw, bias, cfg), cfg)
-                key = (cost, -tm * th * tw)
-                if best is None or key < best[0]:
-                    best = (key, ConvPlan(tm, th, tw, tc, vt, cost))
+    for slots, tm, tw, th in itertools.product((1, 2) if vt > 1 else (1,), _cands(ob), _cands(wo), _cands(ho)):
+        if tm * th * tw + (tm if bias else 0) > caps["acc"] // slots:
+            continue
+        ih, iw = _in_rows(th, kh, stride, pad), (tw - 1) * stride + kw
+        tc_max = min(caps["inp"] // (ih * iw), caps["wgt"] // (tm * kk), cb)
+        for tc in _cands(cb):
+            v, uops = _conv_variant(tm, th, tw, tc, kh, kw)
+            if tc > tc_max or v is None or uops > caps["uop"]:
+                continue
+            mt, ht, wt, ct = _cdiv(ob, tm), _cdiv(ho, th), _cdiv(wo, tw), _cdiv(cb, tc)
+            spatial = nb * ht * wt
+            tail = _tail_cycles(tm * th * tw, bias, cfg)
+            cost = _plan_cycles(vt, spatial * mt * cb * ih * iw * ie + spatial * ob * cb * kk * we,
+                                spatial * mt * (cb * ih + ct * tm), nb * ob * ho * wo * (cb * kk + 1),
+                                nb * ob * ho * wo * _requant_passes(bias),
+                                spatial * mt * (ct * (tc + 6) + tm + 8), tc * ih * iw * ie + tm * tc * kk * we,
+                                tail, cfg, chain=spatial * mt * tail / max(1, vt * slots - 1))
+            key = (cost, slots, -tc, -tm * th * tw)
+            if best is None or key < best[0]:
+                best = (key, ConvPlan(tm, th, tw, tc, vt, cost, slots))
     if best is None:
         raise TileError(f"conv2d {kh}x{kw} stride {stride} cannot be tiled on config {cfg.name} with "
                         f"virtual_threads = {vt}: no tile fits the SRAMs " + str(caps))
@@ -1145,9 +1148,9 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, shift, clip):
         xs = iw - xpb - xpa
         if ys < 1 or xs < 1:
             raise TileError(f"an input tile lies entirely in the padding (padding {pad} >= kernel)")
-        a = ti % vt
+        a = ti % (vt * plan.slots)          # the acc region: thread a % vt, slot a // vt
         ti += 1
-        acc = hv["acc"][1][a]
+        acc = hv["acc"][1][a % vt] + (a // vt) * (hv["acc"][0] // plan.slots)
         rows = tm * th * tw
         t = _Tile(acc=a, reset=(acc, rows), gemm_uops=rows * cb * kk)
         for c0 in range(0, cb, plan.tc):
