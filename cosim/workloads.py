@@ -37,7 +37,7 @@ __all__ = ["measured_call", "bytes_moved", "roofline", "make_row", "ProgressBar"
            "format_table", "format_summary", "write_csv", "main",
            "TARGET_GEMM", "TARGET_RESNET_VT2", "VTA_PUBLISHED", "CONV_LAYERS", "COLUMNS"]
 
-TARGET_GEMM = 0.90          # issue 5: >= 90 % MAC utilization on the 256x256x256 GEMM
+TARGET_GEMM = 0.90          # issue 5: >= 90 % MAC utilization on the 256x256x256 GEMM (two virtual threads)
 TARGET_RESNET_VT2 = 0.80    # issue 5: >= 80 % mean over ResNet-18 C2-C11 with two virtual threads
 VTA_PUBLISHED = (0.70, 0.88)  # VTA paper: latency hiding raised peak utilization from 70 % to 88 %
 CONV_LAYERS = tuple(f"resnet18.{name}" for name in ops.RESNET18)
@@ -285,8 +285,10 @@ def format_summary(rows) -> str:
             lines.append(line)
     for vt in (1, 2):
         if s[f"gemm_256_vt{vt}"] is not None:
-            lines.append(f"256x256x256 GEMM MAC utilization, vt={vt}: {_pct(s[f'gemm_256_vt{vt}'])}  "
-                         f"[{verdict(s[f'gemm_256_vt{vt}'], TARGET_GEMM)}]")
+            line = f"256x256x256 GEMM MAC utilization, vt={vt}: {_pct(s[f'gemm_256_vt{vt}'])}"
+            if vt == 2:     # the targets are for two virtual threads
+                line += f"  [{verdict(s['gemm_256_vt2'], TARGET_GEMM)}]"
+            lines.append(line)
     lines.append(f"VTA's published figure: latency hiding raised peak utilization from {VTA_PUBLISHED[0]:.0%} "
                  f"to {VTA_PUBLISHED[1]:.0%}")
     lines.append("(utilization counts every cycle of the operator: loads, GEMMs, requantization and stores)")

@@ -71,7 +71,7 @@ class Compute(wiring.Component):
         ``gemm_uops``   Out(32) non-reset GEMM micro-ops executed (fsim gemm_counter)
         ``alu_uops``    Out(32) ALU micro-ops executed
         ``busy``        Out(1)  an instruction is in progress (including waiting for tokens)
-        ``stall``       Out(1)  waiting for a token
+        ``stall``       Out(1)  waiting for a token with neither unit running
         ``error``       Out(1)  sticky, a bad instruction stopped the module
         ``clear``       In(1)   leave the error halt (clears ``error``; ignored unless halted), e.g. at launch
 
@@ -278,7 +278,9 @@ class Compute(wiring.Component):
         tokens_ok = ~((mem.pop_prev & ~self.l2g.valid) | (mem.pop_next & ~self.s2g.valid))
         is_alu = Signal()
         fe_busy = Signal()
-        m.d.comb += self.busy.eq(fe_busy | ~both_free | pushes_out)
+        token_wait = Signal()
+        m.d.comb += [self.busy.eq(fe_busy | ~both_free | pushes_out),
+                     self.stall.eq(token_wait & both_free)]
         with m.FSM(name="compute_fsm"):
             with m.State("IDLE"):
                 m.d.comb += self.insn.ready.eq(1)
@@ -327,7 +329,7 @@ class Compute(wiring.Component):
                 apart = fp.single & other_single & (fp.bank != other_bank)
                 with m.If(~mine & (~other | apart)):
                     with m.If(~tokens_ok):
-                        m.d.comb += self.stall.eq(1)
+                        m.d.comb += token_wait.eq(1)
                     with m.Else():
                         m.d.comb += [self.l2g.pop.eq(mem.pop_prev), self.s2g.pop.eq(mem.pop_next),
                                      issue[0].eq(~is_alu), issue[1].eq(is_alu)]
@@ -345,7 +347,7 @@ class Compute(wiring.Component):
                     uop_apart &= ~taken[k] | (uop_end <= uops_of[k][0]) | (mem.sram_base >= uops_of[k][1])
                 with m.If((both_free & ~pushes_out) | ((op == Opcode.LOAD) & uop_apart)):
                     with m.If(~tokens_ok):
-                        m.d.comb += self.stall.eq(1)
+                        m.d.comb += token_wait.eq(1)
                     with m.Else():
                         m.d.comb += [self.l2g.pop.eq(mem.pop_prev), self.s2g.pop.eq(mem.pop_next)]
                         with m.If(op == Opcode.FINISH):

@@ -109,7 +109,7 @@ REGISTER_MAP = (
     _counter("load_stall", 0x5C, "load_stall", "cycles the load module waits on a token or on memory"),
     _counter("compute_busy", 0x60, "compute_busy", "cycles the compute module executes an instruction"),
     _counter("compute_stall", 0x64, "compute_stall",
-             "cycles the compute module waits on a token or on memory"),
+             "cycles the compute module waits on a token with neither its GEMM nor its ALU running"),
     _counter("store_busy", 0x68, "store_busy", "cycles the store module executes an instruction"),
     _counter("store_stall", 0x6C, "store_stall", "cycles the store module waits on a token or on memory"),
     Register("tokens_l2g", 0x70, "RO", 0, "input", "tokens load -> compute (now)", "tokens_l2g", 16),
