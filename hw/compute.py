@@ -183,7 +183,8 @@ class Compute(wiring.Component):
         pushes_out = Signal()
         for port, flags, fe_flag, name in ((self.g2l, push_p, mem.push_prev, "g2l"),
                                            (self.g2s, push_n, mem.push_next, "g2s")):
-            held, due = Signal(4, name=f"held_{name}"), Signal(4, name=f"due_{name}")
+            # (as wide as a token queue can count: more held pushes than that would overflow the queue)
+            held, due = Signal(9, name=f"held_{name}"), Signal(9, name=f"due_{name}")
             head_flag = Mux(head, flags[1], flags[0])
             other_flag = Mux(head, flags[0], flags[1])
             other_ends = Mux(head, ends[0], ends[1])

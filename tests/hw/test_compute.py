@@ -612,3 +612,20 @@ def test_uop_load_beside_a_running_gemm(overwrite):
     log = run_compute(cfg, insns, seed=9, dram_patch={UOP_BASE: uop_bytes(cfg, uops)})
     overlap = _overlap(log)
     assert (overlap == 0) if overwrite else (overlap >= 10)
+
+
+def test_many_held_pushes_all_leave_after_the_older_gemm():
+    """Twenty short ALU instructions with a g2s push each run beside one long GEMM: the pushes of
+    those that end first are held, then leave one per cycle after the GEMM ends; none is lost."""
+    cfg = SMALL
+    half = cfg.ACC_DEPTH // 2
+    insns, patch = _dual_program(cfg, gemm_rows=0, alu_rows=half + 9, pushes=True)
+    gemm, alu = insns[2], insns[3]
+    short = dict(alu, iter_out=1, iter_in=2, push_next=1)
+    insns = insns[:2] + [dict(gemm, iter_out=20, dst_factor_out=1, push_next=0)] + [short] * 20 + insns[4:]
+    log = run_compute(cfg, insns, seed=10, dram_patch=patch)
+    assert len(log["push_g2s"]) == 20
+    assert min(log["push_g2s"]) >= max(log["gemm_busy"])
+    first = log["push_g2s"][0]
+    assert log["push_g2s"][:10] == list(range(first, first + 10))      # at least ten were held
+    assert all(b > a for a, b in zip(log["push_g2s"], log["push_g2s"][1:]))
