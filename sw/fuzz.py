@@ -98,6 +98,10 @@ class _Gen:
         n_uops = int(r.integers(1, 6))
         loops = [(int(r.integers(1, 5)), int(r.integers(0, 4)), int(r.integers(0, 4)), int(r.integers(0, 4)))
                  for _ in range(int(r.integers(0, 3)))]
+        if r.random() < 0.25:
+            # a long kernel: an outer loop that repeats the same rows (so that a GEMM and an ALU
+            # instruction in different banks overlap for many cycles)
+            loops = [(int(r.integers(6, 17)), 0, 0, 0)] + loops[:1]
         uops = [(int(r.integers(0, 24)), int(r.integers(0, 24)), int(r.integers(0, 12))) for _ in range(n_uops)]
         ext = [e for e, *_ in loops] + [1, 1]
         io, ii = np.meshgrid(np.arange(ext[0]), np.arange(ext[1]), indexing="ij")
