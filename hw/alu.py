@@ -9,32 +9,31 @@ from .gemm import UopSequencer
 from .isa import insn_layouts, uop_layout
 from .sram import check_config, read_signature, write_signature
 
-__all__ = ["Alu", "alu_lane"]
+__all__ = ["Alu", "alu_lane", "shift_amount"]
 
 
-def alu_lane(m, op, a, b, *, with_mul):
-    """The result of one 32-bit lane: ``op`` (alu_opcode) applied to signed ``a`` and ``b``."""
-    res = Signal(32)
+def shift_amount(b):
+    """SHR's shift of a 32-bit lane by signed ``b``: ``(left, amount)``. b >= 0: right (arithmetic) by
+    min(b, 31); b < 0: left by min(-b, 31). Built from bit tests and a 5-bit negation (no 32-bit
+    compare), for timing."""
+    lo, hi, sign = b[:5], b[5:31], b[31]
+    small_neg = hi.all() & lo.any()              # b in [-31, -1]
+    amount = Mux(sign, Mux(small_neg, (-lo)[:5], 31), Mux(hi.any(), 31, lo))
+    return sign, amount
+
+
+def alu_lane(m, ops, a, b, left, amount):
+    """The result of one 32-bit lane of MIN, MAX, ADD or SHR applied to signed ``a`` and ``b``. ``ops``:
+    one-hot registers ``{"max", "add", "shr"}`` (none set: MIN); ``(left, amount)`` =
+    :func:`shift_amount` of ``b`` (computed a stage earlier). MUL is not here (see :class:`Alu`)."""
     sa = a.as_signed()
     sb = b.as_signed()
-    # SHR: b >= 0 shifts right (arithmetic) by min(b, 31); b < 0 shifts left by min(-b, 31).
-    rsh = Mux(sb > 31, 31, sb[:5])
-    neg = Signal(33)
-    m.d.comb += neg.eq(-sb)
-    lsh = Mux(neg > 31, 31, neg[:5])
-    shifted = Mux(sb[31], (sa << lsh)[:32], (sa >> rsh)[:32])
-    with m.Switch(op):
-        with m.Case(AluOp.MIN):
-            m.d.comb += res.eq(Mux(sa < sb, sa, sb))
-        with m.Case(AluOp.MAX):
-            m.d.comb += res.eq(Mux(sa > sb, sa, sb))
-        with m.Case(AluOp.ADD):
-            m.d.comb += res.eq((sa + sb)[:32])
-        with m.Case(AluOp.SHR):
-            m.d.comb += res.eq(shifted)
-        if with_mul:
-            with m.Case(AluOp.MUL):
-                m.d.comb += res.eq((sa * sb)[:32])
+    take_a = Signal()
+    m.d.comb += take_a.eq((sa < sb) ^ ops["max"])
+    minmax = Mux(take_a, sa, sb)
+    shifted = Mux(left, (sa << amount)[:32], (sa >> amount)[:32])
+    res = Signal(32)
+    m.d.comb += res.eq(Mux(ops["add"], (sa + sb)[:32], Mux(ops["shr"], shifted, minmax)))
     return res
 
 
@@ -45,20 +44,32 @@ class Alu(wiring.Component):
     s < 0: left shift by min(-s, 31), wrapping) and, when ``cfg.ALU_MUL`` is 1, MUL (low 32 bits).
     Another opcode (or MUL when it is not built) does nothing and pulses ``error`` with ``done``.
 
-    Pipeline: S0 read uop; S1 add the loop offsets and read acc (immediate: acc[d]; tensor: acc[s]);
-    S2 register the row (tensor: register acc[s], read acc[d], and register it in an extra cycle
-    S2b); S3 compute from registers and write acc[d] (no SRAM output feeds the lane logic directly:
-    an FPGA block RAM's clock-to-out is too slow for that). An immediate operand runs one micro-op per
-    cycle, a tensor operand one every two cycles (one acc read port). A row is registered one cycle
-    after its read: a write in the cycle of the read is shown by the acc read port, which must be
-    transparent to the write port; the write of the micro-op just ahead, in the cycle the row is
-    registered, is forwarded from S3 when the rows match. So there are no hazards. Latency: ``done`` N + 4 cycles after ``start`` for N
-    micro-ops with an immediate, 2N + 4 with a tensor operand.
+    Pipeline (for FPGA timing every SRAM read lands in a register before any logic, an ECP5 DP16KD
+    has about 6 ns clock-to-out): S0 read uop; S1 register the uop row; S2 add the loop offsets
+    into the index registers; S3 read acc[s] (tensor operand only); S4 read acc[d]; S5 register
+    acc[s] (its raw read was registered in S4); S6 register acc[d] (raw read registered in S5) and
+    X with SHR's shift amount; C = S7 compute and register the result; W = S8 write acc[d].
+    An immediate operand runs one micro-op per cycle, a tensor operand one every two cycles (one
+    acc read port).
+
+    Hazards: the acc read port must be *transparent* to the acc write port (the owner of the acc
+    memory provides ``read_port(transparent_for=...)``), so a write in the cycle of a read is in
+    the data; the writes of later cycles are merged in while a row waits in its registers (acc[d]
+    in S6, acc[s] in S5 and S6), and the write of the micro-op just ahead (in W while this one is
+    in C) is forwarded: the lanes are computed both from that write and from the registered row and
+    the match selects the result (so the match's fan-out is not in series with the lane logic).
+    So there are no hazards at any distance.
+
+    Latency: ``done`` N + 9 cycles after ``start`` for N micro-ops with an immediate, 2N + 8
+    with a tensor operand (:attr:`latency` = 8: the first acc write comes ``latency`` cycles after
+    the start of its micro-op's S0).
 
     Members: ``start`` In(1), ``insn`` In(alu layout), ``busy``, ``done``, ``error``, ``uop_fire``
     Out(1), driven memory ports ``uop_rd``, ``acc_rd`` (In(ReadPort.Signature)), ``acc_wr``
     (In(WritePort.Signature)).
     """
+
+    latency = 8
 
     def __init__(self, cfg):
         check_config(cfg, self)
@@ -93,7 +104,6 @@ class Alu(wiring.Component):
             m.d.comb += [getattr(seq, f"{name}_factor_out").eq(getattr(insn, f"{name}_factor_out")),
                          getattr(seq, f"{name}_factor_in").eq(getattr(insn, f"{name}_factor_in"))]
 
-        op = Signal(3)
         use_imm = Signal()
         imm = Signal(signed(32))
         active = Signal()
@@ -105,7 +115,7 @@ class Alu(wiring.Component):
         m.d.comb += seq.start.eq(self.start & ok)
         m.d.sync += [self.done.eq(0), self.error.eq(0)]
         with m.If(self.start):
-            m.d.sync += [op.eq(op_in), use_imm.eq(insn.use_imm), imm.eq(insn.imm), toggle.eq(0)]
+            m.d.sync += [use_imm.eq(insn.use_imm), imm.eq(insn.imm), toggle.eq(0)]
             with m.If(~ok):
                 m.d.sync += [self.done.eq(1), self.error.eq(1)]
             with m.Elif((insn.uop_end <= insn.uop_bgn) | (insn.iter_out == 0) | (insn.iter_in == 0)):
@@ -119,68 +129,109 @@ class Alu(wiring.Component):
 
         for port in (self.uop_rd, self.acc_rd):
             m.d.comb += port.en.eq(1)
-        # S0 -> S1
+
+        C, W = 7, 8
+        valid = {k: Signal(name=f"s{k}_valid") for k in range(1, W + 1)}
+        last = {k: Signal(name=f"s{k}_last") for k in range(1, W + 1)}
+        dst = {k: Signal(aw, name=f"s{k}_d") for k in range(3, W + 1)}
+        src = {k: Signal(aw, name=f"s{k}_s") for k in range(3, 6)}
+        for k in range(2, W + 1):
+            m.d.sync += [valid[k].eq(valid[k - 1]), last[k].eq(last[k - 1])]
+        for k in range(4, W + 1):
+            m.d.sync += dst[k].eq(dst[k - 1])
+        for k in range(4, 6):
+            m.d.sync += src[k].eq(src[k - 1])
+
+        # S0: read the uop; the loop offsets go along
         m.d.comb += self.uop_rd.addr.eq(seq.uop)
-        p1_valid, p1_last = Signal(), Signal()
-        p1_d, p1_s = Signal.like(seq.dst), Signal.like(seq.src)
-        m.d.sync += [p1_valid.eq(step), p1_last.eq(seq.last), p1_d.eq(seq.dst), p1_s.eq(seq.src)]
-        # S1: add the loop offsets; the first acc read (immediate: acc[d]; tensor: acc[s]) goes straight
-        # to the memory
-        uop = uop_layout(cfg)(self.uop_rd.data)
-        d1, s1 = Signal(aw), Signal(aw)
-        m.d.comb += [d1.eq(uop.dst_idx + p1_d), s1.eq(uop.src_idx + p1_s)]
-        p2_valid, p2_last = Signal(), Signal()
-        p2_d, p2_s = Signal(aw), Signal(aw)
-        m.d.sync += [p2_valid.eq(p1_valid), p2_last.eq(p1_last), p2_d.eq(d1), p2_s.eq(s1)]
-        # S2 (and S2b for a tensor operand): register the rows read. Tensor: S2 registers acc[s] and
-        # reads acc[d], S2b registers acc[d]. The write of the micro-op ahead (in S3) in the cycle a
-        # row is registered is forwarded when the rows match; writes before that are in the memory or
-        # shown by the transparent read port (a write in the cycle of the read).
-        p2b_valid, p2b_last = Signal(), Signal()
-        p2b_d = Signal(aw)
-        p3_valid, p3_last = Signal(), Signal()
-        p3_d = Signal(aw)
-        src = Signal(cfg.ACC_MATRIX_WIDTH)
-        a_q = Signal(cfg.ACC_MATRIX_WIDTH)
-        wr_data = Signal(cfg.ACC_MATRIX_WIDTH)
-        tensor2 = p2_valid & ~use_imm
-        m.d.sync += [p2b_valid.eq(tensor2), p2b_last.eq(p2_last), p2b_d.eq(p2_d)]
-        with m.If(tensor2):
-            m.d.comb += self.acc_rd.addr.eq(p2_d)
-        with m.Elif(use_imm):
-            m.d.comb += self.acc_rd.addr.eq(d1)
+        o1_d, o1_s = Signal.like(seq.dst), Signal.like(seq.src)
+        m.d.sync += [valid[1].eq(step), last[1].eq(seq.last), o1_d.eq(seq.dst), o1_s.eq(seq.src)]
+        # S1: register the uop row
+        uop_q = Signal(len(self.uop_rd.data))
+        o2_d, o2_s = Signal.like(o1_d), Signal.like(o1_s)
+        m.d.sync += [uop_q.eq(self.uop_rd.data), o2_d.eq(o1_d), o2_s.eq(o1_s)]
+        # S2: add the offsets into the index registers
+        uop = uop_layout(cfg)(uop_q)
+        m.d.sync += [dst[3].eq(uop.dst_idx + o2_d), src[3].eq(uop.src_idx + o2_s)]
+        # S3 reads acc[s] (tensor operand), S4 acc[d]; with a tensor operand the two never coincide
+        with m.If(valid[3] & ~use_imm):
+            m.d.comb += self.acc_rd.addr.eq(src[3])
         with m.Else():
-            m.d.comb += self.acc_rd.addr.eq(s1)
-        with m.If(tensor2):
-            with m.If(p3_valid & (p3_d == p2_s)):
-                m.d.sync += src.eq(wr_data)
+            m.d.comb += self.acc_rd.addr.eq(dst[4])
+        acc_w = cfg.ACC_MATRIX_WIDTH
+        raw_q = Signal(acc_w)       # the row read in the cycle before
+        wr_q = Signal(acc_w)        # the result of C, written in W
+        wr_q2 = Signal(acc_w)       # the result written in the cycle before
+        m.d.sync += [raw_q.eq(self.acc_rd.data), wr_q2.eq(wr_q)]
+
+        def merged(reg, now, prev):
+            """``reg`` <= the raw row, or the write now in W (``now``) or of the cycle before (``prev``)."""
+            with m.If(now):
+                m.d.sync += reg.eq(wr_q)
+            with m.Elif(prev):
+                m.d.sync += reg.eq(wr_q2)
             with m.Else():
-                m.d.sync += src.eq(self.acc_rd.data)
-        a_row = Mux(p2b_valid, p2b_d, p2_d)
-        with m.If(p3_valid & (p3_d == a_row)):
-            m.d.sync += a_q.eq(wr_data)
-        with m.Else():
-            m.d.sync += a_q.eq(self.acc_rd.data)
-        a_valid = Mux(use_imm, p2_valid, p2b_valid)
+                m.d.sync += reg.eq(raw_q)
+
+        # match flags, registered one cycle before they select
+        s_prev, s_late, d_now, d_prev, d_w = (Signal(name=n) for n in ("s_prev", "s_late", "d_now", "d_prev", "d_w"))
         m.d.sync += [
-            p3_valid.eq(a_valid),
-            p3_last.eq(Mux(use_imm, p2_last, p2b_last)),
-            p3_d.eq(a_row),
+            s_prev.eq(valid[W] & (dst[W] == src[4])),       # for S5: acc[s] written the cycle before
+            s_late.eq(valid[C] & (dst[C] == src[5])),       # for S6: acc[s] written now
+            d_now.eq(valid[C] & (dst[C] == dst[5])),        # for S6: acc[d] written now
+            d_prev.eq(valid[W] & (dst[W] == dst[5])),       # for S6: acc[d] written the cycle before
+            d_w.eq(valid[C] & (dst[C] == dst[6])),          # for C: acc[d] written now (forwarded)
         ]
-        # S3: compute from registers and write
+        # S5: register acc[s] (micro-ops are two cycles apart with a tensor operand, so none is in C
+        # while this one is in S4 and none writes acc in S5)
+        src_row = Signal(acc_w)
+        m.d.sync += src_row.eq(Mux(s_prev, wr_q2, raw_q))
+        # S6: register acc[d]; X (immediate or acc[s]) and SHR's shift amounts into registers. The
+        # candidates are computed for both sources of acc[s] (the write now in W or the registered
+        # row), and the match flag selects at the end, so its fan-out is not in series with the logic.
+        a_row = Signal(acc_w)
+        merged(a_row, d_now, d_prev)
+        lanes_n = cfg.BATCH * cfg.BLOCK_OUT
+        b_q = [Signal(32, name=f"x_{i}") for i in range(lanes_n)]
+        left_q = [Signal(name=f"shl_{i}") for i in range(lanes_n)]
+        amt_q = [Signal(5, name=f"sh_{i}") for i in range(lanes_n)]
+        imm_left, imm_amount = shift_amount(imm.as_unsigned())
+        for i in range(lanes_n):
+            lane = slice(i * 32, (i + 1) * 32)
+            w_left, w_amount = shift_amount(wr_q[lane])
+            s_left, s_amount = shift_amount(src_row[lane])
+            with m.If(use_imm):
+                m.d.sync += [b_q[i].eq(imm.as_unsigned()), left_q[i].eq(imm_left), amt_q[i].eq(imm_amount)]
+            with m.Elif(s_late):
+                m.d.sync += [b_q[i].eq(wr_q[lane]), left_q[i].eq(w_left), amt_q[i].eq(w_amount)]
+            with m.Else():
+                m.d.sync += [b_q[i].eq(src_row[lane]), left_q[i].eq(s_left), amt_q[i].eq(s_amount)]
+        ops = {name: Signal(name=f"op_{name}") for name in ("max", "add", "shr", "mul")}
+        with m.If(self.start):
+            m.d.sync += [ops["max"].eq(op_in == AluOp.MAX), ops["add"].eq(op_in == AluOp.ADD),
+                         ops["shr"].eq(op_in == AluOp.SHR), ops["mul"].eq(op_in == AluOp.MUL)]
+        # C: compute from registers and register the result. The micro-op just ahead (now in W) may
+        # have written acc[d]: the lanes are computed both from its result and from the registered
+        # row, and the match flag selects at the end (the fan-out of the flag runs in parallel).
         lanes = []
-        for i in range(cfg.BATCH * cfg.BLOCK_OUT):
-            a = a_q[i * 32:(i + 1) * 32]
-            b = Mux(use_imm, imm.as_unsigned(), src[i * 32:(i + 1) * 32])
-            lanes.append(alu_lane(m, op, a, b, with_mul=bool(cfg.ALU_MUL)))
+        for i in range(lanes_n):
+            lane = slice(i * 32, (i + 1) * 32)
+            from_w = alu_lane(m, ops, wr_q[lane], b_q[i], left_q[i], amt_q[i])
+            from_row = alu_lane(m, ops, a_row[lane], b_q[i], left_q[i], amt_q[i])
+            res = Mux(d_w, from_w, from_row)
+            if cfg.ALU_MUL:     # one multiplier per lane, on the selected operand
+                a_fin = Mux(d_w, wr_q[lane], a_row[lane]).as_signed()
+                res = Mux(ops["mul"], (a_fin * b_q[i].as_signed())[:32], res)
+            lanes.append(res)
+        m.d.sync += wr_q.eq(Cat(*lanes))
+        # W: write acc[d]
         m.d.comb += [
-            wr_data.eq(Cat(*lanes)),
-            self.acc_wr.en.eq(p3_valid),
-            self.acc_wr.addr.eq(p3_d),
-            self.acc_wr.data.eq(wr_data),
-            self.uop_fire.eq(p3_valid),
+            self.acc_wr.en.eq(valid[W]),
+            self.acc_wr.addr.eq(dst[W]),
+            self.acc_wr.data.eq(wr_q),
+            self.uop_fire.eq(valid[W]),
         ]
-        with m.If(p3_valid & p3_last):
+        with m.If(valid[W] & last[W]):
             m.d.sync += [self.done.eq(1), active.eq(0)]
         m.d.comb += self.busy.eq(active)
         return m

@@ -111,8 +111,9 @@ class AxiMaster(wiring.Component):
     reset (free-running, wrapping; :class:`hw.control.ControlRegs` reports their increase per run).
 
     Latency: a read command is accepted one cycle after ``cmd.valid`` (when the read splitter is
-    idle) and its first AR is valid the cycle after; R beats are forwarded combinationally
-    (``rdata`` to client ``data``, client ``ready`` to ``rready``). Throughput: one beat per cycle
+    idle) and its first AR is valid the cycle after; R beats reach the client one cycle after
+    they are accepted, through a two-entry register slice (``rready`` is its "not full", so no
+    combinational path runs between the slave's R channel and the clients). Throughput: one beat per cycle
     on R and on W (one idle cycle per client command on AR/AW).
 
     Parameters
@@ -204,18 +205,30 @@ class AxiMaster(wiring.Component):
                 m.d.sync += rd_active.eq(0)
 
         # ---------------------------------------------------------------- read: R
+        # A two-entry register slice: rready depends only on its fill level, so no path runs from
+        # the slave's read data or valid through the clients' ready logic back to the slave.
+        m.submodules.r_slice = r_slice = fifo.SyncFIFO(width=self.bus_width + 3, depth=2)
+        m.d.comb += [
+            axi.rready.eq(r_slice.w_rdy),
+            r_slice.w_en.eq(axi.rvalid),
+            r_slice.w_data.eq(Cat(axi.rdata, axi.rlast, axi.rresp)),
+        ]
+        r_valid = r_slice.r_rdy
+        r_data = r_slice.r_data[:self.bus_width]
+        r_last = r_slice.r_data[self.bus_width]
+        r_resp = r_slice.r_data[self.bus_width + 1:]
         head_final = route.r_data[0]
         head_client = route.r_data[1:]
         readies = Array(r.data.ready for r in self.read)
         for i, r in enumerate(self.read):
             m.d.comb += [
-                r.data.payload.data.eq(axi.rdata),
-                r.data.payload.last.eq(axi.rlast & head_final),
-                r.data.valid.eq(axi.rvalid & route.r_rdy & (head_client == i)),
+                r.data.payload.data.eq(r_data),
+                r.data.payload.last.eq(r_last & head_final),
+                r.data.valid.eq(r_valid & route.r_rdy & (head_client == i)),
             ]
-        m.d.comb += axi.rready.eq(route.r_rdy & readies[head_client])
-        r_fire = axi.rvalid & axi.rready
-        m.d.comb += route.r_en.eq(r_fire & axi.rlast)
+        r_fire = Signal()
+        m.d.comb += r_fire.eq(r_valid & route.r_rdy & readies[head_client])
+        m.d.comb += [r_slice.r_en.eq(r_fire), route.r_en.eq(r_fire & r_last)]
         for i, r in enumerate(self.read):
             with m.If(r.data.valid & r.data.ready):
                 m.d.sync += self.read_beats[i].eq(self.read_beats[i] + 1)
@@ -275,6 +288,6 @@ class AxiMaster(wiring.Component):
         # ---------------------------------------------------------------- errors
         with m.If(self.error_clear):
             m.d.sync += self.error.eq(0)
-        with m.Elif((r_fire & (axi.rresp != 0)) | (b_fire & (axi.bresp != 0))):
+        with m.Elif((r_fire & (r_resp != 0)) | (b_fire & (axi.bresp != 0))):
             m.d.sync += self.error.eq(1)
         return m

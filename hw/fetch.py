@@ -59,7 +59,7 @@ class Fetch(wiring.Component):
 
     Latency: the first DMA command is offered 1 cycle after ``start``; an instruction is valid at
     the output of its queue 5 cycles after its last bus word is accepted (6 on buses wider than
-    128 bits): staging FIFO, (word register,) decode register, command queue; all FIFOs are
+    128 bits): staging FIFO, (word register,) decode queue (two entries), command queue; all FIFOs are
     buffered so they map to block RAM. Throughput: one instruction per cycle when the bus is 128
     bits or wider, one per two cycles on a 64-bit bus.
 
@@ -168,17 +168,17 @@ class Fetch(wiring.Component):
         ]
         m.d.sync += reserved.eq(reserved + requested - staging.r_en)
 
-        # ---------------------------------------------------------------- decode register
-        insn = Signal(INS_WIDTH)
-        insn_valid = Signal()
-        taken = Signal()            # the decode register's instruction is routed this cycle
-        free = ~insn_valid | taken  # the decode register can be loaded this cycle
+        # ---------------------------------------------------------------- decode queue
+        # Two entries, so whether the assembly may deliver (``free``) depends only on the fill level,
+        # not on the checks and queue readiness of the instruction being routed (timing).
+        m.submodules.decode_queue = decode_q = fifo.SyncFIFO(width=INS_WIDTH, depth=2)
+        insn = decode_q.r_data
+        insn_valid = decode_q.r_rdy
+        taken = Signal()            # the head instruction is routed this cycle
+        free = decode_q.w_rdy       # an assembled instruction can be delivered this cycle
         load_insn = Signal()
         next_insn = Signal(INS_WIDTH)
-        with m.If(load_insn):
-            m.d.sync += [insn.eq(next_insn), insn_valid.eq(1)]
-        with m.Elif(taken):
-            m.d.sync += insn_valid.eq(0)
+        m.d.comb += [decode_q.w_en.eq(load_insn), decode_q.w_data.eq(next_insn)]
 
         # ---------------------------------------------------------------- assembly
         if bus <= INS_WIDTH:
@@ -265,9 +265,11 @@ class Fetch(wiring.Component):
             with m.If(routed + 1 == count):
                 m.d.sync += running.eq(0)
 
+        # after an error the decode queue is drained (its head is the bad instruction)
+        m.d.comb += decode_q.r_en.eq(taken | discard)
         with m.If(insn_valid & ~discard & (code != 0)):
             m.d.sync += [
-                self.error.eq(code), discard.eq(1), running.eq(0), insn_valid.eq(0),
+                self.error.eq(code), discard.eq(1), running.eq(0),
             ]
             if bus <= INS_WIDTH:
                 m.d.sync += part.eq(0)
@@ -276,7 +278,7 @@ class Fetch(wiring.Component):
         idle = Signal()
         quiet = ~running & ~cmd_hold & (reserved == 0) & ~insn_valid & ~assembling
         m.d.comb += idle.eq(quiet & ~pending_start & ~discard)
-        with m.If(discard & ~cmd_hold & (reserved == 0)):
+        with m.If(discard & ~cmd_hold & (reserved == 0) & ~insn_valid):
             m.d.sync += discard.eq(0)
 
         go = Signal()

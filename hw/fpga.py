@@ -257,23 +257,29 @@ class BoardSoC(wiring.Component):
         nwords = (len(expected) + nb - 1) // nb
         exp_words = [int.from_bytes(exp[i * nb:(i + 1) * nb], "little") for i in range(nwords)]
         masks = [int.from_bytes(bytes([0xFF] * min(nb, len(expected) - i * nb)), "little") for i in range(nwords)]
+        # a three-stage pipeline: address word k, register the RAM's output, compare
         k = Signal(range(nwords + 1))
-        checking, ok, checked = Signal(), Signal(init=1), Signal()
-        m.d.comb += ram.check_addr.eq(out_at // nb + k + checking)    # the read port has one cycle latency
-        with m.If(launcher.finished & ~checked):
-            m.d.sync += checking.eq(1)
-            with m.If(checking):
-                exp_now = Signal(cfg.BUS_WIDTH)
-                mask_now = Signal(cfg.BUS_WIDTH)
-                with m.Switch(k):
-                    for i in range(nwords):
-                        with m.Case(i):
-                            m.d.comb += [exp_now.eq(exp_words[i]), mask_now.eq(masks[i])]
-                with m.If((ram.check_data & mask_now) != exp_now):
-                    m.d.sync += ok.eq(0)
-                m.d.sync += k.eq(k + 1)
-                with m.If(k == nwords - 1):
-                    m.d.sync += checked.eq(1)
+        ok, checked = Signal(init=1), Signal()
+        rd_valid, cmp_valid = Signal(), Signal()
+        k_rd, k_cmp = Signal(range(nwords)), Signal(range(nwords))
+        data_q = Signal(cfg.BUS_WIDTH)
+        issue = launcher.finished & (k != nwords)
+        m.d.comb += ram.check_addr.eq(out_at // nb + k)
+        with m.If(issue):
+            m.d.sync += k.eq(k + 1)
+        m.d.sync += [rd_valid.eq(issue), k_rd.eq(k),
+                     cmp_valid.eq(rd_valid), k_cmp.eq(k_rd), data_q.eq(ram.check_data)]
+        with m.If(cmp_valid):
+            exp_now = Signal(cfg.BUS_WIDTH)
+            mask_now = Signal(cfg.BUS_WIDTH)
+            with m.Switch(k_cmp):
+                for i in range(nwords):
+                    with m.Case(i):
+                        m.d.comb += [exp_now.eq(exp_words[i]), mask_now.eq(masks[i])]
+            with m.If((data_q & mask_now) != exp_now):
+                m.d.sync += ok.eq(0)
+            with m.If(k_cmp == nwords - 1):
+                m.d.sync += checked.eq(1)
         beat = Signal(self.heartbeat_bit + 1)
         m.d.sync += beat.eq(beat + 1)
         m.d.comb += self.leds.eq(Cat(launcher.finished, checked & ok, launcher.error, launcher.launched,

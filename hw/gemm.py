@@ -101,22 +101,36 @@ class Gemm(wiring.Component):
     ``acc[d] = 0`` (reset) or ``acc[d] += inp[s] . wgt[w]^T`` (BATCH x BLOCK_IN times
     BLOCK_IN x BLOCK_OUT int8, int32 wrap-around).
 
-    Pipeline, one micro-op per cycle (II = 1), no stalls, every arithmetic result registered
-    (for FPGA timing: the int8 products land in MULT18/DSP output registers):
-    S0 read uop; S1 add the loop offsets to the uop fields and address inp and wgt; S2 products
-    (BATCH*BLOCK_OUT*BLOCK_IN int8 multipliers) into registers, read acc; S3 adder trees into
-    registers, acc row into a register; S4 add and write acc.
-    The acc read of a micro-op (S2) is two cycles before its write (S4). The write of the micro-op
-    two ahead happens in the cycle of the read, so an acc read port *transparent* to the acc write
-    port (``read_port(transparent_for=...)``, which the owner of the acc memory must provide) shows
-    it; the write of the micro-op just ahead comes one cycle too late and is forwarded from S4 into
-    S3's acc register when the rows match. So there is no hazard at any distance, and results are
-    bit-exact even between consecutive micro-ops writing the same row.
+    Pipeline, one micro-op per cycle (II = 1), no stalls. For FPGA timing every SRAM read lands in a
+    register before any logic (an ECP5 DP16KD has about 6 ns clock-to-out), and every arithmetic
+    result is registered:
 
-    Pulse ``start`` with ``insn`` (GEMM layout) valid. Latency: the first acc write is 5 cycles
-    after ``start``; N micro-ops finish with ``done`` (one cycle) N + 5 cycles after ``start``.
-    ``busy`` is high in between; ``uop_fire`` pulses for each non-reset micro-op written (the fsim
-    ``gemm_counter``).
+    * S0 read the uop (address = the sequencer's register);
+    * S1 register the uop row;
+    * S2 add the loop offsets, register the inp/wgt/acc indices;
+    * S3 address inp and wgt;
+    * S4 register the inp and wgt rows;
+    * S5 the BATCH*BLOCK_OUT*BLOCK_IN int8 products into registers (MULT18/DSP outputs);
+    * T1..Tt the adder trees, two adder levels per stage (t = ceil(log2(BLOCK_IN) / 2): 2 for
+      BLOCK_IN 8 or 16), into registers;
+    * C = S(6+t) add the acc row (or 0 for a reset) and register the result;
+    * W = C + 1 write acc from that register.
+
+    The acc row of a micro-op is read three cycles before C (address at C-3), registered as it
+    leaves the SRAM (C-2) and registered again at C-1, where the writes the read missed are merged
+    in: the acc read port must be *transparent* to the acc write port
+    (``read_port(transparent_for=...)``, which the owner of the acc memory provides), so a write in
+    the cycle of the read is in the data; the writes one and two cycles after the read (the
+    micro-ops three and two ahead) replace the row at C-1 when their rows match; the write of the
+    micro-op just ahead (in W while this one is in C) is forwarded (both sums are computed, the match
+    selects). So there is no
+    hazard at any distance and results are bit-exact even between consecutive micro-ops writing
+    the same row.
+
+    Pulse ``start`` with ``insn`` (GEMM layout) valid. Latency: the first acc write is
+    :attr:`latency` (10 for BLOCK_IN 8 and 16) cycles after ``start``; N micro-ops finish with
+    ``done`` (one cycle) N + ``latency`` cycles after ``start``. ``busy`` is high in between;
+    ``uop_fire`` pulses for each non-reset micro-op written (the fsim ``gemm_counter``).
 
     Members: ``start`` In(1), ``insn`` In(gemm layout), ``busy`` Out(1), ``done`` Out(1),
     ``uop_fire`` Out(1), and driven memory ports ``uop_rd``, ``inp_rd``, ``wgt_rd``, ``acc_rd``
@@ -126,6 +140,10 @@ class Gemm(wiring.Component):
     def __init__(self, cfg):
         check_config(cfg, self)
         self._cfg = cfg
+        levels = (cfg.BLOCK_IN - 1).bit_length()
+        self._tree_stages = (levels + 1) // 2
+        #: cycles from ``start`` to the first acc write; ``done`` comes N + latency after ``start``
+        self.latency = 8 + self._tree_stages
         super().__init__({
             "start": In(1),
             "insn": In(insn_layouts(cfg)["gemm"]),
@@ -160,67 +178,110 @@ class Gemm(wiring.Component):
         for port in (self.uop_rd, self.inp_rd, self.wgt_rd, self.acc_rd):
             m.d.comb += port.en.eq(1)
 
+        nt = self._tree_stages
+        C = 6 + nt          # the accumulate stage
+        W = C + 1           # the acc write stage
+        R = C - 3           # the acc read stage
+        aw = cfg.LOG_ACC_DEPTH
+        valid = {k: Signal(name=f"s{k}_valid") for k in range(1, W + 1)}
+        last = {k: Signal(name=f"s{k}_last") for k in range(1, W + 1)}
+        dst = {k: Signal(aw, name=f"s{k}_d") for k in range(3, W + 1)}
+        for k in range(2, W + 1):
+            m.d.sync += [valid[k].eq(valid[k - 1]), last[k].eq(last[k - 1])]
+        for k in range(4, W + 1):
+            m.d.sync += dst[k].eq(dst[k - 1])
+
         # S0: read the uop; the loop offsets go along
         m.d.comb += self.uop_rd.addr.eq(seq.uop)
-        p1_valid, p1_last = Signal(), Signal()
-        p1_d, p1_s, p1_w = Signal.like(seq.dst), Signal.like(seq.src), Signal.like(seq.wgt)
-        m.d.sync += [p1_valid.eq(seq.valid), p1_last.eq(seq.last),
-                     p1_d.eq(seq.dst), p1_s.eq(seq.src), p1_w.eq(seq.wgt)]
-        # S1: add the offsets; the inp and wgt addresses go straight to their memories
-        uop = uop_layout(cfg)(self.uop_rd.data)
-        s_idx = Signal(cfg.LOG_INP_DEPTH)
-        w_idx = Signal(cfg.LOG_WGT_DEPTH)
-        m.d.comb += [s_idx.eq(uop.src_idx + p1_s), w_idx.eq(uop.wgt_idx + p1_w),
-                     self.inp_rd.addr.eq(s_idx), self.wgt_rd.addr.eq(w_idx)]
-        p2_valid, p2_last = Signal(), Signal()
-        p2_d = Signal(cfg.LOG_ACC_DEPTH)
-        m.d.sync += [p2_valid.eq(p1_valid), p2_last.eq(p1_last), p2_d.eq(uop.dst_idx + p1_d)]
-        # S2: products into registers (the MULT18 output); read acc
-        m.d.comb += self.acc_rd.addr.eq(p2_d)
+        o1_d, o1_s, o1_w = Signal.like(seq.dst), Signal.like(seq.src), Signal.like(seq.wgt)
+        m.d.sync += [valid[1].eq(seq.valid), last[1].eq(seq.last),
+                     o1_d.eq(seq.dst), o1_s.eq(seq.src), o1_w.eq(seq.wgt)]
+        # S1: register the uop row
+        uop_q = Signal(len(self.uop_rd.data))
+        o2_d, o2_s, o2_w = Signal.like(o1_d), Signal.like(o1_s), Signal.like(o1_w)
+        m.d.sync += [uop_q.eq(self.uop_rd.data), o2_d.eq(o1_d), o2_s.eq(o1_s), o2_w.eq(o1_w)]
+        # S2: add the offsets into the index registers
+        uop = uop_layout(cfg)(uop_q)
+        s3_s = Signal(cfg.LOG_INP_DEPTH)
+        s3_w = Signal(cfg.LOG_WGT_DEPTH)
+        m.d.sync += [s3_s.eq(uop.src_idx + o2_s), s3_w.eq(uop.wgt_idx + o2_w), dst[3].eq(uop.dst_idx + o2_d)]
+        # S3: address inp and wgt
+        m.d.comb += [self.inp_rd.addr.eq(s3_s), self.wgt_rd.addr.eq(s3_w)]
+        # S4: register the inp and wgt rows
+        inp_q = Signal(len(self.inp_rd.data))
+        wgt_q = Signal(len(self.wgt_rd.data))
+        m.d.sync += [inp_q.eq(self.inp_rd.data), wgt_q.eq(self.wgt_rd.data)]
+        # S5: products into registers (the MULT18 output)
         bi, bo = cfg.BLOCK_IN, cfg.BLOCK_OUT
-        inp, wgt = self.inp_rd.data, self.wgt_rd.data
-        p3_valid, p3_last = Signal(), Signal()
-        p3_d = Signal(cfg.LOG_ACC_DEPTH)
-        m.d.sync += [p3_valid.eq(p2_valid), p3_last.eq(p2_last), p3_d.eq(p2_d)]
-        prods = []
+        rows = []
         for b in range(cfg.BATCH):
             for oc in range(bo):
                 row = []
                 for k in range(bi):
                     prod = Signal(signed(16), name=f"prod_{b}_{oc}_{k}")
-                    m.d.sync += prod.eq(inp[(b * bi + k) * 8:(b * bi + k + 1) * 8].as_signed() *
-                                        wgt[(oc * bi + k) * 8:(oc * bi + k + 1) * 8].as_signed())
+                    m.d.sync += prod.eq(inp_q[(b * bi + k) * 8:(b * bi + k + 1) * 8].as_signed() *
+                                        wgt_q[(oc * bi + k) * 8:(oc * bi + k + 1) * 8].as_signed())
                     row.append(prod)
-                prods.append(row)
-        # S3: adder trees into registers; the acc row read in S2 is registered, or, when the micro-op
-        # now in S4 writes the same row (consecutive micro-ops), S4's result is forwarded instead.
-        # A micro-op two apart wrote in the cycle of this one's acc read, which the transparent acc
-        # read port already shows; three or more apart is plain memory.
-        p4_valid, p4_last = Signal(), Signal()
-        p4_d = Signal(cfg.LOG_ACC_DEPTH)
-        m.d.sync += [p4_valid.eq(p3_valid), p4_last.eq(p3_last), p4_d.eq(p3_d)]
-        dots = []
-        for i, row in enumerate(prods):
-            dot = Signal(signed(16 + cfg.LOG_BLOCK_IN), name=f"dot_{i // bo}_{i % bo}")
-            m.d.sync += dot.eq(tree_sum(row))
-            dots.append(dot)
-        acc_q = Signal(len(self.acc_wr.data))
-        wr_data = Signal(len(self.acc_wr.data))
-        with m.If(p4_valid & (p4_d == p3_d)):
-            m.d.sync += acc_q.eq(wr_data)
+                rows.append(row)
+        # T1..Tt: adder trees, two levels per stage, into registers
+        for t in range(nt):
+            nxt = []
+            for i, row in enumerate(rows):
+                terms = row
+                for _ in range(2):
+                    if len(terms) > 1:
+                        terms = [terms[j] + terms[j + 1] for j in range(0, len(terms) - 1, 2)] + \
+                                ([terms[-1]] if len(terms) % 2 else [])
+                regs = []
+                for j, term in enumerate(terms):
+                    r = Signal(term.shape(), name=f"sum{t + 1}_{i // bo}_{i % bo}_{j}")
+                    m.d.sync += r.eq(term)
+                    regs.append(r)
+                nxt.append(regs)
+            rows = nxt
+        dots = [row[0] for row in rows]
+        assert all(len(row) == 1 for row in rows)
+
+        # the acc row: read at R, registered raw at R+1 = C-2, merged with the missed writes at C-1
+        acc_w = len(self.acc_wr.data)
+        m.d.comb += self.acc_rd.addr.eq(dst[R])
+        raw_q = Signal(acc_w)
+        row_q = Signal(acc_w)
+        wr_q = Signal(acc_w)        # the result of C, written in W
+        wr_q2 = Signal(acc_w)       # the result written in the cycle before
+        m.d.sync += [raw_q.eq(self.acc_rd.data), wr_q2.eq(wr_q)]
+        # match flags, registered one cycle before they select (C-2 for C-1, C-1 for C)
+        hit_now, hit_prev, hit_w = Signal(), Signal(), Signal()
+        m.d.sync += [
+            hit_now.eq(valid[C] & (dst[C] == dst[C - 2])),    # at C-1: the write now in W
+            hit_prev.eq(valid[W] & (dst[W] == dst[C - 2])),   # at C-1: the write of the cycle before
+            hit_w.eq(valid[C] & (dst[C] == dst[C - 1])),      # at C: the write now in W
+        ]
+        with m.If(hit_now):
+            m.d.sync += row_q.eq(wr_q)
+        with m.Elif(hit_prev):
+            m.d.sync += row_q.eq(wr_q2)
         with m.Else():
-            m.d.sync += acc_q.eq(self.acc_rd.data)
-        # S4: accumulate and write
-        lanes = [(acc_q[i * 32:(i + 1) * 32].as_signed() + dots[i])[:32] for i in range(len(dots))]
+            m.d.sync += row_q.eq(raw_q)
+        # C: accumulate into the write register. The micro-op just ahead (now in W) may have written
+        # the row: both sums are computed and the match selects at the end (its fan-out in parallel).
+        from_w = [(wr_q[i * 32:(i + 1) * 32].as_signed() + dots[i])[:32] for i in range(len(dots))]
+        from_row = [(row_q[i * 32:(i + 1) * 32].as_signed() + dots[i])[:32] for i in range(len(dots))]
+        with m.If(reset):
+            m.d.sync += wr_q.eq(0)
+        with m.Elif(hit_w):
+            m.d.sync += wr_q.eq(Cat(*from_w))
+        with m.Else():
+            m.d.sync += wr_q.eq(Cat(*from_row))
+        # W: write acc
         m.d.comb += [
-            wr_data.eq(Mux(reset, 0, Cat(*lanes))),
-            self.acc_wr.en.eq(p4_valid),
-            self.acc_wr.addr.eq(p4_d),
-            self.acc_wr.data.eq(wr_data),
-            self.uop_fire.eq(p4_valid & ~reset),
+            self.acc_wr.en.eq(valid[W]),
+            self.acc_wr.addr.eq(dst[W]),
+            self.acc_wr.data.eq(wr_q),
+            self.uop_fire.eq(valid[W] & ~reset),
         ]
         m.d.sync += self.done.eq(0)
-        with m.If(p4_valid & p4_last):
+        with m.If(valid[W] & last[W]):
             m.d.sync += [self.done.eq(1), active.eq(0)]
         # an empty loop nest: done right away
         with m.If(self.start & ((insn.uop_end <= insn.uop_bgn) | (insn.iter_out == 0) | (insn.iter_in == 0))):

@@ -110,7 +110,7 @@ class TensorLoad(wiring.Component):
                 c_y.eq(0), c_elem.eq(insn.dram_base), d_elem.eq(insn.dram_base),
                 w_r.eq(0), w_c.eq(0), w_addr.eq(insn.sram_base),
             ]
-            with m.If((insn.x_size == 0) | (in_rows == 0)):
+            with m.If((insn.x_size == 0) | ((insn.y_pad_0 == 0) & (insn.y_size == 0) & (insn.y_pad_1 == 0))):
                 m.d.sync += self.done.eq(1)
             with m.Else():
                 m.d.sync += [c_active.eq(insn.y_size != 0), w_active.eq(1)]
@@ -132,14 +132,33 @@ class TensorLoad(wiring.Component):
             with m.If(c_y == y_size - 1):
                 m.d.sync += c_active.eq(0)
 
-        # ---- SRAM writes in order, zeros in the padding
+        # ---- SRAM writes in order, zeros in the padding. The position flags of (w_r, w_c) are
+        # registers, computed from the next position whenever it changes (for timing: no compare
+        # chain between the counters and the write/ready logic).
+        def position_flags(r, c, y0, yhi, x0, xhi, pitch, nrows):
+            return {"row_in": (r >= y0) & (r < yhi), "col_in": (c >= x0) & (c < xhi),
+                    "first": c == x0, "last": c == xhi - 1, "col_end": c == pitch - 1,
+                    "row_end": r == nrows - 1}
+        flag = {name: Signal(name=f"w_{name}") for name in
+                ("row_in", "col_in", "first", "last", "col_end", "row_end")}
+        def sum_is_one(*terms):     # t0 + t1 + ... == 1 for unsigned terms, without adders
+            return Cat(*((t == 1) & Cat(*(u == 0 for u in terms if u is not t)).all() for t in terms)).any()
+        with m.If(self.start):      # the flags of position (0, 0), from bit tests only (timing)
+            m.d.sync += [
+                flag["row_in"].eq((insn.y_pad_0 == 0) & (insn.y_size != 0)),
+                flag["col_in"].eq((insn.x_pad_0 == 0) & (insn.x_size != 0)),
+                flag["first"].eq(insn.x_pad_0 == 0),
+                flag["last"].eq(sum_is_one(insn.x_pad_0, insn.x_size)),
+                flag["col_end"].eq(sum_is_one(insn.x_pad_0, insn.x_size, insn.x_pad_1)),
+                flag["row_end"].eq(sum_is_one(insn.y_pad_0, insn.y_size, insn.y_pad_1)),
+            ]
         is_data = Signal()
         row_first = Signal()
         row_last = Signal()
         m.d.comb += [
-            is_data.eq((w_r >= y_pad_0) & (w_r < yd_hi) & (w_c >= x_pad_0) & (w_c < xd_hi)),
-            row_first.eq(w_c == x_pad_0),
-            row_last.eq(w_c == xd_hi - 1),
+            is_data.eq(flag["row_in"] & flag["col_in"]),
+            row_first.eq(flag["first"]),
+            row_last.eq(flag["last"]),
         ]
         elem_valid = Signal()
         elem_data = Signal(eb * 8)
@@ -152,10 +171,14 @@ class TensorLoad(wiring.Component):
             self.wr.data.eq(Mux(is_data, elem_data, 0)),
         ]
         with m.If(write):
+            next_c = Mux(flag["col_end"], 0, w_c + 1)
+            next_r = Mux(flag["col_end"], w_r + 1, w_r)
+            next_flags = position_flags(next_r, next_c, y_pad_0, yd_hi, x_pad_0, xd_hi, row_pitch, rows)
+            m.d.sync += [flag[k].eq(v) for k, v in next_flags.items()]
             m.d.sync += [w_addr.eq(w_addr + 1), w_c.eq(w_c + 1)]
-            with m.If(w_c == row_pitch - 1):
+            with m.If(flag["col_end"]):
                 m.d.sync += [w_c.eq(0), w_r.eq(w_r + 1)]
-                with m.If(w_r == rows - 1):
+                with m.If(flag["row_end"]):
                     m.d.sync += [w_active.eq(0), self.done.eq(1)]
         with m.If(consume & row_last):
             m.d.sync += d_elem.eq(d_elem + x_stride)
