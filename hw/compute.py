@@ -54,7 +54,7 @@ class Compute(wiring.Component):
 
     Overhead per instruction: the footprint scan (micro-ops + 3 cycles) overlaps older instructions;
     from a free slot to the unit's start is one cycle, and a unit is free in the cycle after its
-    ``done`` (GEMM: N + 5 cycles for N micro-ops, ALU: N + 4 or 2N + 4, loads: DMA latency + one cycle
+    ``done`` (GEMM: N + 10 cycles for N micro-ops, ALU: N + 9 or 2N + 8, loads: DMA latency + one cycle
     per SRAM row).
 
     Members:
