@@ -174,13 +174,12 @@ class Alu(wiring.Component):
                 m.d.sync += reg.eq(raw_q)
 
         # match flags, registered one cycle before they select
-        s_prev, s_late, d_now, d_prev, d_w = (Signal(name=n) for n in ("s_prev", "s_late", "d_now", "d_prev", "d_w"))
+        s_prev, s_late, d_now, d_prev = (Signal(name=n) for n in ("s_prev", "s_late", "d_now", "d_prev"))
         m.d.sync += [
             s_prev.eq(valid[W] & (dst[W] == src[4])),       # for S5: acc[s] written the cycle before
             s_late.eq(valid[C] & (dst[C] == src[5])),       # for S6: acc[s] written now
             d_now.eq(valid[C] & (dst[C] == dst[5])),        # for S6: acc[d] written now
             d_prev.eq(valid[W] & (dst[W] == dst[5])),       # for S6: acc[d] written the cycle before
-            d_w.eq(valid[C] & (dst[C] == dst[6])),          # for C: acc[d] written now (forwarded)
         ]
         # S5: register acc[s] (micro-ops are two cycles apart with a tensor operand, so none is in C
         # while this one is in S4 and none writes acc in S5)
@@ -195,32 +194,48 @@ class Alu(wiring.Component):
         b_q = [Signal(32, name=f"x_{i}") for i in range(lanes_n)]
         left_q = [Signal(name=f"shl_{i}") for i in range(lanes_n)]
         amt_q = [Signal(5, name=f"sh_{i}") for i in range(lanes_n)]
+        # (copies of the shift controls for the second candidate of C: fan-out, timing)
+        left_c = [Signal(name=f"shl_{i}_copy") for i in range(lanes_n)]
+        amt_c = [Signal(5, name=f"sh_{i}_copy") for i in range(lanes_n)]
         imm_left, imm_amount = shift_amount(imm.as_unsigned())
         for i in range(lanes_n):
             lane = slice(i * 32, (i + 1) * 32)
             w_left, w_amount = shift_amount(wr_q[lane])
             s_left, s_amount = shift_amount(src_row[lane])
             with m.If(use_imm):
-                m.d.sync += [b_q[i].eq(imm.as_unsigned()), left_q[i].eq(imm_left), amt_q[i].eq(imm_amount)]
+                m.d.sync += [b_q[i].eq(imm.as_unsigned()), left_q[i].eq(imm_left), amt_q[i].eq(imm_amount),
+                             left_c[i].eq(imm_left), amt_c[i].eq(imm_amount)]
             with m.Elif(s_late):
-                m.d.sync += [b_q[i].eq(wr_q[lane]), left_q[i].eq(w_left), amt_q[i].eq(w_amount)]
+                m.d.sync += [b_q[i].eq(wr_q[lane]), left_q[i].eq(w_left), amt_q[i].eq(w_amount),
+                             left_c[i].eq(w_left), amt_c[i].eq(w_amount)]
             with m.Else():
-                m.d.sync += [b_q[i].eq(src_row[lane]), left_q[i].eq(s_left), amt_q[i].eq(s_amount)]
-        ops = {name: Signal(name=f"op_{name}") for name in ("max", "add", "shr", "mul")}
+                m.d.sync += [b_q[i].eq(src_row[lane]), left_q[i].eq(s_left), amt_q[i].eq(s_amount),
+                             left_c[i].eq(s_left), amt_c[i].eq(s_amount)]
+        # the one-hot opcode, one copy per lane (fan-out: timing; registers named *_copy* are
+        # deliberate duplicates, which the FPGA build keeps apart: hw.fpga.KEEP_COPIES)
+        lane_ops = [{name: Signal(name=f"op_{name}_copy{i}") for name in ("max", "add", "shr", "mul")}
+                    for i in range(cfg.BATCH * cfg.BLOCK_OUT)]
         with m.If(self.start):
-            m.d.sync += [ops["max"].eq(op_in == AluOp.MAX), ops["add"].eq(op_in == AluOp.ADD),
-                         ops["shr"].eq(op_in == AluOp.SHR), ops["mul"].eq(op_in == AluOp.MUL)]
+            for ops in lane_ops:
+                m.d.sync += [ops["max"].eq(op_in == AluOp.MAX), ops["add"].eq(op_in == AluOp.ADD),
+                             ops["shr"].eq(op_in == AluOp.SHR), ops["mul"].eq(op_in == AluOp.MUL)]
         # C: compute from registers and register the result. The micro-op just ahead (now in W) may
         # have written acc[d]: the lanes are computed both from its result and from the registered
         # row, and the match flag selects at the end (the fan-out of the flag runs in parallel).
+        # Each lane has its own copy of the match flag (fan-out).
+        d_w_lane = [Signal(name=f"d_w_copy{i}") for i in range(lanes_n)]
+        m.d.sync += [d.eq(valid[C] & (dst[C] == dst[6])) for d in d_w_lane]
         lanes = []
         for i in range(lanes_n):
             lane = slice(i * 32, (i + 1) * 32)
-            from_w = alu_lane(m, ops, wr_q[lane], b_q[i], left_q[i], amt_q[i])
-            from_row = alu_lane(m, ops, a_row[lane], b_q[i], left_q[i], amt_q[i])
-            res = Mux(d_w, from_w, from_row)
+            from_w = Signal(32, name=f"from_w_{i}")
+            from_row = Signal(32, name=f"from_row_{i}")
+            ops = lane_ops[i]
+            m.d.comb += [from_w.eq(alu_lane(m, ops, wr_q[lane], b_q[i], left_q[i], amt_q[i])),
+                         from_row.eq(alu_lane(m, ops, a_row[lane], b_q[i], left_c[i], amt_c[i]))]
+            res = Mux(d_w_lane[i], from_w, from_row)
             if cfg.ALU_MUL:     # one multiplier per lane, on the selected operand
-                a_fin = Mux(d_w, wr_q[lane], a_row[lane]).as_signed()
+                a_fin = Mux(d_w_lane[i], wr_q[lane], a_row[lane]).as_signed()
                 res = Mux(ops["mul"], (a_fin * b_q[i].as_signed())[:32], res)
             lanes.append(res)
         m.d.sync += wr_q.eq(Cat(*lanes))

@@ -4,7 +4,7 @@ The AXI side follows the AXI naming convention (``awvalid``, ``araddr``, ...) so
 can expose the members as ``m_axi_<name>`` and vendor tools infer the interface.
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import fifo, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -53,7 +53,10 @@ def _check_int(owner, name, value, lo, hi):
 class _BurstSplitter:
     """Address and beats left of one client command, and the length of its next AXI burst.
 
-    The next burst is ``min(left, max_burst, beats up to the next 4 KiB boundary)``.
+    The next burst is ``min(left, max_burst, beats up to the next 4 KiB boundary)``. It is a
+    register (``beats``, with ``final``: the burst ends the command), so the AR/AW fields leave
+    straight from flip-flops (timing): ``load`` computes it from the new command, and after each
+    ``advance`` it is recomputed in the next cycle (``fresh`` is low for that cycle).
     """
 
     def __init__(self, m, name, log_bytes, max_burst):
@@ -61,27 +64,30 @@ class _BurstSplitter:
         self.left = Signal(DMA_BEATS_BITS, name=f"{name}_left")
         self.beats = Signal(range(max_burst + 1), name=f"{name}_beats")
         self.final = Signal(name=f"{name}_final")
-        to_boundary = Signal(range((AXI_BOUNDARY >> log_bytes) + 1), name=f"{name}_to_boundary")
-        m.d.comb += to_boundary.eq((AXI_BOUNDARY >> log_bytes) - self.addr[log_bytes:12])
-        with m.If((self.left <= max_burst) & (self.left <= to_boundary)):
-            m.d.comb += self.beats.eq(self.left)
-        with m.Elif(to_boundary <= max_burst):
-            m.d.comb += self.beats.eq(to_boundary)
-        with m.Else():
-            m.d.comb += self.beats.eq(max_burst)
-        m.d.comb += self.final.eq(self.beats == self.left)
+        self.fresh = Signal(name=f"{name}_fresh")
         self._log_bytes = log_bytes
-        self._m = m
+        self._max_burst = max_burst
+        with m.If(~self.fresh):
+            m.d.sync += [*self._next(self.addr, self.left), self.fresh.eq(1)]
+
+    def _next(self, addr, left):
+        """Statements setting ``beats`` and ``final`` for a command at ``addr`` with ``left`` beats."""
+        lb, max_burst = self._log_bytes, self._max_burst
+        to_boundary = (AXI_BOUNDARY >> lb) - addr[lb:12]
+        beats = Mux((left <= max_burst) & (left <= to_boundary), left,
+                    Mux(to_boundary <= max_burst, to_boundary, max_burst))
+        return [self.beats.eq(beats), self.final.eq(beats == left)]
 
     def load(self, addr, beats):
         """Statements that start a new client command (address aligned down to the bus)."""
         lb = self._log_bytes
-        return [self.addr.eq(Cat(Const(0, lb), addr[lb:])), self.left.eq(beats)]
+        aligned = Cat(Const(0, lb), addr[lb:])
+        return [self.addr.eq(aligned), self.left.eq(beats), *self._next(aligned, beats), self.fresh.eq(1)]
 
     def advance(self):
         """Statements that move past the burst just issued."""
         return [self.addr.eq(self.addr + (self.beats << self._log_bytes)),
-                self.left.eq(self.left - self.beats)]
+                self.left.eq(self.left - self.beats), self.fresh.eq(0)]
 
 
 class AxiMaster(wiring.Component):
@@ -110,11 +116,13 @@ class AxiMaster(wiring.Component):
     flight. ``read_beats[i]``/``write_beats`` (out, 32) count the words moved for each client since
     reset (free-running, wrapping; :class:`hw.control.ControlRegs` reports their increase per run).
 
-    Latency: a read command is accepted one cycle after ``cmd.valid`` (when the read splitter is
-    idle) and its first AR is valid the cycle after; R beats reach the client one cycle after
-    they are accepted, through a two-entry register slice (``rready`` is its "not full", so no
+    Latency: a read command is accepted one cycle after ``cmd.valid`` at the earliest (the grant is
+    decided a cycle ahead, so ``cmd.ready`` is a function of registers), when the one-entry command
+    register is empty; it moves into the splitter in the next cycle when that is idle, and its
+    first AR is valid the cycle after; R beats reach the client two cycles after
+    they are accepted, through a three-entry register slice (``rready`` is its "not full", so no
     combinational path runs between the slave's R channel and the clients). Throughput: one beat per cycle
-    on R and on W (one idle cycle per client command on AR/AW).
+    on R and on W (one idle cycle per client command on AR/AW, and one between the bursts of a command).
 
     Parameters
     ----------
@@ -171,29 +179,44 @@ class AxiMaster(wiring.Component):
 
         # ---------------------------------------------------------------- read: AR
         client_bits = max(1, (self.n_readers - 1).bit_length())
-        m.submodules.read_route = route = fifo.SyncFIFO(width=client_bits + 1, depth=self.max_reads)
+        # (buffered: the head, which routes each R beat, leaves a register)
+        m.submodules.read_route = route = fifo.SyncFIFOBuffered(width=client_bits + 1, depth=self.max_reads)
         rsplit = _BurstSplitter(m, "rd", lb, self.max_burst)
         rd_active = Signal()
         rd_client = Signal(client_bits)
 
-        with m.If(~rd_active):
-            # Fixed priority: the last assignment wins, so iterate from the lowest priority up.
-            grant = Signal(client_bits)
-            any_valid = Signal()
-            sel_addr = Signal(ADDR_BITS)
-            sel_beats = Signal(DMA_BEATS_BITS)
-            for i in reversed(range(self.n_readers)):
-                cmd = self.read[i].cmd
-                with m.If(cmd.valid):
-                    m.d.comb += [grant.eq(i), any_valid.eq(1),
-                                 sel_addr.eq(cmd.payload.addr), sel_beats.eq(cmd.payload.beats)]
-            for i in range(self.n_readers):
-                m.d.comb += self.read[i].cmd.ready.eq(any_valid & (grant == i))
-            with m.If(any_valid):
-                m.d.sync += [rd_active.eq(1), rd_client.eq(grant), *rsplit.load(sel_addr, sel_beats)]
+        # Commands are taken into a one-entry register (``pend``) whenever it is empty, so a client's
+        # ready is a register and the arbitration, not the burst arithmetic, follows its valid (timing).
+        # The splitter loads from that register when it is idle.
+        pend_valid = Signal()
+        pend_addr = Signal(ADDR_BITS)
+        pend_beats = Signal(DMA_BEATS_BITS)
+        pend_client = Signal(client_bits)
+        # Fixed priority, decided a cycle ahead into ``grant`` (the last assignment wins, so iterate
+        # from the lowest priority up): a client's ready is then a function of registers only. A
+        # client keeps its command valid until it is taken, so a grant still holds a cycle later; the
+        # client taken in a cycle is left out of the next grant (its next command counts after that).
+        grant = Signal(client_bits)
+        any_valid = Signal()
+        m.d.sync += any_valid.eq(0)
+        for i in reversed(range(self.n_readers)):
+            cmd = self.read[i].cmd
+            with m.If(cmd.valid & ~cmd.ready):
+                m.d.sync += [grant.eq(i), any_valid.eq(1)]
+        for i in range(self.n_readers):
+            m.d.comb += self.read[i].cmd.ready.eq(~pend_valid & any_valid & (grant == i))
+        valids = Array(r.cmd.valid for r in self.read)
+        addrs = Array(r.cmd.payload.addr for r in self.read)
+        beats = Array(r.cmd.payload.beats for r in self.read)
+        with m.If(~pend_valid & any_valid & valids[grant]):
+            m.d.sync += [pend_valid.eq(1), pend_addr.eq(addrs[grant]), pend_beats.eq(beats[grant]),
+                         pend_client.eq(grant)]
+        with m.If(~rd_active & pend_valid):
+            m.d.sync += [pend_valid.eq(0), rd_active.eq(1), rd_client.eq(pend_client),
+                         *rsplit.load(pend_addr, pend_beats)]
 
         m.d.comb += [
-            axi.arvalid.eq(rd_active & route.w_rdy),
+            axi.arvalid.eq(rd_active & rsplit.fresh & route.w_rdy),
             axi.araddr.eq(rsplit.addr),
             axi.arlen.eq(rsplit.beats - 1),
             route.w_data.eq(Cat(rsplit.final, rd_client)),
@@ -205,9 +228,10 @@ class AxiMaster(wiring.Component):
                 m.d.sync += rd_active.eq(0)
 
         # ---------------------------------------------------------------- read: R
-        # A two-entry register slice: rready depends only on its fill level, so no path runs from
+        # A register slice: rready depends only on its fill level, so no path runs from
         # the slave's read data or valid through the clients' ready logic back to the slave.
-        m.submodules.r_slice = r_slice = fifo.SyncFIFO(width=self.bus_width + 3, depth=2)
+        # (buffered, three entries for full rate: the beat and its flags leave a register)
+        m.submodules.r_slice = r_slice = fifo.SyncFIFOBuffered(width=self.bus_width + 3, depth=3)
         m.d.comb += [
             axi.rready.eq(r_slice.w_rdy),
             r_slice.w_en.eq(axi.rvalid),
@@ -232,7 +256,7 @@ class AxiMaster(wiring.Component):
         for i, r in enumerate(self.read):
             with m.If(r.data.valid & r.data.ready):
                 m.d.sync += self.read_beats[i].eq(self.read_beats[i] + 1)
-        m.d.comb += self.read_busy.eq(rd_active | route.r_rdy)
+        m.d.comb += self.read_busy.eq(pend_valid | rd_active | route.r_rdy)
 
         # ---------------------------------------------------------------- write: AW
         m.submodules.write_len = wlen = fifo.SyncFIFO(width=8, depth=self.max_writes)
@@ -244,7 +268,7 @@ class AxiMaster(wiring.Component):
             cmd = self.write.cmd.payload
             m.d.sync += [wr_active.eq(1), *wsplit.load(cmd.addr, cmd.beats)]
         m.d.comb += [
-            axi.awvalid.eq(wr_active & wlen.w_rdy & wresp.w_rdy),
+            axi.awvalid.eq(wr_active & wsplit.fresh & wlen.w_rdy & wresp.w_rdy),
             axi.awaddr.eq(wsplit.addr),
             axi.awlen.eq(wsplit.beats - 1),
             wlen.w_data.eq(wsplit.beats - 1),
@@ -257,14 +281,23 @@ class AxiMaster(wiring.Component):
                 m.d.sync += wr_active.eq(0)
 
         # ---------------------------------------------------------------- write: W
+        # The client's words pass through a register slice (three entries, buffered: full rate), so
+        # its ready is a register and W leaves from flip-flops (timing).
+        bb = self.bus_width // 8
+        m.submodules.w_slice = w_slice = fifo.SyncFIFOBuffered(width=self.bus_width + bb, depth=3)
+        m.d.comb += [
+            w_slice.w_en.eq(self.write.data.valid),
+            w_slice.w_data.eq(Cat(self.write.data.payload.data, self.write.data.payload.strb)),
+            self.write.data.ready.eq(w_slice.w_rdy),
+        ]
         w_active = Signal()
         w_count = Signal(8)     # beats left in the current burst, minus one
         m.d.comb += [
-            axi.wvalid.eq(w_active & self.write.data.valid),
-            axi.wdata.eq(self.write.data.payload.data),
-            axi.wstrb.eq(self.write.data.payload.strb),
+            axi.wvalid.eq(w_active & w_slice.r_rdy),
+            axi.wdata.eq(w_slice.r_data[:self.bus_width]),
+            axi.wstrb.eq(w_slice.r_data[self.bus_width:]),
             axi.wlast.eq(w_count == 0),
-            self.write.data.ready.eq(w_active & axi.wready),
+            w_slice.r_en.eq(w_active & axi.wready),
         ]
         w_fire = axi.wvalid & axi.wready
         with m.If(w_fire):

@@ -18,6 +18,14 @@ __all__ = ["Compute"]
 
 
 
+def _and_or(choices, width):
+    """The value of the one choice whose (one-hot) select bit is set: OR of AND-masked values."""
+    out = Const(0, width)
+    for bit, value in choices:
+        out = out | (bit.replicate(width) & value)
+    return out
+
+
 class Compute(wiring.Component):
     """The compute module (reference §3.3, §3.4, §3.7, DESIGN §2), with a GEMM and an ALU that run
     side by side.
@@ -52,10 +60,12 @@ class Compute(wiring.Component):
     unknown opcode, MUL when ``cfg.ALU_MUL`` = 0) sets the sticky ``error`` before popping any token
     and stops the front end (instructions already issued finish).
 
-    Overhead per instruction: the footprint scan (micro-ops + 3 cycles) overlaps older instructions;
-    from a free slot to the unit's start is one cycle, and a unit is free in the cycle after its
-    ``done`` (GEMM: N + 10 cycles for N micro-ops, ALU: N + 9 or 2N + 8, loads: DMA latency + one cycle
-    per SRAM row).
+    Overhead per instruction: the footprint scan (micro-ops + 4 cycles) overlaps older instructions;
+    from a free slot to the issue is one cycle and the unit starts in the cycle after its issue (from
+    a register), and a unit is free in the cycle after its ``done`` (GEMM: N + 11 cycles for N
+    micro-ops, ALU: N + 9 or 2N + 8). LOADs and FINISH wait a cycle longer than the condition that
+    lets them run (it is registered), and a loader starts the cycle after its pops (loads: DMA
+    latency + two cycles + one cycle per SRAM row; ACC loads write through a register, one more).
 
     Members:
         ``insn``        In(stream of 128 bits)
@@ -144,6 +154,9 @@ class Compute(wiring.Component):
         m.d.comb += [gemm.insn.eq(word), alu.insn.eq(word), fp.insn.eq(word),
                      ld_uop.base.eq(self.uop_base), ld_acc.base.eq(self.acc_base),
                      ld_acc8.base.eq(self.acc_base)]
+        go_uop, go_acc, go_acc8 = Signal(), Signal(), Signal()
+        m.d.sync += [go_uop.eq(0), go_acc.eq(0), go_acc8.eq(0)]
+        m.d.comb += [ld_uop.start.eq(go_uop), ld_acc.start.eq(go_acc), ld_acc8.start.eq(go_acc8)]
         dma_sel = Signal(2)
         dma_read_mux(m, self.dma, [ld_uop.dma, ld_acc.dma, ld_acc8.dma], dma_sel)
 
@@ -164,7 +177,11 @@ class Compute(wiring.Component):
         ends = [Signal(name=f"ends_{n}") for n in ("gemm", "alu")]
         run = taken
         for k, u in enumerate(units):
-            m.d.comb += [u.start.eq(issue[k]), ends[k].eq(taken[k] & u.done)]
+            # the unit starts in the cycle after its issue, from a register (its start fans out to
+            # the whole loop sequencer: timing); ``word`` still holds the instruction then
+            start_q = Signal(name=f"start_{('gemm', 'alu')[k]}")
+            m.d.sync += start_q.eq(issue[k])
+            m.d.comb += [u.start.eq(start_q), ends[k].eq(taken[k] & u.done)]
             with m.If(issue[k]):
                 m.d.sync += [taken[k].eq(1), bank_of[k].eq(fp.bank), single_of[k].eq(fp.single),
                              push_p[k].eq(mem.push_prev), push_n[k].eq(mem.push_next),
@@ -212,37 +229,51 @@ class Compute(wiring.Component):
         for i in range(lanes):
             byte = ld_acc8.wr.data[i * 8:(i + 1) * 8]
             acc8_lanes.append(Cat(byte, byte[7].replicate(24)))
+        # the acc loaders' writes pass through a register (timing: the DMA data path ends there,
+        # not at the bank muxes), and their ``done`` is delayed to match (``load_done`` below)
+        ld_writes = []
+        for t, data in ((ld_acc, ld_acc.wr.data), (ld_acc8, Cat(*acc8_lanes))):
+            en, addr, dat = Signal(), Signal.like(t.wr.addr), Signal(cfg.ACC_MATRIX_WIDTH)
+            m.d.sync += [en.eq(t.wr.en), addr.eq(t.wr.addr), dat.eq(data)]
+            ld_writes.append((en, addr, dat))
         writers = [  # (en, addr, data) of every acc writer: GEMM, ALU, LOAD ACC, LOAD ACC_8BIT
             (gemm.acc_wr.en, gemm.acc_wr.addr, gemm.acc_wr.data),
             (alu.acc_wr.en, alu.acc_wr.addr, alu.acc_wr.data),
-            (ld_acc.wr.en, ld_acc.wr.addr, ld_acc.wr.data),
-            (ld_acc8.wr.en, ld_acc8.wr.addr, Cat(*acc8_lanes)),
+            *ld_writes,
         ]
         readers = [gemm.acc_rd, alu.acc_rd]
         dual = run[0] & run[1]
+        load_is_acc = Signal()           # the acc loader (not ACC_8BIT) owns the banks when no unit runs
+        with m.If(go_acc | go_acc8):
+            m.d.sync += load_is_acc.eq(go_acc)
         wr_count, bank_rd = [], []
         for b in range(nbanks):
             wr = acc_banks[b].write_port()
             rd = acc_banks[b].read_port(transparent_for=(wr,))
             owr = out_banks[b].write_port()
             # which writer/reader drives this bank: 0 GEMM, 1 ALU, 2/3 the loads
-            sel = Signal(2, name=f"bank{b}_owner")
-            with m.If(dual):
-                m.d.comb += sel.eq(Mux(bank_of[0] == b, 0, 1))
-            with m.Elif(run[0]):
-                m.d.comb += sel.eq(0)
-            with m.Elif(run[1]):
-                m.d.comb += sel.eq(1)
-            with m.Else():
-                m.d.comb += sel.eq(Mux(mem.memory_type == MemId.ACC, 2, 3))
-            m.d.comb += rd.en.eq(1)
-            with m.Switch(sel):
-                for k, (en, addr, data) in enumerate(writers):
-                    with m.Case(k):
-                        m.d.comb += [wr.en.eq(en & (bank_bit(addr) == b)), wr.addr.eq(addr[:bw]),
-                                     wr.data.eq(data)]
-                        if k < 2:
-                            m.d.comb += rd.addr.eq(readers[k].addr[:bw])
+            # (a register, one cycle behind the slots: a unit's first acc access comes several
+            # cycles after its issue and its last one before its ``done``, and a unit running beside
+            # another never touches the other's bank, so the owner is settled whenever it matters)
+            # (one-hot, so the muxes below are AND-OR: two LUT levels; one copy per lane for the
+            # data mux, whose fan-out is the row width: registers named *_copy* stay apart in the
+            # FPGA build, hw.fpga.KEEP_COPIES)
+            own = Signal(4, name=f"bank{b}_owner")
+            own_lane = [Signal(4, name=f"bank{b}_owner_copy{i}") for i in range(lanes)]
+            owner = Mux(dual, Mux(bank_of[0] == b, 0b0001, 0b0010),
+                        Mux(run[0], 0b0001, Mux(run[1], 0b0010, Mux(load_is_acc, 0b0100, 0b1000))))
+            m.d.sync += [r.eq(owner) for r in (own, *own_lane)]
+            lane_data = []
+            for i in range(lanes):
+                lane_data.append(_and_or([(own_lane[i][k], data[i * 32:(i + 1) * 32])
+                                          for k, (_, _, data) in enumerate(writers)], 32))
+            m.d.comb += [
+                rd.en.eq(1),
+                wr.en.eq(Cat(*(own[k] & en & (bank_bit(addr) == b) for k, (en, addr, _) in enumerate(writers))).any()),
+                wr.addr.eq(_and_or([(own[k], addr[:bw]) for k, (_, addr, _) in enumerate(writers)], bw)),
+                wr.data.eq(Cat(*lane_data)),
+                rd.addr.eq(_and_or([(own[k], readers[k].addr[:bw]) for k in range(2)], bw)),
+            ]
             m.d.comb += [
                 owr.en.eq(wr.en), owr.addr.eq(wr.addr),
                 owr.data.eq(Cat(*(wr.data[i * 32:i * 32 + 8] for i in range(lanes)))),
@@ -275,13 +306,27 @@ class Compute(wiring.Component):
         mt = mem.memory_type
         alu_ok = ((alu_insn.alu_opcode == 0) | (alu_insn.alu_opcode == 1) | (alu_insn.alu_opcode == 2) |
                   (alu_insn.alu_opcode == 3) | ((alu_insn.alu_opcode == 4) & bool(cfg.ALU_MUL)))
-        load_done = ld_uop.done | ld_acc.done | ld_acc8.done
+        acc_load_done = Signal()
+        m.d.sync += acc_load_done.eq(ld_acc.done | ld_acc8.done)
+        load_done = ld_uop.done | acc_load_done
         tokens_ok = ~((mem.pop_prev & ~self.l2g.valid) | (mem.pop_next & ~self.s2g.valid))
         is_alu = Signal()
         fe_busy = Signal()
         token_wait = Signal()
         m.d.comb += [self.busy.eq(fe_busy | ~both_free | pushes_out),
                      self.stall.eq(token_wait & both_free)]
+        may_go = Signal()                # DRAIN: the instruction may run (a cycle late)
+        uop_end = Signal(17)             # LOAD UOP: sram_base + x_size, and the checks of its
+        uop_static = Signal()            # fields that allow it beside running units (from DECODE)
+        m.d.sync += may_go.eq(0)         # (outside DRAIN)
+        slot_ok = Signal()               # ISSUE: the unit's slot may be taken (a cycle late)
+        m.d.sync += slot_ok.eq(0)        # (outside SCAN/ISSUE)
+        mine = Mux(is_alu, taken[1], taken[0])
+        other = Mux(is_alu, taken[0], taken[1])
+        other_bank = Mux(is_alu, bank_of[0], bank_of[1])
+        other_single = Mux(is_alu, single_of[0], single_of[1])
+        apart = fp.single & other_single & (fp.bank != other_bank)
+        slot_free = ~mine & (~other | apart)
         with m.FSM(name="compute_fsm"):
             with m.State("IDLE"):
                 m.d.comb += self.insn.ready.eq(1)
@@ -296,6 +341,10 @@ class Compute(wiring.Component):
                 with m.Switch(op):
                     with m.Case(Opcode.LOAD):
                         m.d.sync += dma_sel.eq(Mux(mt == MemId.UOP, 0, Mux(mt == MemId.ACC, 1, 2)))
+                        m.d.sync += [uop_end.eq(mem.sram_base + mem.x_size), uop_static.eq(
+                            (mt == MemId.UOP) & ~mem.push_prev & ~mem.push_next & (mem.y_size == 1) &
+                            (mem.x_pad_0 == 0) & (mem.x_pad_1 == 0) & (mem.y_pad_0 == 0) & (mem.y_pad_1 == 0) &
+                            (mem.sram_base + mem.x_size <= cfg.UOP_DEPTH))]
                         with m.If((mt == MemId.UOP) | (mt == MemId.ACC) | (mt == MemId.ACC_8BIT)):
                             m.next = "DRAIN"
                         with m.Else():
@@ -318,17 +367,16 @@ class Compute(wiring.Component):
                 # the acc footprint of this instruction, while the units run older ones
                 m.d.comb += fe_busy.eq(1)
                 with m.If(fp.done):
+                    m.d.sync += slot_ok.eq(slot_free)
                     m.next = "ISSUE"
             with m.State("ISSUE"):
                 # wait for this unit's slot; run beside the other unit only when both footprints are
-                # single-bank and in different banks; then take the tokens and start
+                # single-bank and in different banks; then take the tokens and start. (``slot_ok``
+                # is that condition a cycle late, a register: while waiting here it only turns true,
+                # as units end, so acting on it a cycle late is safe.)
                 m.d.comb += fe_busy.eq(1)
-                mine = Mux(is_alu, taken[1], taken[0])
-                other = Mux(is_alu, taken[0], taken[1])
-                other_bank = Mux(is_alu, bank_of[0], bank_of[1])
-                other_single = Mux(is_alu, single_of[0], single_of[1])
-                apart = fp.single & other_single & (fp.bank != other_bank)
-                with m.If(~mine & (~other | apart)):
+                m.d.sync += slot_ok.eq(slot_free)
+                with m.If(slot_ok):
                     with m.If(~tokens_ok):
                         m.d.comb += token_wait.eq(1)
                     with m.Else():
@@ -340,13 +388,13 @@ class Compute(wiring.Component):
                 # so does LOAD UOP unless it writes none of the uops the running instructions read
                 # and pushes nothing (the runtime stages kernels append-only, so it usually doesn't)
                 m.d.comb += fe_busy.eq(1)
-                uop_end = mem.sram_base + mem.x_size
-                uop_apart = ((mt == MemId.UOP) & ~mem.push_prev & ~mem.push_next & (mem.y_size == 1) &
-                             (mem.x_pad_0 == 0) & (mem.x_pad_1 == 0) & (mem.y_pad_0 == 0) & (mem.y_pad_1 == 0) &
-                             (uop_end <= cfg.UOP_DEPTH))
+                # (``may_go`` is this condition one cycle late, a register: it only turns true while
+                # waiting here, as units end and pushes leave, so acting on it a cycle late is safe)
+                uop_apart = uop_static
                 for k in range(2):
                     uop_apart &= ~taken[k] | (uop_end <= uops_of[k][0]) | (mem.sram_base >= uops_of[k][1])
-                with m.If((both_free & ~pushes_out) | ((op == Opcode.LOAD) & uop_apart)):
+                m.d.sync += may_go.eq((both_free & ~pushes_out) | ((op == Opcode.LOAD) & uop_apart))
+                with m.If(may_go):
                     with m.If(~tokens_ok):
                         m.d.comb += token_wait.eq(1)
                     with m.Else():
@@ -355,8 +403,10 @@ class Compute(wiring.Component):
                             m.d.comb += self.finish.eq(1)
                             m.next = "PUSH"
                         with m.Else():
-                            m.d.comb += [ld_uop.start.eq(mt == MemId.UOP), ld_acc.start.eq(mt == MemId.ACC),
-                                         ld_acc8.start.eq(mt == MemId.ACC_8BIT)]
+                            # the loader starts in the next cycle, from a register (timing: its
+                            # start fans out to every register of the loader)
+                            m.d.sync += [go_uop.eq(mt == MemId.UOP), go_acc.eq(mt == MemId.ACC),
+                                         go_acc8.eq(mt == MemId.ACC_8BIT)]
                             m.next = "LOAD"
             with m.State("LOAD"):
                 m.d.comb += fe_busy.eq(1)

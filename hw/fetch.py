@@ -147,9 +147,11 @@ class Fetch(wiring.Component):
         # A command, once offered, stays offered with the same payload until accepted (stream
         # rule), even if an error stops the run meanwhile.
         cmd_hold = Signal()
+        beats_nz = Signal()         # beats_left != 0, as a register (timing)
+        room = Signal(init=1)       # reserved <= depth - chunk: a command's words would fit (register)
         m.d.sync += cmd_hold.eq(self.dma.cmd.valid & ~self.dma.cmd.ready)
         m.d.comb += [
-            self.dma.cmd.valid.eq(cmd_hold | (running & (beats_left != 0) & (reserved <= depth - chunk))),
+            self.dma.cmd.valid.eq(cmd_hold | (running & beats_nz & room)),
             self.dma.cmd.payload.addr.eq(req_addr),
             self.dma.cmd.payload.beats.eq(req_beats),
         ]
@@ -159,26 +161,36 @@ class Fetch(wiring.Component):
             m.d.sync += [
                 req_addr.eq(req_addr + (req_beats << log_bytes)),
                 beats_left.eq(beats_left - req_beats),
+                beats_nz.eq(beats_left != req_beats),
             ]
 
         m.d.comb += [
             staging.w_data.eq(self.dma.data.payload.data),
             staging.w_en.eq(self.dma.data.valid),
-            self.dma.data.ready.eq(staging.w_rdy),
+            # always ready: the requests never outrun the staging buffer (``reserved``), so it has
+            # room for every word that arrives (a constant keeps the R channel's ready logic short)
+            self.dma.data.ready.eq(1),
         ]
-        m.d.sync += reserved.eq(reserved + requested - staging.r_en)
+        reserved_next = reserved + requested - staging.r_en
+        m.d.sync += [reserved.eq(reserved_next), room.eq(reserved_next <= depth - chunk)]
 
         # ---------------------------------------------------------------- decode queue
         # Two entries, so whether the assembly may deliver (``free``) depends only on the fill level,
         # not on the checks and queue readiness of the instruction being routed (timing).
-        m.submodules.decode_queue = decode_q = fifo.SyncFIFO(width=INS_WIDTH, depth=2)
-        insn = decode_q.r_data
+        # The checks run as an instruction enters the queue, and their verdict (error code, one-hot
+        # destination) is queued with it, so routing at the head is a few gates (timing).
+        entry = data.StructLayout({"insn": INS_WIDTH, "code": ERROR_CODE_BITS, "bad": 1,
+                                   "to_load": 1, "to_compute": 1, "to_store": 1})
+        m.submodules.decode_queue = decode_q = fifo.SyncFIFO(width=entry.size, depth=2)
+        head = data.View(entry, decode_q.r_data)
+        insn = head.insn
         insn_valid = decode_q.r_rdy
         taken = Signal()            # the head instruction is routed this cycle
         free = decode_q.w_rdy       # an assembled instruction can be delivered this cycle
         load_insn = Signal()
         next_insn = Signal(INS_WIDTH)
-        m.d.comb += [decode_q.w_en.eq(load_insn), decode_q.w_data.eq(next_insn)]
+        tail = Signal(entry)
+        m.d.comb += [decode_q.w_en.eq(load_insn), decode_q.w_data.eq(tail), tail.insn.eq(next_insn)]
 
         # ---------------------------------------------------------------- assembly
         if bus <= INS_WIDTH:
@@ -191,11 +203,12 @@ class Fetch(wiring.Component):
             with m.Elif(staging.r_rdy & (~final_part | free)):
                 m.d.comb += staging.r_en.eq(1)
                 with m.If(final_part):
-                    m.d.comb += [load_insn.eq(1),
-                                 next_insn.eq(Cat(low, staging.r_data) if ratio > 1 else staging.r_data)]
+                    m.d.comb += load_insn.eq(1)
                     m.d.sync += part.eq(0)
                 with m.Else():
                     m.d.sync += [low.eq(staging.r_data), part.eq(part + 1)]
+            # (always the candidate, so the checks below do not wait for the handshake: timing)
+            m.d.comb += next_insn.eq(Cat(low, staging.r_data) if ratio > 1 else staging.r_data)
             skip_bits = 0
             assembling = part != 0
         else:
@@ -218,7 +231,8 @@ class Fetch(wiring.Component):
                     m.d.sync += skip_left.eq(skip_left - 1)
                 with m.Elif(asm_left != 0):
                     m.d.sync += asm_left.eq(asm_left - 1)
-                    m.d.comb += [load_insn.eq(1), next_insn.eq(word.word_select(slot, INS_WIDTH))]
+                    m.d.comb += load_insn.eq(1)
+            m.d.comb += next_insn.eq(word.word_select(slot, INS_WIDTH))
             with m.If(discard):
                 m.d.comb += [staging.r_en.eq(staging.r_rdy), load_insn.eq(0)]
                 m.d.sync += word_valid.eq(0)
@@ -228,8 +242,8 @@ class Fetch(wiring.Component):
 
         # ---------------------------------------------------------------- checks and routing
         layouts = insn_layouts(self.cfg)
-        mem = data.View(layouts["mem"], insn)
-        alu = data.View(layouts["alu"], insn)
+        mem = data.View(layouts["mem"], next_insn)
+        alu = data.View(layouts["alu"], next_insn)
         op = mem.opcode
         mt = mem.memory_type
         is_load = op == Opcode.LOAD
@@ -244,7 +258,7 @@ class Fetch(wiring.Component):
         max_alu = AluOp.MUL if self.cfg.ALU_MUL else AluOp.MUL - 1
         bad_alu = (op == Opcode.ALU) & (alu.alu_opcode > max_alu)
 
-        code = Signal(ERROR_CODE_BITS)
+        code = tail.code
         with m.If(bad_opcode):
             m.d.comb += code.eq(ErrorCode.BAD_OPCODE)
         with m.Elif(bad_memory_type):
@@ -254,10 +268,13 @@ class Fetch(wiring.Component):
         with m.Elif(bad_alu):
             m.d.comb += code.eq(ErrorCode.BAD_ALU_OPCODE)
 
-        dests = {"store": is_store, "load": to_load, "compute": ~is_store & ~to_load}
+        # (the destination bits are all 0 for a bad instruction)
+        ok = code == 0
+        m.d.comb += [tail.bad.eq(~ok), tail.to_store.eq(ok & is_store), tail.to_load.eq(ok & to_load),
+                     tail.to_compute.eq(ok & ~is_store & ~to_load)]
         for name, q in queues.items():
             m.d.comb += q.w_data.eq(insn)
-            with m.If(insn_valid & ~discard & (code == 0) & dests[name] & q.w_rdy):
+            with m.If(insn_valid & ~discard & getattr(head, f"to_{name}") & q.w_rdy):
                 m.d.comb += [q.w_en.eq(1), taken.eq(1)]
 
         with m.If(taken):
@@ -267,9 +284,9 @@ class Fetch(wiring.Component):
 
         # after an error the decode queue is drained (its head is the bad instruction)
         m.d.comb += decode_q.r_en.eq(taken | discard)
-        with m.If(insn_valid & ~discard & (code != 0)):
+        with m.If(insn_valid & ~discard & head.bad):
             m.d.sync += [
-                self.error.eq(code), discard.eq(1), running.eq(0),
+                self.error.eq(head.code), discard.eq(1), running.eq(0),
             ]
             if bus <= INS_WIDTH:
                 m.d.sync += part.eq(0)
@@ -301,6 +318,7 @@ class Fetch(wiring.Component):
                 count.eq(self.insn_count),
                 req_addr.eq(Cat(Const(0, log_bytes), self.insn_addr[log_bytes:])),
                 beats_left.eq(total_beats),
+                beats_nz.eq(total_beats != 0),
             ]
             if bus > INS_WIDTH:
                 m.d.sync += [skip_left.eq(skip), asm_left.eq(self.insn_count), slot.eq(0)]

@@ -9,6 +9,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.isa import Opcode
+from .gemm import registered_mul
 from .isa import insn_layouts, uop_layout
 from .sram import check_config, read_signature
 
@@ -26,7 +27,7 @@ class AccFootprint(wiring.Component):
     does not count.
 
     Pulse ``start`` with ``insn`` (the 128-bit instruction word) valid; the micro-ops are read one
-    per cycle through ``uop_rd`` and ``done`` is high from about ``uop_end - uop_bgn + 3`` cycles
+    per cycle through ``uop_rd`` and ``done`` is high from about ``uop_end - uop_bgn + 4`` cycles
     later until the next ``start``. Then:
 
     * ``empty``: the loop nest is empty (touches nothing);
@@ -65,48 +66,63 @@ class AccFootprint(wiring.Component):
         alu = layouts["alu"](self.insn)
         uw = cfg.LOG_UOP_DEPTH + 1
 
-        def span(n, f):
-            return Mux(n == 0, 0, n - 1) * f
+        def span(n, f, name):
+            """(n - 1) * f (0 for n = 0), three cycles after its inputs: the operands into registers
+            here, then :func:`~hw.gemm.registered_mul` (a multiplier block may sit far away)."""
+            n1, fq = Signal(len(n), name=f"{name}_n"), Signal(len(f), name=f"{name}_f")
+            m.d.sync += [n1.eq(Mux(n == 0, 0, n - 1)), fq.eq(f)]
+            return registered_mul(m, platform, n1, fq, name, signed_operands=False)
+
+        # the loop spans, always computed from ``insn`` (stable from ``start`` until the next one):
+        # registered products (on an ECP5 in MULT18X18D registers), then their sums, ready four
+        # cycles after ``start`` (``age``), before the bounds need them
+        off_d, off_s = Signal(32), Signal(32)
+        m.d.sync += [
+            off_d.eq(span(gem.iter_out, gem.dst_factor_out, "span_d0") + span(gem.iter_in, gem.dst_factor_in, "span_d1")),
+            off_s.eq(span(alu.iter_out, alu.src_factor_out, "span_s0") + span(alu.iter_in, alu.src_factor_in, "span_s1")),
+        ]
+        age = Signal(3)                 # cycles since start, up to 4
 
         u, end = Signal(uw), Signal(uw)
         tensor = Signal()                  # an ALU instruction with a tensor (acc) operand
-        off_d, off_s = Signal(32), Signal(32)
         min_d, max_d = Signal(32), Signal(32)
         min_s, max_s = Signal(32), Signal(32)
         reading, rd_valid, summing = Signal(), Signal(), Signal()
+        row_valid = Signal()
+        row = Signal.like(self.uop_rd.data)         # the micro-op row, registered as it leaves the SRAM
         m.d.comb += [self.uop_rd.en.eq(1), self.uop_rd.addr.eq(u)]
-        uop = uop_layout(cfg)(self.uop_rd.data)
+        m.d.sync += row.eq(self.uop_rd.data)
+        uop = uop_layout(cfg)(row)
 
         with m.If(self.start):
             is_alu = gem.opcode == Opcode.ALU
             m.d.sync += [
                 u.eq(gem.uop_bgn), end.eq(gem.uop_end),
                 tensor.eq(is_alu & ~alu.use_imm),
-                # GEMM and ALU share the positions of the loop fields and of the dst factors
-                off_d.eq(span(gem.iter_out, gem.dst_factor_out) + span(gem.iter_in, gem.dst_factor_in)),
-                off_s.eq(span(alu.iter_out, alu.src_factor_out) + span(alu.iter_in, alu.src_factor_in)),
                 self.empty.eq((gem.uop_end <= gem.uop_bgn) | (gem.iter_out == 0) | (gem.iter_in == 0)),
                 min_d.eq(~0), max_d.eq(0), min_s.eq(~0), max_s.eq(0),
-                reading.eq(1), rd_valid.eq(0), summing.eq(0), self.done.eq(0),
+                reading.eq(1), rd_valid.eq(0), row_valid.eq(0), summing.eq(0), self.done.eq(0), age.eq(0),
             ]
         with m.Else():
-            # S0: address the micro-op; S1: its fields update the running bounds
-            m.d.sync += rd_valid.eq(reading & (u < end))
+            # S0: address the micro-op; S1: register its row; S2: its fields update the running bounds
+            m.d.sync += [rd_valid.eq(reading & (u < end)), row_valid.eq(rd_valid)]
             with m.If(reading):
                 with m.If(u < end):
                     m.d.sync += u.eq(u + 1)
                 with m.Else():
                     m.d.sync += reading.eq(0)
-            with m.If(rd_valid):
+            with m.If(row_valid):
                 m.d.sync += [
                     min_d.eq(Mux(uop.dst_idx < min_d, uop.dst_idx, min_d)),
                     max_d.eq(Mux(uop.dst_idx > max_d, uop.dst_idx, max_d)),
                     min_s.eq(Mux(uop.src_idx < min_s, uop.src_idx, min_s)),
                     max_s.eq(Mux(uop.src_idx > max_s, uop.src_idx, max_s)),
                 ]
-            # S2: the bounds, once the last micro-op is in
+            # S3: the bounds, once the last micro-op is in
             m.d.sync += summing.eq(0)
-            with m.If(~reading & ~rd_valid & ~summing & ~self.done):
+            with m.If(age != 4):
+                m.d.sync += age.eq(age + 1)
+            with m.If(~reading & ~rd_valid & ~row_valid & ~summing & ~self.done & (age == 4)):
                 hi_d = max_d + off_d
                 hi_s = max_s + off_s
                 m.d.sync += [
@@ -114,16 +130,14 @@ class AccFootprint(wiring.Component):
                     self.hi.eq(Mux(tensor & (hi_s > hi_d), hi_s, hi_d)),
                     summing.eq(1),
                 ]
-            # S3: the bank
+            # S4: the bank, into registers with done
             with m.If(summing):
                 m.d.sync += self.done.eq(1)
-        if aw >= 1:
-            lo_bank = self.lo[aw - 1]
-            hi_bank = self.hi[aw - 1]
-            m.d.comb += [
-                self.single.eq(~self.empty & (self.hi < (1 << aw)) & (lo_bank == hi_bank)),
-                self.bank.eq(lo_bank),
-            ]
-        else:
-            m.d.comb += self.single.eq(0)
+                if aw >= 1:
+                    lo_bank = self.lo[aw - 1]
+                    hi_bank = self.hi[aw - 1]
+                    m.d.sync += [
+                        self.single.eq(~self.empty & (self.hi < (1 << aw)) & (lo_bank == hi_bank)),
+                        self.bank.eq(lo_bank),
+                    ]
         return m

@@ -387,10 +387,15 @@ def report_markdown(rep: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def build(board: str = "ulx3s", config="configs/ulx3s.json", freq_mhz: float = 100.0,
-          build_dir: str | os.PathLike | None = None, seed: int = 1, docs=None) -> dict:
-    """Elaborate, synthesise, place and route, pack; write the report (and into ``docs`` between the
-    ``<!-- <board>-report -->`` markers when given)."""
+#: yosys commands run after reading the design: the flip-flops of registers named ``*_copy*`` are
+#: deliberate duplicates (to split a fan-out, e.g. ``hw.alu``'s per-lane opcode); ``keep`` stops
+#: opt_merge from merging them back into one
+KEEP_COPIES = "setattr -set keep 1 w:*_copy* %ci1:+$dff[Q] t:$dff %i"
+
+
+def board_plan(board, config, freq_mhz, out, nextpnr_opts=""):
+    """The amaranth build plan of ``board`` (its files written into ``out``, nothing run) and the
+    top component; sets up the YoWASP tools in the environment."""
     if board != "ulx3s":
         raise ValueError(f"board {board!r} is not supported; supported: ulx3s")
     from amaranth_boards.ulx3s import ULX3S_85F_Platform
@@ -402,15 +407,24 @@ def build(board: str = "ulx3s", config="configs/ulx3s.json", freq_mhz: float = 1
     bindir = str(Path(sys.executable).parent)
     if bindir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    top = UlX3STop(load_config(config), freq_mhz)
+    plan = ULX3S_85F_Platform().build(top, name="top", do_build=False, nextpnr_opts=nextpnr_opts,
+                                      ecppack_opts="--compress", script_after_read=KEEP_COPIES)
+    plan.extract(str(out))
+    return plan, top
+
+
+def build(board: str = "ulx3s", config="configs/ulx3s.json", freq_mhz: float = 100.0,
+          build_dir: str | os.PathLike | None = None, seed: int = 1, docs=None, router: str = "router2") -> dict:
+    """Elaborate, synthesise, place and route, pack; write the report (and into ``docs`` between the
+    ``<!-- <board>-report -->`` markers when given)."""
     cfg = load_config(config)
     out = Path(build_dir or ROOT / "build" / "fpga" / board)
-    out.mkdir(parents=True, exist_ok=True)
-    platform = ULX3S_85F_Platform()
-    top = UlX3STop(cfg, freq_mhz)
     t = time.time()
-    plan = platform.build(top, name="top", do_build=False,
-                          nextpnr_opts=f"--seed {seed} --timing-allow-fail",
-                          ecppack_opts="--compress")
+    plan, top = board_plan(board, config, freq_mhz, out, nextpnr_opts=f"--seed {seed} --router {router} --timing-allow-fail "
+                                                                    f"--report top_report.json")
     products = plan.execute_local(str(out))
     seconds = round(time.time() - t, 1)
     log = (out / "top.tim").read_text() if (out / "top.tim").exists() else ""
@@ -422,7 +436,7 @@ def build(board: str = "ulx3s", config="configs/ulx3s.json", freq_mhz: float = 1
     if docs:
         from .resources import write_markdown
         write_markdown(docs, f"`make bitstream BOARD={board}` of `{config}` ({cfg.name}), PLL {rep['target_mhz']:g} MHz, "
-                             f"nextpnr seed {seed}, {seconds:.0f} s:\n\n" + report_markdown(rep), marker=f"{board}-report")
+                             f"nextpnr seed {seed}, {router}, {seconds:.0f} s:\n\n" + report_markdown(rep), marker=f"{board}-report")
     del products
     return rep
 
@@ -435,8 +449,10 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("-o", "--build-dir", default=None)
     parser.add_argument("--docs", default=None, help="also write the report into this markdown file (docs/fpga.md)")
+    parser.add_argument("--router", default="router2", choices=("router1", "router2"),
+                        help="nextpnr router (router2: much faster on this design)")
     args = parser.parse_args(argv)
-    rep = build(args.board, args.config, args.freq, args.build_dir, args.seed, args.docs)
+    rep = build(args.board, args.config, args.freq, args.build_dir, args.seed, args.docs, args.router)
     print(report_markdown(rep))
     print(f"bitstream: {rep['bitstream']} ({rep['seconds']} s)")
     return 0

@@ -3,14 +3,14 @@
 Also holds :class:`UopSequencer`, the two-level micro-op loop shared with the tensor ALU.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .isa import insn_layouts, uop_layout
 from .sram import check_config, read_signature, write_signature
 
-__all__ = ["UopSequencer", "Gemm", "tree_sum"]
+__all__ = ["UopSequencer", "Gemm", "tree_sum", "registered_mul"]
 
 
 def tree_sum(terms):
@@ -22,6 +22,45 @@ def tree_sum(terms):
             nxt.append(terms[-1])
         terms = nxt
     return terms[0]
+
+
+def registered_mul(m, platform, a, b, name, *, signed_operands=True):
+    """The product of ``a`` and ``b`` (at most 18 bits each; signed, or unsigned with
+    ``signed_operands=False``) two cycles later: the operands are registered, then the product.
+    On an ECP5 (``platform.family == "ecp5"``) this is one MULT18X18D with its input and output
+    registers (yosys does not pack registers into it), so the multiplier adds no combinational
+    delay to a fabric path; elsewhere it is flip-flops around a ``*``. Returns the product, a Signal
+    of ``len(a) + len(b)`` bits (signed when the operands are)."""
+    wa, wb = len(a), len(b)
+    if wa > 18 - (not signed_operands) or wb > 18 - (not signed_operands):
+        raise ValueError(f"registered_mul: operands of {wa} and {wb} bits do not fit an 18x18 multiplier")
+    shape = signed(wa + wb) if signed_operands else unsigned(wa + wb)
+    prod = Signal(shape, name=name)
+    if getattr(platform, "family", None) == "ecp5":
+        p = Signal(36, name=f"{name}_p")
+        ports = {}
+        for i in range(18):                  # sign- or zero-extended to 18 bits
+            ports[f"i_A{i}"] = a[i] if i < wa else (a[wa - 1] if signed_operands else 0)
+            ports[f"i_B{i}"] = b[i] if i < wb else (b[wb - 1] if signed_operands else 0)
+            ports[f"i_C{i}"] = 0
+        for i in range(36):
+            ports[f"o_P{i}"] = p[i]
+        for i in range(4):
+            ports[f"i_CLK{i}"] = ClockSignal() if i == 0 else 0
+            ports[f"i_CE{i}"] = 1
+            ports[f"i_RST{i}"] = 0
+        m.submodules[f"{name}_dsp"] = Instance(
+            "MULT18X18D",
+            p_REG_INPUTA_CLK="CLK0", p_REG_INPUTB_CLK="CLK0", p_REG_OUTPUT_CLK="CLK0",
+            p_REG_INPUTC_CLK="NONE", p_REG_PIPELINE_CLK="NONE", p_GSR="DISABLED", p_RESETMODE="SYNC",
+            p_SOURCEB_MODE="B_SHIFT", p_MULT_BYPASS="DISABLED", p_CAS_MATCH_REG="FALSE",
+            i_SIGNEDA=int(signed_operands), i_SIGNEDB=int(signed_operands), i_SOURCEA=0, i_SOURCEB=0, **ports)
+        m.d.comb += prod.eq(p[:wa + wb])
+    else:
+        op_shape = (lambda w: signed(w)) if signed_operands else (lambda w: unsigned(w))
+        aq, bq = Signal(op_shape(wa), name=f"{name}_a"), Signal(op_shape(wb), name=f"{name}_b")
+        m.d.sync += [aq.eq(a), bq.eq(b), prod.eq(aq * bq)]
+    return prod
 
 
 class UopSequencer(wiring.Component):
@@ -63,9 +102,10 @@ class UopSequencer(wiring.Component):
                               f_out=Signal(w, name=f"{name}_f_out"), f_in=Signal(w, name=f"{name}_f_in"))
             m.d.comb += getattr(self, name).eq(regs[name]["off_out"] + regs[name]["off_in"])
 
-        u_last = u == end - 1
-        in_last = i_in == n_in - 1
-        out_last = i_out == n_out - 1
+        # "this is the last value" flags of the three counters are registers, updated with the
+        # counters (for timing: the step logic and its fan-out see three flip-flops, no compares)
+        u_last, in_last, out_last = Signal(), Signal(), Signal()
+        bgn_last = Signal()              # u_last after wrapping to bgn: a one-uop kernel
         m.d.comb += [self.uop.eq(u), self.last.eq(u_last & in_last & out_last)]
 
         with m.If(self.start):
@@ -73,6 +113,8 @@ class UopSequencer(wiring.Component):
                 u.eq(self.uop_bgn), bgn.eq(self.uop_bgn), end.eq(self.uop_end),
                 i_out.eq(0), i_in.eq(0), n_out.eq(self.iter_out), n_in.eq(self.iter_in),
                 self.valid.eq((self.uop_end > self.uop_bgn) & (self.iter_out != 0) & (self.iter_in != 0)),
+                u_last.eq(self.uop_bgn + 1 == self.uop_end), bgn_last.eq(self.uop_bgn + 1 == self.uop_end),
+                in_last.eq(self.iter_in == 1), out_last.eq(self.iter_out == 1),
             ]
             for name, r in regs.items():
                 m.d.sync += [r["off_out"].eq(0), r["off_in"].eq(0),
@@ -80,16 +122,16 @@ class UopSequencer(wiring.Component):
                              r["f_in"].eq(getattr(self, f"{name}_factor_in"))]
         with m.Elif(self.valid & self.step):
             with m.If(~u_last):
-                m.d.sync += u.eq(u + 1)
+                m.d.sync += [u.eq(u + 1), u_last.eq(u + 2 == end)]
             with m.Else():
-                m.d.sync += u.eq(bgn)
+                m.d.sync += [u.eq(bgn), u_last.eq(bgn_last)]
                 with m.If(~in_last):
-                    m.d.sync += i_in.eq(i_in + 1)
+                    m.d.sync += [i_in.eq(i_in + 1), in_last.eq(i_in + 2 == n_in)]
                     m.d.sync += [r["off_in"].eq(r["off_in"] + r["f_in"]) for r in regs.values()]
                 with m.Else():
-                    m.d.sync += i_in.eq(0)
+                    m.d.sync += [i_in.eq(0), in_last.eq(n_in == 1)]
                     m.d.sync += [r["off_in"].eq(0) for r in regs.values()]
-                    m.d.sync += i_out.eq(i_out + 1)
+                    m.d.sync += [i_out.eq(i_out + 1), out_last.eq(i_out + 2 == n_out)]
                     m.d.sync += [r["off_out"].eq(r["off_out"] + r["f_out"]) for r in regs.values()]
                     with m.If(out_last):
                         m.d.sync += self.valid.eq(0)
@@ -110,10 +152,11 @@ class Gemm(wiring.Component):
     * S2 add the loop offsets, register the inp/wgt/acc indices;
     * S3 address inp and wgt;
     * S4 register the inp and wgt rows;
-    * S5 the BATCH*BLOCK_OUT*BLOCK_IN int8 products into registers (MULT18/DSP outputs);
+    * S5 the operands of the BATCH*BLOCK_OUT*BLOCK_IN int8 products into registers, S6 the
+      products (:func:`registered_mul`: on an ECP5 the input and output registers of a MULT18X18D);
     * T1..Tt the adder trees, two adder levels per stage (t = ceil(log2(BLOCK_IN) / 2): 2 for
       BLOCK_IN 8 or 16), into registers;
-    * C = S(6+t) add the acc row (or 0 for a reset) and register the result;
+    * C = S(7+t) add the acc row (or 0 for a reset) and register the result;
     * W = C + 1 write acc from that register.
 
     The acc row of a micro-op is read three cycles before C (address at C-3), registered as it
@@ -128,7 +171,7 @@ class Gemm(wiring.Component):
     the same row.
 
     Pulse ``start`` with ``insn`` (GEMM layout) valid. Latency: the first acc write is
-    :attr:`latency` (10 for BLOCK_IN 8 and 16) cycles after ``start``; N micro-ops finish with
+    :attr:`latency` (11 for BLOCK_IN 8 and 16) cycles after ``start``; N micro-ops finish with
     ``done`` (one cycle) N + ``latency`` cycles after ``start``. ``busy`` is high in between;
     ``uop_fire`` pulses for each non-reset micro-op written (the fsim ``gemm_counter``).
 
@@ -143,7 +186,7 @@ class Gemm(wiring.Component):
         levels = (cfg.BLOCK_IN - 1).bit_length()
         self._tree_stages = (levels + 1) // 2
         #: cycles from ``start`` to the first acc write; ``done`` comes N + latency after ``start``
-        self.latency = 8 + self._tree_stages
+        self.latency = 9 + self._tree_stages
         super().__init__({
             "start": In(1),
             "insn": In(insn_layouts(cfg)["gemm"]),
@@ -179,7 +222,7 @@ class Gemm(wiring.Component):
             m.d.comb += port.en.eq(1)
 
         nt = self._tree_stages
-        C = 6 + nt          # the accumulate stage
+        C = 7 + nt          # the accumulate stage
         W = C + 1           # the acc write stage
         R = C - 3           # the acc read stage
         aw = cfg.LOG_ACC_DEPTH
@@ -211,17 +254,17 @@ class Gemm(wiring.Component):
         inp_q = Signal(len(self.inp_rd.data))
         wgt_q = Signal(len(self.wgt_rd.data))
         m.d.sync += [inp_q.eq(self.inp_rd.data), wgt_q.eq(self.wgt_rd.data)]
-        # S5: products into registers (the MULT18 output)
+        # S5, S6: the operands and then the products into registers (on an ECP5: the input and
+        # output registers of the MULT18X18D, so no route leads into or out of a multiplier
+        # combinationally)
         bi, bo = cfg.BLOCK_IN, cfg.BLOCK_OUT
         rows = []
         for b in range(cfg.BATCH):
             for oc in range(bo):
                 row = []
                 for k in range(bi):
-                    prod = Signal(signed(16), name=f"prod_{b}_{oc}_{k}")
-                    m.d.sync += prod.eq(inp_q[(b * bi + k) * 8:(b * bi + k + 1) * 8].as_signed() *
-                                        wgt_q[(oc * bi + k) * 8:(oc * bi + k + 1) * 8].as_signed())
-                    row.append(prod)
+                    row.append(registered_mul(m, platform, inp_q[(b * bi + k) * 8:(b * bi + k + 1) * 8],
+                                              wgt_q[(oc * bi + k) * 8:(oc * bi + k + 1) * 8], f"prod_{b}_{oc}_{k}"))
                 rows.append(row)
         # T1..Tt: adder trees, two levels per stage, into registers
         for t in range(nt):

@@ -6,7 +6,7 @@ one DMA read client) and :class:`Compute` reuses TensorLoad for UOP, ACC and ACC
 """
 
 from amaranth.hdl import Const, Cat, Module, Mux, Signal
-from amaranth.lib import memory, stream, wiring
+from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
@@ -42,7 +42,7 @@ class TensorLoad(wiring.Component):
     x_size = 0). ``busy`` is high from the cycle after ``start`` until ``done``.
 
     Throughput: one SRAM row per cycle (elements no wider than the bus) or one bus word per cycle
-    (wider elements), limited by the DMA. Latency: DMA latency + 1 cycle.
+    (wider elements), limited by the DMA. Latency: DMA latency + 2 cycles.
 
     Members: ``start`` In(1), ``insn`` In(mem layout), ``base`` In(32), ``busy`` Out(1),
     ``done`` Out(1), ``dma`` Out(DMA read client), ``wr`` In(WritePort.Signature) (driven).
@@ -183,59 +183,63 @@ class TensorLoad(wiring.Component):
         with m.If(consume & row_last):
             m.d.sync += d_elem.eq(d_elem + x_stride)
 
-        # ---- element extraction from the bus words
+        # ---- element extraction from the bus words. They wait in a two-entry FIFO, so ``data.ready``
+        # is its "not full" (a register compare), and neither the DMA's R channel nor the SRAM write
+        # sees a combinational path through the other (timing).
         data = self.dma.data
+        m.submodules.words = words = fifo.SyncFIFO(width=bus, depth=2)
+        m.d.comb += [data.ready.eq(words.w_rdy), words.w_en.eq(data.valid), words.w_data.eq(data.payload.data)]
+        beat, beat_valid = words.r_data, words.r_rdy
         if eb < bb:
             k = bb // eb
             log_k = exact_log2(k)
-            buf = Signal(bus)
-            buf_valid = Signal()
             j = Signal(log_k)
             row_slot = ((d_elem << log_eb)[:ADDR_BITS] | base)[log_eb:log_bb]
             j_eff = Mux(row_first, row_slot, j)
             release = consume & ((j_eff == k - 1) | row_last)
             m.d.comb += [
-                elem_valid.eq(buf_valid),
-                elem_data.eq(buf.word_select(j_eff, eb * 8)),
-                data.ready.eq(~buf_valid | release),
+                elem_valid.eq(beat_valid),
+                elem_data.eq(beat.word_select(j_eff, eb * 8)),
+                words.r_en.eq(release),
             ]
             with m.If(consume):
                 m.d.sync += j.eq(j_eff + 1)
-            with m.If(data.valid & data.ready):
-                m.d.sync += [buf.eq(data.payload.data), buf_valid.eq(1)]
-            with m.Elif(release):
-                m.d.sync += buf_valid.eq(0)
         else:
             r = eb // bb
-            m.d.comb += data.ready.eq(w_active & is_data)
+            take = w_active & is_data          # the beats of an element are taken as they come
+            m.d.comb += words.r_en.eq(take)
             if r == 1:
-                m.d.comb += [elem_valid.eq(data.valid), elem_data.eq(data.payload.data)]
+                m.d.comb += [elem_valid.eq(beat_valid), elem_data.eq(beat)]
             else:
                 b = Signal(exact_log2(r))
                 asm = Signal((r - 1) * bus)   # earlier beats of the element, oldest in the low bits
                 m.d.comb += [
-                    elem_valid.eq(data.valid & (b == r - 1)),
-                    elem_data.eq(Cat(asm, data.payload.data)),
+                    elem_valid.eq(beat_valid & (b == r - 1)),
+                    elem_data.eq(Cat(asm, beat)),
                 ]
-                with m.If(data.valid & data.ready):
+                with m.If(beat_valid & take):
                     m.d.sync += b.eq(b + 1)
                     if r == 2:
-                        m.d.sync += asm.eq(data.payload.data)
+                        m.d.sync += asm.eq(beat)
                     else:
-                        m.d.sync += asm.eq(Cat(asm[bus:], data.payload.data))
+                        m.d.sync += asm.eq(Cat(asm[bus:], beat))
         return m
 
 
 def dma_read_mux(m, target, clients, sel):
-    """Share one DMA read client ``target`` among ``clients``; ``sel`` (a Signal) picks the one
-    allowed to talk. Switch ``sel`` only when the selected client is idle."""
+    """Share one DMA read client ``target`` among ``clients`` (:class:`TensorLoad` s); ``sel`` (a
+    Signal) picks the one allowed to talk. Switch ``sel`` only when the selected client is idle.
+
+    ``data.ready`` is the AND of every client's: an idle TensorLoad has taken every word it asked
+    for, so its word FIFO is empty and ready, and the AND equals the chosen one's ready without a
+    mux by ``sel`` in the R channel's ready path (timing)."""
+    m.d.comb += target.data.ready.eq(Cat(*(client.data.ready for client in clients)).all())
     for i, client in enumerate(clients):
         chosen = sel == i
         with m.If(chosen):
             m.d.comb += [
                 target.cmd.valid.eq(client.cmd.valid),
                 target.cmd.payload.eq(client.cmd.payload),
-                target.data.ready.eq(client.data.ready),
             ]
         m.d.comb += [
             client.cmd.ready.eq(target.cmd.ready & chosen),
@@ -249,7 +253,7 @@ class Load(wiring.Component):
 
     Per instruction: take it from ``insn`` (a stream of 128-bit words), wait for a g2l token if
     ``pop_next`` (then pop it), run the load (a NOP when x_size = 0), then push an l2g token if
-    ``push_next``, one cycle after the last SRAM write. Overhead: about 4 cycles per instruction
+    ``push_next``, one cycle after the last SRAM write. Overhead: about 5 cycles per instruction
     around the TensorLoad (see :class:`TensorLoad` for its throughput). A memory type other than
     INP/WGT sets the sticky ``error`` and stops the module (a routing bug upstream).
 
@@ -300,6 +304,11 @@ class Load(wiring.Component):
         for t in (inp, wgt):
             m.d.comb += [t.insn.eq(word), t.base.eq(Mux(sel, self.wgt_base, self.inp_base))]
 
+        # the loader starts in the cycle after the pop, from a register (its start fans out to all
+        # of its registers: timing)
+        go_inp, go_wgt = Signal(), Signal()
+        m.d.sync += [go_inp.eq(0), go_wgt.eq(0)]
+        m.d.comb += [inp.start.eq(go_inp), wgt.start.eq(go_wgt)]
         with m.FSM(name="load_fsm"):
             with m.State("IDLE"):
                 m.d.comb += self.insn.ready.eq(1)
@@ -320,7 +329,7 @@ class Load(wiring.Component):
                     m.d.comb += self.stall.eq(1)
                 with m.Else():
                     m.d.comb += self.g2l.pop.eq(insn.pop_next)
-                    m.d.comb += inp.start.eq(~sel), wgt.start.eq(sel)
+                    m.d.sync += [go_inp.eq(~sel), go_wgt.eq(sel)]
                     m.next = "RUN"
             with m.State("RUN"):
                 m.d.comb += self.busy.eq(1)

@@ -53,24 +53,25 @@ class TokenQueue(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         count = Signal(range(self.depth + 1), init=0)
+        nonzero = Signal()          # count != 0, kept as a register (timing: ``valid`` is a flip-flop)
         full = count == self.depth
         push = self.producer.push
-        pop = self.consumer.pop & (count != 0)
+        pop = self.consumer.pop & nonzero
 
         with m.If(self.clear):
-            m.d.sync += [count.eq(0), self.overflow.eq(0)]
+            m.d.sync += [count.eq(0), nonzero.eq(0), self.overflow.eq(0)]
         with m.Elif(push & pop):
             pass
         with m.Elif(push):
             with m.If(full):
                 m.d.sync += self.overflow.eq(1)
             with m.Else():
-                m.d.sync += count.eq(count + 1)
+                m.d.sync += [count.eq(count + 1), nonzero.eq(1)]
         with m.Elif(pop):
-            m.d.sync += count.eq(count - 1)
+            m.d.sync += [count.eq(count - 1), nonzero.eq(count != 1)]
 
         m.d.comb += [
             self.count.eq(count),
-            self.consumer.valid.eq(count != 0),
+            self.consumer.valid.eq(nonzero),
         ]
         return m

@@ -106,8 +106,12 @@ class Store(wiring.Component):
         pending = Signal()          # a read issued last cycle, entering the FIFO now
         m1_meta = Signal(slot_bits + 2)
         issue = Signal()
-        m.d.comb += issue.eq(r_active & (q.level + pending < _FIFO_DEPTH))
-        row_end = r_x == insn.x_size - 1
+        # room: level + pending < _FIFO_DEPTH, kept as a register (updated from this cycle's
+        # handshakes), and the row/column end flags are registers too (timing)
+        room = Signal(init=1)
+        row_end, last_row = Signal(), Signal()
+        m.d.comb += issue.eq(r_active & room)
+        m.d.sync += room.eq(q.level + pending + issue - (q.r_en & q.r_rdy) < _FIFO_DEPTH)
         if eb < bb:
             k = bb // eb
             j = Signal(slot_bits)
@@ -124,12 +128,13 @@ class Store(wiring.Component):
         m.d.comb += [q.w_en.eq(pending), q.w_data.eq(Cat(self.out_rd.data, m1_meta))]
         with m.If(start):
             m.d.sync += [r_active.eq(1), r_y.eq(0), r_x.eq(0), r_ptr.eq(insn.sram_base),
-                         r_elem.eq(insn.dram_base)]
+                         r_elem.eq(insn.dram_base), row_end.eq(insn.x_size == 1), last_row.eq(insn.y_size == 1)]
         with m.Elif(issue):
-            m.d.sync += [r_ptr.eq(r_ptr + 1), r_x.eq(r_x + 1)]
+            m.d.sync += [r_ptr.eq(r_ptr + 1), r_x.eq(r_x + 1), row_end.eq(r_x + 2 == insn.x_size)]
             with m.If(row_end):
-                m.d.sync += [r_x.eq(0), r_y.eq(r_y + 1), r_elem.eq(r_elem + insn.x_stride)]
-                with m.If(r_y == insn.y_size - 1):
+                m.d.sync += [r_x.eq(0), r_y.eq(r_y + 1), r_elem.eq(r_elem + insn.x_stride),
+                             row_end.eq(insn.x_size == 1), last_row.eq(r_y + 2 == insn.y_size)]
+                with m.If(last_row):
                     m.d.sync += r_active.eq(0)
 
         # ---- pack the elements into bus words
@@ -179,6 +184,9 @@ class Store(wiring.Component):
         with m.Elif(self.dma.done):
             m.d.sync += acks.eq(acks + 1)
 
+        go = Signal()
+        m.d.sync += go.eq(0)
+        m.d.comb += start.eq(go)
         with m.FSM(name="store_fsm"):
             with m.State("IDLE"):
                 m.d.comb += self.insn.ready.eq(1)
@@ -201,11 +209,13 @@ class Store(wiring.Component):
                     with m.If((insn.x_size == 0) | (insn.y_size == 0)):
                         m.next = "PUSH"
                     with m.Else():
-                        m.d.comb += start.eq(1)
+                        # the run starts in the next cycle, from a register (timing: start fans
+                        # out to the counters); RUN waits for it before counting acks
+                        m.d.sync += go.eq(1)
                         m.next = "RUN"
             with m.State("RUN"):
                 m.d.comb += self.busy.eq(1)
-                with m.If(acks == insn.y_size):
+                with m.If(~start & (acks == insn.y_size)):
                     m.next = "PUSH"
             with m.State("PUSH"):
                 m.d.comb += [self.busy.eq(1), self.s2g.push.eq(insn.push_prev)]

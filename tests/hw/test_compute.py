@@ -622,7 +622,7 @@ def test_many_held_pushes_all_leave_after_the_older_gemm():
     insns, patch = _dual_program(cfg, gemm_rows=0, alu_rows=half + 9, pushes=True)
     gemm, alu = insns[2], insns[3]
     short = dict(alu, iter_out=1, iter_in=2, push_next=1)
-    insns = insns[:2] + [dict(gemm, iter_out=20, dst_factor_out=1, push_next=0)] + [short] * 20 + insns[4:]
+    insns = insns[:2] + [dict(gemm, iter_out=30, dst_factor_out=1, push_next=0)] + [short] * 20 + insns[4:]
     log = run_compute(cfg, insns, seed=10, dram_patch=patch)
     assert len(log["push_g2s"]) == 20
     assert min(log["push_g2s"]) >= max(log["gemm_busy"])

@@ -1,6 +1,7 @@
 """The GEMM core against a numpy reference: loop nest, reset, accumulation hazards, throughput."""
 
 import numpy as np
+import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
@@ -123,11 +124,11 @@ def test_wraparound():
 
 
 def test_throughput():
-    """N micro-ops take N + 10 cycles from start to done (II = 1)."""
+    """N micro-ops take N + 11 cycles from start to done (II = 1)."""
     uops = [(i % 16, i % 32, i % 32) for i in range(32)]
     cycles = run_gemm(SMALL, [gemm_insn(uop_end=32), gemm_insn(uop_end=16, iter_out=2, iter_in=2,
                                                                dst_factor_in=16)], uops, seed=5)
-    assert cycles == [32 + 10, 64 + 10]
+    assert cycles == [32 + 11, 64 + 11]
 
 
 def test_empty_nest():
@@ -156,3 +157,54 @@ def test_random_hazards():
     insns = [gemm_insn(uop_end=40, iter_in=2, src_factor_in=1), gemm_insn(uop_bgn=3, uop_end=20, reset=1),
              gemm_insn(uop_end=40)]
     run_gemm(SMALL, insns, uops, seed=6)
+
+
+def test_registered_mul_fabric_is_exact_two_cycles_later():
+    """registered_mul off an ECP5: operands registered, then the product (signed and unsigned)."""
+    from amaranth.hdl import Signal
+    from hw.gemm import registered_mul
+    rng = np.random.default_rng(11)
+    for signed_operands, (wa, wb) in ((True, (8, 8)), (False, (14, 11))):
+        m = Module()
+        a, b = Signal(wa), Signal(wb)
+        prod = registered_mul(m, None, a, b, "p", signed_operands=signed_operands)
+        sim = Simulator(m)
+        sim.add_clock(1e-6)
+        lo_a, hi_a = (-(1 << (wa - 1)), 1 << (wa - 1)) if signed_operands else (0, 1 << wa)
+        lo_b, hi_b = (-(1 << (wb - 1)), 1 << (wb - 1)) if signed_operands else (0, 1 << wb)
+        xs = list(zip(rng.integers(lo_a, hi_a, 20), rng.integers(lo_b, hi_b, 20)))
+
+        async def bench(ctx):
+            got = []
+            for i in range(len(xs) + 2):
+                if i < len(xs):
+                    ctx.set(a, int(xs[i][0]) & ((1 << wa) - 1))
+                    ctx.set(b, int(xs[i][1]) & ((1 << wb) - 1))
+                await ctx.tick()
+                got.append(ctx.get(prod))
+            assert got[1:len(xs) + 1] == [int(x) * int(y) for x, y in xs]
+
+        sim.add_testbench(bench)
+        sim.run()
+
+
+def test_registered_mul_on_ecp5_is_a_registered_mult18x18d():
+    from amaranth.hdl import Fragment, Instance, Signal
+    from hw.gemm import registered_mul
+
+    class Ecp5:
+        family = "ecp5"
+
+    m = Module()
+    a, b = Signal(8), Signal(8)
+    prod = registered_mul(m, Ecp5(), a, b, "p")
+    frag = Fragment.get(m, None)
+    dsps = [sub for sub, _name, _src in frag.subfragments if isinstance(sub, Instance)]
+    assert len(dsps) == 1 and dsps[0].type == "MULT18X18D"
+    params = dsps[0].parameters
+    assert params["REG_INPUTA_CLK"] == params["REG_INPUTB_CLK"] == params["REG_OUTPUT_CLK"] == "CLK0"
+    assert params["REG_PIPELINE_CLK"] == "NONE" and len(prod) == 16 and prod.shape().signed
+    m2 = Module()
+    with pytest.raises(ValueError, match="18x18"):
+        registered_mul(m2, None, Signal(19), Signal(8), "q")
+    Fragment.get(m2, None)
