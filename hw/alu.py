@@ -202,19 +202,19 @@ class Alu(wiring.Component):
             lane = slice(i * 32, (i + 1) * 32)
             w_left, w_amount = shift_amount(wr_q[lane])
             s_left, s_amount = shift_amount(src_row[lane])
+            def take(x, left, amount, i=i):
+                return [b_q[i].eq(x), left_q[i].eq(left), amt_q[i].eq(amount),
+                        left_c[i].eq(left), amt_c[i].eq(amount)]
             with m.If(use_imm):
-                m.d.sync += [b_q[i].eq(imm.as_unsigned()), left_q[i].eq(imm_left), amt_q[i].eq(imm_amount),
-                             left_c[i].eq(imm_left), amt_c[i].eq(imm_amount)]
+                m.d.sync += take(imm.as_unsigned(), imm_left, imm_amount)
             with m.Elif(s_late):
-                m.d.sync += [b_q[i].eq(wr_q[lane]), left_q[i].eq(w_left), amt_q[i].eq(w_amount),
-                             left_c[i].eq(w_left), amt_c[i].eq(w_amount)]
+                m.d.sync += take(wr_q[lane], w_left, w_amount)
             with m.Else():
-                m.d.sync += [b_q[i].eq(src_row[lane]), left_q[i].eq(s_left), amt_q[i].eq(s_amount),
-                             left_c[i].eq(s_left), amt_c[i].eq(s_amount)]
+                m.d.sync += take(src_row[lane], s_left, s_amount)
         # the one-hot opcode, one copy per lane (fan-out: timing; registers named *_copy* are
         # deliberate duplicates, which the FPGA build keeps apart: hw.fpga.KEEP_COPIES)
         lane_ops = [{name: Signal(name=f"op_{name}_copy{i}") for name in ("max", "add", "shr", "mul")}
-                    for i in range(cfg.BATCH * cfg.BLOCK_OUT)]
+                    for i in range(lanes_n)]
         with m.If(self.start):
             for ops in lane_ops:
                 m.d.sync += [ops["max"].eq(op_in == AluOp.MAX), ops["add"].eq(op_in == AluOp.ADD),

@@ -65,7 +65,7 @@ class Compute(wiring.Component):
     a register), and a unit is free in the cycle after its ``done`` (GEMM: N + 11 cycles for N
     micro-ops, ALU: N + 9 or 2N + 8). LOADs and FINISH wait a cycle longer than the condition that
     lets them run (it is registered), and a loader starts the cycle after its pops (loads: DMA
-    latency + two cycles + one cycle per SRAM row; ACC loads write through a register, one more).
+    latency + three cycles + one cycle per SRAM row; ACC loads write through a register, one more).
 
     Members:
         ``insn``        In(stream of 128 bits)
@@ -154,9 +154,6 @@ class Compute(wiring.Component):
         m.d.comb += [gemm.insn.eq(word), alu.insn.eq(word), fp.insn.eq(word),
                      ld_uop.base.eq(self.uop_base), ld_acc.base.eq(self.acc_base),
                      ld_acc8.base.eq(self.acc_base)]
-        go_uop, go_acc, go_acc8 = Signal(), Signal(), Signal()
-        m.d.sync += [go_uop.eq(0), go_acc.eq(0), go_acc8.eq(0)]
-        m.d.comb += [ld_uop.start.eq(go_uop), ld_acc.start.eq(go_acc), ld_acc8.start.eq(go_acc8)]
         dma_sel = Signal(2)
         dma_read_mux(m, self.dma, [ld_uop.dma, ld_acc.dma, ld_acc8.dma], dma_sel)
 
@@ -244,20 +241,18 @@ class Compute(wiring.Component):
         readers = [gemm.acc_rd, alu.acc_rd]
         dual = run[0] & run[1]
         load_is_acc = Signal()           # the acc loader (not ACC_8BIT) owns the banks when no unit runs
-        with m.If(go_acc | go_acc8):
-            m.d.sync += load_is_acc.eq(go_acc)
         wr_count, bank_rd = [], []
         for b in range(nbanks):
             wr = acc_banks[b].write_port()
             rd = acc_banks[b].read_port(transparent_for=(wr,))
             owr = out_banks[b].write_port()
             # which writer/reader drives this bank: 0 GEMM, 1 ALU, 2/3 the loads
-            # (a register, one cycle behind the slots: a unit's first acc access comes several
-            # cycles after its issue and its last one before its ``done``, and a unit running beside
-            # another never touches the other's bank, so the owner is settled whenever it matters)
-            # (one-hot, so the muxes below are AND-OR: two LUT levels; one copy per lane for the
-            # data mux, whose fan-out is the row width: registers named *_copy* stay apart in the
-            # FPGA build, hw.fpga.KEEP_COPIES)
+            # The owner is a register, one cycle behind the slots: a unit's first acc access comes
+            # several cycles after its issue and its last one before its ``done``, and a unit
+            # running beside another never touches the other's bank, so it is settled whenever it
+            # matters. One-hot, so the muxes below are AND-OR (two LUT levels), with one copy per
+            # lane for the data mux, whose fan-out is the row width (registers named *_copy* stay
+            # apart in the FPGA build: hw.fpga.KEEP_COPIES).
             own = Signal(4, name=f"bank{b}_owner")
             own_lane = [Signal(4, name=f"bank{b}_owner_copy{i}") for i in range(lanes)]
             owner = Mux(dual, Mux(bank_of[0] == b, 0b0001, 0b0010),
@@ -341,10 +336,11 @@ class Compute(wiring.Component):
                 with m.Switch(op):
                     with m.Case(Opcode.LOAD):
                         m.d.sync += dma_sel.eq(Mux(mt == MemId.UOP, 0, Mux(mt == MemId.ACC, 1, 2)))
-                        m.d.sync += [uop_end.eq(mem.sram_base + mem.x_size), uop_static.eq(
+                        end = mem.sram_base + mem.x_size
+                        m.d.sync += [uop_end.eq(end), uop_static.eq(
                             (mt == MemId.UOP) & ~mem.push_prev & ~mem.push_next & (mem.y_size == 1) &
                             (mem.x_pad_0 == 0) & (mem.x_pad_1 == 0) & (mem.y_pad_0 == 0) & (mem.y_pad_1 == 0) &
-                            (mem.sram_base + mem.x_size <= cfg.UOP_DEPTH))]
+                            (end <= cfg.UOP_DEPTH))]
                         with m.If((mt == MemId.UOP) | (mt == MemId.ACC) | (mt == MemId.ACC_8BIT)):
                             m.next = "DRAIN"
                         with m.Else():
@@ -403,10 +399,9 @@ class Compute(wiring.Component):
                             m.d.comb += self.finish.eq(1)
                             m.next = "PUSH"
                         with m.Else():
-                            # the loader starts in the next cycle, from a register (timing: its
-                            # start fans out to every register of the loader)
-                            m.d.sync += [go_uop.eq(mt == MemId.UOP), go_acc.eq(mt == MemId.ACC),
-                                         go_acc8.eq(mt == MemId.ACC_8BIT)]
+                            m.d.comb += [ld_uop.start.eq(mt == MemId.UOP), ld_acc.start.eq(mt == MemId.ACC),
+                                         ld_acc8.start.eq(mt == MemId.ACC_8BIT)]
+                            m.d.sync += load_is_acc.eq(mt == MemId.ACC)
                             m.next = "LOAD"
             with m.State("LOAD"):
                 m.d.comb += fe_busy.eq(1)

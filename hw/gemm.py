@@ -32,7 +32,7 @@ def registered_mul(m, platform, a, b, name, *, signed_operands=True):
     delay to a fabric path; elsewhere it is flip-flops around a ``*``. Returns the product, a Signal
     of ``len(a) + len(b)`` bits (signed when the operands are)."""
     wa, wb = len(a), len(b)
-    if wa > 18 - (not signed_operands) or wb > 18 - (not signed_operands):
+    if wa > 18 or wb > 18:
         raise ValueError(f"registered_mul: operands of {wa} and {wb} bits do not fit an 18x18 multiplier")
     shape = signed(wa + wb) if signed_operands else unsigned(wa + wb)
     prod = Signal(shape, name=name)
@@ -57,7 +57,7 @@ def registered_mul(m, platform, a, b, name, *, signed_operands=True):
             i_SIGNEDA=int(signed_operands), i_SIGNEDB=int(signed_operands), i_SOURCEA=0, i_SOURCEB=0, **ports)
         m.d.comb += prod.eq(p[:wa + wb])
     else:
-        op_shape = (lambda w: signed(w)) if signed_operands else (lambda w: unsigned(w))
+        op_shape = signed if signed_operands else unsigned
         aq, bq = Signal(op_shape(wa), name=f"{name}_a"), Signal(op_shape(wb), name=f"{name}_b")
         m.d.sync += [aq.eq(a), bq.eq(b), prod.eq(aq * bq)]
     return prod

@@ -30,7 +30,10 @@ class TensorLoad(wiring.Component):
     of this memory type, a power of two), ``depth`` (rows of the SRAM).
 
     Pulse ``start`` for one cycle with ``insn`` (a memory instruction) and ``base`` (the base
-    pointer of this memory type, a byte address ORed into every DRAM address) valid. Row ``y`` is
+    pointer of this memory type, a byte address ORed into every DRAM address) valid, and hold both
+    for one more cycle: the loader takes them in the cycle after ``start``, from a registered copy of
+    it (``start`` fans out to every register of the loader; this way the caller's decision logic
+    does not run in series with that fan-out). Row ``y`` is
     read from byte address ``((dram_base + y*x_stride) * elem_bytes) | base``; the DMA command reads
     the bus words covering the row (aligned start, offset = address mod bus bytes) and the loader
     extracts the elements (several per bus word when ``elem_bytes`` is smaller than the bus, or
@@ -38,11 +41,11 @@ class TensorLoad(wiring.Component):
     the data. SRAM rows ``sram_base ..`` are written in order, one per cycle when data is there:
     ``y_pad_0`` zero rows, then for each DRAM row ``x_pad_0`` zeros, ``x_size`` elements, ``x_pad_1``
     zeros, then ``y_pad_1`` zero rows (row pitch = x_pad_0 + x_size + x_pad_1). ``done`` pulses
-    for one cycle in the cycle after the last SRAM write (or two cycles after ``start`` for a NOP,
+    for one cycle in the cycle after the last SRAM write (or three cycles after ``start`` for a NOP,
     x_size = 0). ``busy`` is high from the cycle after ``start`` until ``done``.
 
     Throughput: one SRAM row per cycle (elements no wider than the bus) or one bus word per cycle
-    (wider elements), limited by the DMA. Latency: DMA latency + 2 cycles.
+    (wider elements), limited by the DMA. Latency: DMA latency + 3 cycles.
 
     Members: ``start`` In(1), ``insn`` In(mem layout), ``base`` In(32), ``busy`` Out(1),
     ``done`` Out(1), ``dma`` Out(DMA read client), ``wr`` In(WritePort.Signature) (driven).
@@ -97,9 +100,11 @@ class TensorLoad(wiring.Component):
         w_addr = Signal(max(aw, 1))
         d_elem = Signal(ADDR_BITS)  # DRAM element index of the row being written
 
+        start = Signal()           # ``start``, one cycle later
+        m.d.sync += start.eq(self.start)
         in_rows = insn.y_pad_0 + insn.y_size + insn.y_pad_1
         m.d.sync += self.done.eq(0)
-        with m.If(self.start):
+        with m.If(start):
             m.d.sync += [
                 x_size.eq(insn.x_size), y_size.eq(insn.y_size), x_stride.eq(insn.x_stride),
                 base.eq(self.base), y_pad_0.eq(insn.y_pad_0), x_pad_0.eq(insn.x_pad_0),
@@ -114,7 +119,7 @@ class TensorLoad(wiring.Component):
                 m.d.sync += self.done.eq(1)
             with m.Else():
                 m.d.sync += [c_active.eq(insn.y_size != 0), w_active.eq(1)]
-        m.d.comb += self.busy.eq(c_active | w_active)
+        m.d.comb += self.busy.eq(start | c_active | w_active)
 
         # ---- DMA commands, one per DRAM row
         c_byte = Signal(ADDR_BITS)
@@ -143,7 +148,7 @@ class TensorLoad(wiring.Component):
                 ("row_in", "col_in", "first", "last", "col_end", "row_end")}
         def sum_is_one(*terms):     # t0 + t1 + ... == 1 for unsigned terms, without adders
             return Cat(*((t == 1) & Cat(*(u == 0 for u in terms if u is not t)).all() for t in terms)).any()
-        with m.If(self.start):      # the flags of position (0, 0), from bit tests only (timing)
+        with m.If(start):           # the flags of position (0, 0), from bit tests only (timing)
             m.d.sync += [
                 flag["row_in"].eq((insn.y_pad_0 == 0) & (insn.y_size != 0)),
                 flag["col_in"].eq((insn.x_pad_0 == 0) & (insn.x_size != 0)),
@@ -304,11 +309,6 @@ class Load(wiring.Component):
         for t in (inp, wgt):
             m.d.comb += [t.insn.eq(word), t.base.eq(Mux(sel, self.wgt_base, self.inp_base))]
 
-        # the loader starts in the cycle after the pop, from a register (its start fans out to all
-        # of its registers: timing)
-        go_inp, go_wgt = Signal(), Signal()
-        m.d.sync += [go_inp.eq(0), go_wgt.eq(0)]
-        m.d.comb += [inp.start.eq(go_inp), wgt.start.eq(go_wgt)]
         with m.FSM(name="load_fsm"):
             with m.State("IDLE"):
                 m.d.comb += self.insn.ready.eq(1)
@@ -329,7 +329,7 @@ class Load(wiring.Component):
                     m.d.comb += self.stall.eq(1)
                 with m.Else():
                     m.d.comb += self.g2l.pop.eq(insn.pop_next)
-                    m.d.sync += [go_inp.eq(~sel), go_wgt.eq(sel)]
+                    m.d.comb += [inp.start.eq(~sel), wgt.start.eq(sel)]
                     m.next = "RUN"
             with m.State("RUN"):
                 m.d.comb += self.busy.eq(1)

@@ -121,10 +121,10 @@ def _param(cell, name, default=""):
     return v
 
 
-def _arcs(cell):
+def _arcs(cell, d):
     """(combinational arcs {out_port: [(in_port, delay)]}, startpoints {out_port: delay},
-    endpoints {in_port: setup}) of one cell; port names without bit indices, matched by prefix."""
-    d = DELAYS
+    endpoints {in_port: setup}) of one cell under the delays ``d``; port names without bit indices,
+    matched by prefix."""
     t = cell["type"]
     if t == "LUT4":
         return {"Z": [(p, d["lut"]) for p in "ABCD"]}, {}, {}
@@ -167,15 +167,13 @@ def analyse(net: Netlist, period: float = 10.0, top: int = 40, delays: dict | No
     a summary (endpoints over the period, worst arrival, cell types not modelled). Endpoints whose
     worst path starts at a net named in ``skip`` are left out (the synchronous reset, whose fan-out
     to every register would otherwise top the list; nextpnr routes it as any net)."""
-    if delays:
-        DELAYS.update(delays)
-    d = DELAYS
+    d = {**DELAYS, **(delays or {})}
     arrival: dict[int, float] = {}
     came_from: dict[int, int | None] = {}
     unknown = defaultdict(int)
     info = {}
     for cname, cell in net.cells.items():
-        a = _arcs(cell)
+        a = _arcs(cell, d)
         if a is None and cell["type"] not in _IGNORED:
             unknown[cell["type"]] += 1
         info[cname] = a

@@ -110,3 +110,13 @@ def test_main_reads_a_netlist_file(tmp_path, capsys):
     assert timing.main([str(path), "--period", "2"]) == 0
     out = capsys.readouterr().out
     assert "1 endpoints, 1 estimated over 2 ns" in out and "q" in out
+
+
+def test_delay_overrides_apply_to_one_call_only():
+    cells = {"r0": _ff(20, 10), "l1": _lut(10, 11), "r1": _ff(11, 20)}
+    net = _netlist(cells, {"q": [10], "d": [11]})
+    base, _ = analyse(net, period=10.0)
+    slow, _ = analyse(net, period=10.0, delays={"lut": 5.0})
+    again, _ = analyse(net, period=10.0)
+    assert slow[0].arrival == pytest.approx(base[0].arrival + 5.0 - DELAYS["lut"])
+    assert again[0].arrival == pytest.approx(base[0].arrival)
