@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from sw.isa import AluOp
 from .gemm import UopSequencer
 from .isa import insn_layouts, uop_layout
-from .sram import check_config, read_signature, write_signature
+from .sram import check_config, merge_history, merge_rows, merge_select, read_signature, write_signature
 
 __all__ = ["Alu", "alu_lane", "shift_amount"]
 
@@ -22,15 +22,22 @@ def shift_amount(b):
     return sign, amount
 
 
-def alu_lane(m, ops, a, b, left, amount):
+def alu_lane(m, ops, a, b, left, amount, *, repeat=False):
     """The result of one 32-bit lane of MIN, MAX, ADD or SHR applied to signed ``a`` and ``b``. ``ops``:
     one-hot registers ``{"max", "add", "shr"}`` (none set: MIN); ``(left, amount)`` =
-    :func:`shift_amount` of ``b`` (computed a stage earlier). MUL is not here (see :class:`Alu`)."""
+    :func:`shift_amount` of ``b`` (computed a stage earlier). MUL is not here (see :class:`Alu`).
+
+    ``repeat``: ``a`` is the result of the same operation with the same ``b`` (a micro-op with an
+    immediate whose row was written by the one just ahead); MIN and MAX are idempotent, so their
+    result is ``a`` itself and the compare drops out of the one-cycle forwarding loop."""
     sa = a.as_signed()
     sb = b.as_signed()
-    take_a = Signal()
-    m.d.comb += take_a.eq((sa < sb) ^ ops["max"])
-    minmax = Mux(take_a, sa, sb)
+    if repeat:
+        minmax = sa
+    else:
+        take_a = Signal()
+        m.d.comb += take_a.eq((sa < sb) ^ ops["max"])
+        minmax = Mux(take_a, sa, sb)
     shifted = Mux(left, (sa << amount)[:32], (sa >> amount)[:32])
     res = Signal(32)
     m.d.comb += res.eq(Mux(ops["add"], (sa + sb)[:32], Mux(ops["shr"], shifted, minmax)))
@@ -52,13 +59,14 @@ class Alu(wiring.Component):
     An immediate operand runs one micro-op per cycle, a tensor operand one every two cycles (one
     acc read port).
 
-    Hazards: the acc read port must be *transparent* to the acc write port (the owner of the acc
-    memory provides ``read_port(transparent_for=...)``), so a write in the cycle of a read is in
-    the data; the writes of later cycles are merged in while a row waits in its registers (acc[d]
-    in S6, acc[s] in S5 and S6), and the write of the micro-op just ahead (in W while this one is
-    in C) is forwarded: the lanes are computed both from that write and from the registered row and
-    the match selects the result (so the match's fan-out is not in series with the lane logic).
-    So there are no hazards at any distance.
+    Hazards: the acc memory takes writes through a register and its read port is not transparent
+    (hw/sram.py, :func:`~hw.sram.join_acc`), so a row read at t holds the writes presented up to
+    t-2; those presented later are merged in while the row waits in its registers (acc[s] at S5,
+    acc[d] at S6, the latest write winning; acc[s] again at S6 from the write presented then),
+    and the write of the micro-op just ahead (in W while this one is in C) is forwarded: the lanes
+    are computed both from that write and from the registered row and the match selects the
+    result (so the match's fan-out is not in series with the lane logic). So there are no hazards
+    at any distance.
 
     Latency: ``done`` N + 9 cycles after ``start`` for N micro-ops with an immediate, 2N + 8
     with a tensor operand (:attr:`latency` = 8: the first acc write comes ``latency`` cycles after
@@ -114,8 +122,15 @@ class Alu(wiring.Component):
                           (op_in == AluOp.SHR) | ((op_in == AluOp.MUL) & bool(cfg.ALU_MUL)))
         m.d.comb += seq.start.eq(self.start & ok)
         m.d.sync += [self.done.eq(0), self.error.eq(0)]
+        # ``may_step`` = use_imm | ~toggle, kept as a register (the step fans out to the sequencer);
+        # SHR's shift of the immediate is computed once, at the start
+        may_step = Signal()
+        imm_in = Signal(signed(32))
+        m.d.comb += imm_in.eq(insn.imm)
+        imm_left, imm_amount = Signal(), Signal(5)
         with m.If(self.start):
-            m.d.sync += [use_imm.eq(insn.use_imm), imm.eq(insn.imm), toggle.eq(0)]
+            m.d.sync += [use_imm.eq(insn.use_imm), imm.eq(insn.imm), toggle.eq(0), may_step.eq(1)]
+            m.d.sync += Cat(imm_left, imm_amount).eq(Cat(*shift_amount(imm_in.as_unsigned())))
             with m.If(~ok):
                 m.d.sync += [self.done.eq(1), self.error.eq(1)]
             with m.Elif((insn.uop_end <= insn.uop_bgn) | (insn.iter_out == 0) | (insn.iter_in == 0)):
@@ -123,21 +138,24 @@ class Alu(wiring.Component):
             with m.Else():
                 m.d.sync += active.eq(1)
         with m.Elif(seq.valid & ~use_imm):
-            m.d.sync += toggle.eq(~toggle)
-        step = seq.valid & (use_imm | ~toggle)
+            m.d.sync += [toggle.eq(~toggle), may_step.eq(toggle)]
+        step = seq.valid & may_step
         m.d.comb += seq.step.eq(step)
 
         for port in (self.uop_rd, self.acc_rd):
             m.d.comb += port.en.eq(1)
 
         C, W = 7, 8
-        valid = {k: Signal(name=f"s{k}_valid") for k in range(1, W + 1)}
+        # (valid and dst run two stages past W: the merge of missed writes looks at W+1 and W+2)
+        valid = {k: Signal(name=f"s{k}_valid") for k in range(1, W + 3)}
         last = {k: Signal(name=f"s{k}_last") for k in range(1, W + 1)}
-        dst = {k: Signal(aw, name=f"s{k}_d") for k in range(3, W + 1)}
+        dst = {k: Signal(aw, name=f"s{k}_d") for k in range(3, W + 3)}
         src = {k: Signal(aw, name=f"s{k}_s") for k in range(3, 6)}
+        for k in range(2, W + 3):
+            m.d.sync += valid[k].eq(valid[k - 1])
         for k in range(2, W + 1):
-            m.d.sync += [valid[k].eq(valid[k - 1]), last[k].eq(last[k - 1])]
-        for k in range(4, W + 1):
+            m.d.sync += last[k].eq(last[k - 1])
+        for k in range(4, W + 3):
             m.d.sync += dst[k].eq(dst[k - 1])
         for k in range(4, 6):
             m.d.sync += src[k].eq(src[k - 1])
@@ -147,70 +165,62 @@ class Alu(wiring.Component):
         o1_d, o1_s = Signal.like(seq.dst), Signal.like(seq.src)
         m.d.sync += [valid[1].eq(step), last[1].eq(seq.last), o1_d.eq(seq.dst), o1_s.eq(seq.src)]
         # S1: register the uop row
-        uop_q = Signal(len(self.uop_rd.data))
+        uop_q = Signal(len(self.uop_rd.data), reset_less=True)
         o2_d, o2_s = Signal.like(o1_d), Signal.like(o1_s)
         m.d.sync += [uop_q.eq(self.uop_rd.data), o2_d.eq(o1_d), o2_s.eq(o1_s)]
         # S2: add the offsets into the index registers
         uop = uop_layout(cfg)(uop_q)
         m.d.sync += [dst[3].eq(uop.dst_idx + o2_d), src[3].eq(uop.src_idx + o2_s)]
-        # S3 reads acc[s] (tensor operand), S4 acc[d]; with a tensor operand the two never coincide
-        with m.If(valid[3] & ~use_imm):
-            m.d.comb += self.acc_rd.addr.eq(src[3])
-        with m.Else():
-            m.d.comb += self.acc_rd.addr.eq(dst[4])
+        # S3 reads acc[s] (tensor operand), S4 acc[d]; with a tensor operand the two never coincide.
+        # The read address is a register, chosen a cycle ahead (from what S3 and S4 will hold).
+        rd_addr = Signal(aw)
+        m.d.sync += rd_addr.eq(Mux(valid[2] & ~use_imm, uop.src_idx + o2_s, dst[3]))
+        m.d.comb += self.acc_rd.addr.eq(rd_addr)
         acc_w = cfg.ACC_MATRIX_WIDTH
-        raw_q = Signal(acc_w)       # the row read in the cycle before
-        wr_q = Signal(acc_w)        # the result of C, written in W
-        wr_q2 = Signal(acc_w)       # the result written in the cycle before
-        m.d.sync += [raw_q.eq(self.acc_rd.data), wr_q2.eq(wr_q)]
-
-        def merged(reg, now, prev):
-            """``reg`` <= the raw row, or the write now in W (``now``) or of the cycle before (``prev``)."""
-            with m.If(now):
-                m.d.sync += reg.eq(wr_q)
-            with m.Elif(prev):
-                m.d.sync += reg.eq(wr_q2)
-            with m.Else():
-                m.d.sync += reg.eq(raw_q)
-
-        # match flags, registered one cycle before they select
-        s_prev, s_late, d_now, d_prev = (Signal(name=n) for n in ("s_prev", "s_late", "d_now", "d_prev"))
-        m.d.sync += [
-            s_prev.eq(valid[W] & (dst[W] == src[4])),       # for S5: acc[s] written the cycle before
-            s_late.eq(valid[C] & (dst[C] == src[5])),       # for S6: acc[s] written now
-            d_now.eq(valid[C] & (dst[C] == dst[5])),        # for S6: acc[d] written now
-            d_prev.eq(valid[W] & (dst[W] == dst[5])),       # for S6: acc[d] written the cycle before
-        ]
-        # S5: register acc[s] (micro-ops are two cycles apart with a tensor operand, so none is in C
-        # while this one is in S4 and none writes acc in S5)
-        src_row = Signal(acc_w)
-        m.d.sync += src_row.eq(Mux(s_prev, wr_q2, raw_q))
-        # S6: register acc[d]; X (immediate or acc[s]) and SHR's shift amounts into registers. The
-        # candidates are computed for both sources of acc[s] (the write now in W or the registered
-        # row), and the match flag selects at the end, so its fan-out is not in series with the logic.
-        a_row = Signal(acc_w)
-        merged(a_row, d_now, d_prev)
         lanes_n = cfg.BATCH * cfg.BLOCK_OUT
-        b_q = [Signal(32, name=f"x_{i}") for i in range(lanes_n)]
-        left_q = [Signal(name=f"shl_{i}") for i in range(lanes_n)]
-        amt_q = [Signal(5, name=f"sh_{i}") for i in range(lanes_n)]
+        raw_q = Signal(acc_w, reset_less=True)      # the row read in the cycle before
+        wr_q = Signal(acc_w, reset_less=True)       # the result of C, written in W
+        # (a copy of it for the forwarding into C and S6, so the placer can keep the loop C -> C
+        # tight while wr_q itself goes towards the acc banks)
+        wr_f = Signal(acc_w, name="alu_wr_fwd_copy", reset_less=True)
+        # A write reaches the SRAM a cycle after it is presented (the owner's write register) and
+        # the read is not transparent: a row read at t holds the writes presented up to t-2. The
+        # ones it missed are merged from ``hist`` (wr_q now and 1, 2, 3 cycles before).
+        hist = merge_history(m, wr_q, 3, "alu_wr")
+        m.d.sync += raw_q.eq(self.acc_rd.data)
+        # S5: register acc[s], read at S3, with the writes presented at S2 .. S5 merged in (compared
+        # at S3 with the micro-ops then in W-2 .. W+1, which present them)
+        src_row = Signal(acc_w, reset_less=True)
+        writers = [(valid[k], dst[k]) for k in (W - 2, W - 1, W, W + 1)]
+        s_sel = merge_select(m, "alu_src_merge", lanes_n, src[3], writers)
+        m.d.sync += src_row.eq(merge_rows(s_sel, [*hist, raw_q], lanes_n))
+        # S6: register acc[d], read at S4, with the writes presented at S3 .. S6 merged in (compared
+        # at S4 with the same stages); X (the immediate, acc[s], or the write presented now when it
+        # is to acc[s]: a tensor operand's micro-op one ahead) and SHR's shift amount of X into
+        # registers. The candidates are computed for both sources of acc[s], and the match flag
+        # selects at the end, so its fan-out is not in series with the logic.
+        a_row = Signal(acc_w, reset_less=True)
+        d_sel = merge_select(m, "alu_dst_merge", lanes_n, dst[4], writers)
+        m.d.sync += a_row.eq(merge_rows(d_sel, [*hist, raw_q], lanes_n))
+        s_late = Signal()
+        m.d.sync += s_late.eq(valid[W - 1] & (dst[W - 1] == src[5]))
+        b_q = [Signal(32, name=f"x_{i}", reset_less=True) for i in range(lanes_n)]
+        left_q = [Signal(name=f"shl_{i}", reset_less=True) for i in range(lanes_n)]
+        amt_q = [Signal(5, name=f"sh_{i}", reset_less=True) for i in range(lanes_n)]
         # (copies of the shift controls for the second candidate of C: fan-out, timing)
-        left_c = [Signal(name=f"shl_{i}_copy") for i in range(lanes_n)]
-        amt_c = [Signal(5, name=f"sh_{i}_copy") for i in range(lanes_n)]
-        imm_left, imm_amount = shift_amount(imm.as_unsigned())
+        left_c = [Signal(name=f"shl_{i}_copy", reset_less=True) for i in range(lanes_n)]
+        amt_c = [Signal(5, name=f"sh_{i}_copy", reset_less=True) for i in range(lanes_n)]
         for i in range(lanes_n):
             lane = slice(i * 32, (i + 1) * 32)
-            w_left, w_amount = shift_amount(wr_q[lane])
-            s_left, s_amount = shift_amount(src_row[lane])
             def take(x, left, amount, i=i):
-                return [b_q[i].eq(x), left_q[i].eq(left), amt_q[i].eq(amount),
-                        left_c[i].eq(left), amt_c[i].eq(amount)]
+                return [b_q[i].eq(x), Cat(left_q[i], amt_q[i]).eq(Cat(left, amount)),
+                        Cat(left_c[i], amt_c[i]).eq(Cat(left, amount))]
             with m.If(use_imm):
                 m.d.sync += take(imm.as_unsigned(), imm_left, imm_amount)
             with m.Elif(s_late):
-                m.d.sync += take(wr_q[lane], w_left, w_amount)
+                m.d.sync += take(wr_f[lane], *shift_amount(wr_f[lane]))
             with m.Else():
-                m.d.sync += take(src_row[lane], s_left, s_amount)
+                m.d.sync += take(src_row[lane], *shift_amount(src_row[lane]))
         # the one-hot opcode, one copy per lane (fan-out: timing; registers named *_copy* are
         # deliberate duplicates, which the FPGA build keeps apart: hw.fpga.KEEP_COPIES)
         lane_ops = [{name: Signal(name=f"op_{name}_copy{i}") for name in ("max", "add", "shr", "mul")}
@@ -221,24 +231,24 @@ class Alu(wiring.Component):
                              ops["shr"].eq(op_in == AluOp.SHR), ops["mul"].eq(op_in == AluOp.MUL)]
         # C: compute from registers and register the result. The micro-op just ahead (now in W) may
         # have written acc[d]: the lanes are computed both from its result and from the registered
-        # row, and the match flag selects at the end (the fan-out of the flag runs in parallel).
-        # Each lane has its own copy of the match flag (fan-out).
+        # row, and the match flag (one copy per lane) selects at the end. That match is only
+        # possible with an immediate (a tensor operand spaces micro-ops two cycles apart), so the
+        # operation and X are those of the write ahead: MIN/MAX of its result is the result
+        # (``repeat``), and the one-cycle loop C -> C holds no compare.
         d_w_lane = [Signal(name=f"d_w_copy{i}") for i in range(lanes_n)]
         m.d.sync += [d.eq(valid[C] & (dst[C] == dst[6])) for d in d_w_lane]
         lanes = []
         for i in range(lanes_n):
             lane = slice(i * 32, (i + 1) * 32)
-            from_w = Signal(32, name=f"from_w_{i}")
-            from_row = Signal(32, name=f"from_row_{i}")
             ops = lane_ops[i]
-            m.d.comb += [from_w.eq(alu_lane(m, ops, wr_q[lane], b_q[i], left_q[i], amt_q[i])),
-                         from_row.eq(alu_lane(m, ops, a_row[lane], b_q[i], left_c[i], amt_c[i]))]
+            from_w = alu_lane(m, ops, wr_f[lane], b_q[i], left_c[i], amt_c[i], repeat=True)
+            from_row = alu_lane(m, ops, a_row[lane], b_q[i], left_q[i], amt_q[i])
             res = Mux(d_w_lane[i], from_w, from_row)
             if cfg.ALU_MUL:     # one multiplier per lane, on the selected operand
-                a_fin = Mux(d_w_lane[i], wr_q[lane], a_row[lane]).as_signed()
+                a_fin = Mux(d_w_lane[i], wr_f[lane], a_row[lane]).as_signed()
                 res = Mux(ops["mul"], (a_fin * b_q[i].as_signed())[:32], res)
-            lanes.append(res)
-        m.d.sync += wr_q.eq(Cat(*lanes))
+            lanes.append(res[:32])
+        m.d.sync += [wr_q.eq(Cat(*lanes)), wr_f.eq(Cat(*lanes))]
         # W: write acc[d]
         m.d.comb += [
             self.acc_wr.en.eq(valid[W]),

@@ -12,18 +12,9 @@ from .gemm import Gemm
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_read_signature
 from .isa import insn_layouts
 from .load import TensorLoad, dma_read_mux
-from .sram import check_config, make_memory, read_signature
+from .sram import and_or, check_config, make_memory, read_signature
 
 __all__ = ["Compute"]
-
-
-
-def _and_or(choices, width):
-    """The value of the one choice whose (one-hot) select bit is set: OR of AND-masked values."""
-    out = Const(0, width)
-    for bit, value in choices:
-        out = out | (bit.replicate(width) & value)
-    return out
 
 
 class Compute(wiring.Component):
@@ -144,7 +135,7 @@ class Compute(wiring.Component):
         for user in (gemm, alu, fp):
             wiring.connect(m, user.uop_rd, self.uop_mem.read_port())
 
-        word = Signal(128)
+        word = Signal(128, reset_less=True)
         layouts = insn_layouts(cfg)
         mem = layouts["mem"](word)
         gem = layouts["gemm"](word)
@@ -227,10 +218,11 @@ class Compute(wiring.Component):
             byte = ld_acc8.wr.data[i * 8:(i + 1) * 8]
             acc8_lanes.append(Cat(byte, byte[7].replicate(24)))
         # the acc loaders' writes pass through a register (timing: the DMA data path ends there,
-        # not at the bank muxes), and their ``done`` is delayed to match (``load_done`` below)
+        # not at the bank muxes) and then the bank's write register, and their ``done`` is delayed
+        # to match (``load_done`` below)
         ld_writes = []
         for t, data in ((ld_acc, ld_acc.wr.data), (ld_acc8, Cat(*acc8_lanes))):
-            en, addr, dat = Signal(), Signal.like(t.wr.addr), Signal(cfg.ACC_MATRIX_WIDTH)
+            en, addr, dat = Signal(), Signal.like(t.wr.addr), Signal(cfg.ACC_MATRIX_WIDTH, reset_less=True)
             m.d.sync += [en.eq(t.wr.en), addr.eq(t.wr.addr), dat.eq(data)]
             ld_writes.append((en, addr, dat))
         writers = [  # (en, addr, data) of every acc writer: GEMM, ALU, LOAD ACC, LOAD ACC_8BIT
@@ -244,7 +236,7 @@ class Compute(wiring.Component):
         wr_count, bank_rd = [], []
         for b in range(nbanks):
             wr = acc_banks[b].write_port()
-            rd = acc_banks[b].read_port(transparent_for=(wr,))
+            rd = acc_banks[b].read_port()
             owr = out_banks[b].write_port()
             # which writer/reader drives this bank: 0 GEMM, 1 ALU, 2/3 the loads
             # The owner is a register, one cycle behind the slots: a unit's first acc access comes
@@ -260,18 +252,23 @@ class Compute(wiring.Component):
             m.d.sync += [r.eq(owner) for r in (own, *own_lane)]
             lane_data = []
             for i in range(lanes):
-                lane_data.append(_and_or([(own_lane[i][k], data[i * 32:(i + 1) * 32])
-                                          for k, (_, _, data) in enumerate(writers)], 32))
+                lane_data.append(and_or([(own_lane[i][k], data[i * 32:(i + 1) * 32])
+                                         for k, (_, _, data) in enumerate(writers)], 32))
+            # The write register (hw/sram.py): the selected write reaches the bank a cycle later,
+            # from flip-flops that the placer can put beside the block RAMs (the acc bank and its
+            # OUT mirror each have their own copy). Readers merge the writes their reads missed.
+            w_en = Cat(*(own[k] & en & (bank_bit(addr) == b) for k, (en, addr, _) in enumerate(writers))).any()
+            w_addr = and_or([(own[k], addr[:bw]) for k, (_, addr, _) in enumerate(writers)], bw)
+            w_data = Cat(*lane_data)
+            for port, data, tag in ((wr, w_data, "acc"), (owr, Cat(*(w_data[i * 32:i * 32 + 8] for i in range(lanes))), "out")):
+                q_en = Signal(name=f"bank{b}_{tag}_wen_copy")
+                q_addr = Signal(bw, name=f"bank{b}_{tag}_waddr_copy", reset_less=True)
+                q_data = Signal(len(data), name=f"bank{b}_{tag}_wdata_copy", reset_less=True)
+                m.d.sync += [q_en.eq(w_en), q_addr.eq(w_addr), q_data.eq(data)]
+                m.d.comb += [port.en.eq(q_en), port.addr.eq(q_addr), port.data.eq(q_data)]
             m.d.comb += [
                 rd.en.eq(1),
-                wr.en.eq(Cat(*(own[k] & en & (bank_bit(addr) == b) for k, (en, addr, _) in enumerate(writers))).any()),
-                wr.addr.eq(_and_or([(own[k], addr[:bw]) for k, (_, addr, _) in enumerate(writers)], bw)),
-                wr.data.eq(Cat(*lane_data)),
-                rd.addr.eq(_and_or([(own[k], readers[k].addr[:bw]) for k in range(2)], bw)),
-            ]
-            m.d.comb += [
-                owr.en.eq(wr.en), owr.addr.eq(wr.addr),
-                owr.data.eq(Cat(*(wr.data[i * 32:i * 32 + 8] for i in range(lanes)))),
+                rd.addr.eq(and_or([(own[k], readers[k].addr[:bw]) for k in range(2)], bw)),
             ]
             wr_count.append(wr.en)
             bank_rd.append(rd)
@@ -301,8 +298,10 @@ class Compute(wiring.Component):
         mt = mem.memory_type
         alu_ok = ((alu_insn.alu_opcode == 0) | (alu_insn.alu_opcode == 1) | (alu_insn.alu_opcode == 2) |
                   (alu_insn.alu_opcode == 3) | ((alu_insn.alu_opcode == 4) & bool(cfg.ALU_MUL)))
-        acc_load_done = Signal()
-        m.d.sync += acc_load_done.eq(ld_acc.done | ld_acc8.done)
+        # (two cycles late: an acc load's last write passes the loader register and the bank's write
+        # register before it is in the SRAM)
+        acc_load_late, acc_load_done = Signal(), Signal()
+        m.d.sync += [acc_load_late.eq(ld_acc.done | ld_acc8.done), acc_load_done.eq(acc_load_late)]
         load_done = ld_uop.done | acc_load_done
         tokens_ok = ~((mem.pop_prev & ~self.l2g.valid) | (mem.pop_next & ~self.s2g.valid))
         is_alu = Signal()

@@ -196,7 +196,7 @@ class Fetch(wiring.Component):
         if bus <= INS_WIDTH:
             ratio = INS_WIDTH // bus
             part = Signal(range(ratio))
-            low = Signal(max(1, INS_WIDTH - bus))
+            low = Signal(max(1, INS_WIDTH - bus), reset_less=True)
             final_part = part == ratio - 1
             with m.If(discard):
                 m.d.comb += staging.r_en.eq(staging.r_rdy)
@@ -214,7 +214,7 @@ class Fetch(wiring.Component):
         else:
             per_beat = bus // INS_WIDTH
             skip_bits = per_beat.bit_length() - 1
-            word = Signal(bus)
+            word = Signal(bus, reset_less=True)
             word_valid = Signal()
             assembling = word_valid
             slot = Signal(range(per_beat))

@@ -69,14 +69,14 @@ class AccFootprint(wiring.Component):
         def span(n, f, name):
             """(n - 1) * f (0 for n = 0), three cycles after its inputs: the operands into registers
             here, then :func:`~hw.gemm.registered_mul` (a multiplier block may sit far away)."""
-            n1, fq = Signal(len(n), name=f"{name}_n"), Signal(len(f), name=f"{name}_f")
+            n1, fq = Signal(len(n), name=f"{name}_n", reset_less=True), Signal(len(f), name=f"{name}_f", reset_less=True)
             m.d.sync += [n1.eq(Mux(n == 0, 0, n - 1)), fq.eq(f)]
             return registered_mul(m, platform, n1, fq, name, signed_operands=False)
 
         # the loop spans, always computed from ``insn`` (stable from ``start`` until the next one):
         # registered products (on an ECP5 in MULT18X18D registers), then their sums, ready four
         # cycles after ``start`` (``age``), before the bounds need them
-        off_d, off_s = Signal(32), Signal(32)
+        off_d, off_s = Signal(32, reset_less=True), Signal(32, reset_less=True)
         m.d.sync += [
             off_d.eq(span(gem.iter_out, gem.dst_factor_out, "span_d0") + span(gem.iter_in, gem.dst_factor_in, "span_d1")),
             off_s.eq(span(alu.iter_out, alu.src_factor_out, "span_s0") + span(alu.iter_in, alu.src_factor_in, "span_s1")),
@@ -89,7 +89,7 @@ class AccFootprint(wiring.Component):
         min_s, max_s = Signal(32), Signal(32)
         reading, rd_valid, summing = Signal(), Signal(), Signal()
         row_valid = Signal()
-        row = Signal.like(self.uop_rd.data)         # the micro-op row, registered as it leaves the SRAM
+        row = Signal.like(self.uop_rd.data, reset_less=True)         # the micro-op row, registered as it leaves the SRAM
         m.d.comb += [self.uop_rd.en.eq(1), self.uop_rd.addr.eq(u)]
         m.d.sync += row.eq(self.uop_rd.data)
         uop = uop_layout(cfg)(row)

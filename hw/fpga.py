@@ -417,14 +417,15 @@ def board_plan(board, config, freq_mhz, out, nextpnr_opts=""):
 
 
 def build(board: str = "ulx3s", config="configs/ulx3s.json", freq_mhz: float = 100.0,
-          build_dir: str | os.PathLike | None = None, seed: int = 1, docs=None, router: str = "router2") -> dict:
+          build_dir: str | os.PathLike | None = None, seed: int = 1, docs=None, router: str = "router2",
+          extra_opts: str = "") -> dict:
     """Elaborate, synthesise, place and route, pack; write the report (and into ``docs`` between the
-    ``<!-- <board>-report -->`` markers when given)."""
+    ``<!-- <board>-report -->`` markers when given). ``extra_opts``: more nextpnr options."""
     cfg = load_config(config)
     out = Path(build_dir or ROOT / "build" / "fpga" / board)
     t = time.time()
     plan, top = board_plan(board, config, freq_mhz, out, nextpnr_opts=f"--seed {seed} --router {router} --timing-allow-fail "
-                                                                    f"--report top_report.json")
+                                                                    f"--report top_report.json {extra_opts}".strip())
     products = plan.execute_local(str(out))
     seconds = round(time.time() - t, 1)
     log = (out / "top.tim").read_text() if (out / "top.tim").exists() else ""
@@ -436,7 +437,7 @@ def build(board: str = "ulx3s", config="configs/ulx3s.json", freq_mhz: float = 1
     if docs:
         from .resources import write_markdown
         write_markdown(docs, f"`make bitstream BOARD={board}` of `{config}` ({cfg.name}), PLL {rep['target_mhz']:g} MHz, "
-                             f"nextpnr seed {seed}, {router}, {seconds:.0f} s:\n\n" + report_markdown(rep), marker=f"{board}-report")
+                             f"nextpnr seed {seed}, {router}{(' ' + extra_opts) if extra_opts else ''}, {seconds:.0f} s:\n\n" + report_markdown(rep), marker=f"{board}-report")
     del products
     return rep
 
@@ -451,8 +452,10 @@ def main(argv=None) -> int:
     parser.add_argument("--docs", default=None, help="also write the report into this markdown file (docs/fpga.md)")
     parser.add_argument("--router", default="router2", choices=("router1", "router2"),
                         help="nextpnr router (router2: much faster on this design)")
+    parser.add_argument("--nextpnr-opts", default="", help="more nextpnr options, e.g. \"--placer-heap-timingweight 30\"")
     args = parser.parse_args(argv)
-    rep = build(args.board, args.config, args.freq, args.build_dir, args.seed, args.docs, args.router)
+    rep = build(args.board, args.config, args.freq, args.build_dir, args.seed, args.docs, args.router,
+                args.nextpnr_opts)
     print(report_markdown(rep))
     print(f"bitstream: {rep['bitstream']} ({rep['seconds']} s)")
     return 0

@@ -8,7 +8,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .isa import insn_layouts, uop_layout
-from .sram import check_config, read_signature, write_signature
+from .sram import check_config, merge_history, merge_rows, merge_select, read_signature, write_signature
 
 __all__ = ["UopSequencer", "Gemm", "tree_sum", "registered_mul"]
 
@@ -161,14 +161,13 @@ class Gemm(wiring.Component):
 
     The acc row of a micro-op is read three cycles before C (address at C-3), registered as it
     leaves the SRAM (C-2) and registered again at C-1, where the writes the read missed are merged
-    in: the acc read port must be *transparent* to the acc write port
-    (``read_port(transparent_for=...)``, which the owner of the acc memory provides), so a write in
-    the cycle of the read is in the data; the writes one and two cycles after the read (the
-    micro-ops three and two ahead) replace the row at C-1 when their rows match; the write of the
-    micro-op just ahead (in W while this one is in C) is forwarded (both sums are computed, the match
-    selects). So there is no
-    hazard at any distance and results are bit-exact even between consecutive micro-ops writing
-    the same row.
+    in. The acc memory takes writes through a register and its read port is not transparent
+    (hw/sram.py, :func:`~hw.sram.join_acc`): the row as read holds the writes presented up to two
+    cycles before the read, and the four presented since (the micro-ops five to two ahead) replace
+    it at C-1 when their rows match, the latest one winning; the write of the micro-op just ahead
+    (in W while this one is in C) is forwarded (both sums are computed, the match selects). So
+    there is no hazard at any distance and results are bit-exact even between consecutive
+    micro-ops writing the same row.
 
     Pulse ``start`` with ``insn`` (GEMM layout) valid. Latency: the first acc write is
     :attr:`latency` (11 for BLOCK_IN 8 and 16) cycles after ``start``; N micro-ops finish with
@@ -226,12 +225,15 @@ class Gemm(wiring.Component):
         W = C + 1           # the acc write stage
         R = C - 3           # the acc read stage
         aw = cfg.LOG_ACC_DEPTH
-        valid = {k: Signal(name=f"s{k}_valid") for k in range(1, W + 1)}
+        # (valid and dst run two stages past W: the merge of missed writes looks at W+1 and W+2)
+        valid = {k: Signal(name=f"s{k}_valid") for k in range(1, W + 3)}
         last = {k: Signal(name=f"s{k}_last") for k in range(1, W + 1)}
-        dst = {k: Signal(aw, name=f"s{k}_d") for k in range(3, W + 1)}
+        dst = {k: Signal(aw, name=f"s{k}_d") for k in range(3, W + 3)}
+        for k in range(2, W + 3):
+            m.d.sync += valid[k].eq(valid[k - 1])
         for k in range(2, W + 1):
-            m.d.sync += [valid[k].eq(valid[k - 1]), last[k].eq(last[k - 1])]
-        for k in range(4, W + 1):
+            m.d.sync += last[k].eq(last[k - 1])
+        for k in range(4, W + 3):
             m.d.sync += dst[k].eq(dst[k - 1])
 
         # S0: read the uop; the loop offsets go along
@@ -240,7 +242,7 @@ class Gemm(wiring.Component):
         m.d.sync += [valid[1].eq(seq.valid), last[1].eq(seq.last),
                      o1_d.eq(seq.dst), o1_s.eq(seq.src), o1_w.eq(seq.wgt)]
         # S1: register the uop row
-        uop_q = Signal(len(self.uop_rd.data))
+        uop_q = Signal(len(self.uop_rd.data), reset_less=True)
         o2_d, o2_s, o2_w = Signal.like(o1_d), Signal.like(o1_s), Signal.like(o1_w)
         m.d.sync += [uop_q.eq(self.uop_rd.data), o2_d.eq(o1_d), o2_s.eq(o1_s), o2_w.eq(o1_w)]
         # S2: add the offsets into the index registers
@@ -251,8 +253,8 @@ class Gemm(wiring.Component):
         # S3: address inp and wgt
         m.d.comb += [self.inp_rd.addr.eq(s3_s), self.wgt_rd.addr.eq(s3_w)]
         # S4: register the inp and wgt rows
-        inp_q = Signal(len(self.inp_rd.data))
-        wgt_q = Signal(len(self.wgt_rd.data))
+        inp_q = Signal(len(self.inp_rd.data), reset_less=True)
+        wgt_q = Signal(len(self.wgt_rd.data), reset_less=True)
         m.d.sync += [inp_q.eq(self.inp_rd.data), wgt_q.eq(self.wgt_rd.data)]
         # S5, S6: the operands and then the products into registers (on an ECP5: the input and
         # output registers of the MULT18X18D, so no route leads into or out of a multiplier
@@ -277,7 +279,7 @@ class Gemm(wiring.Component):
                                 ([terms[-1]] if len(terms) % 2 else [])
                 regs = []
                 for j, term in enumerate(terms):
-                    r = Signal(term.shape(), name=f"sum{t + 1}_{i // bo}_{i % bo}_{j}")
+                    r = Signal(term.shape(), name=f"sum{t + 1}_{i // bo}_{i % bo}_{j}", reset_less=True)
                     m.d.sync += r.eq(term)
                     regs.append(r)
                 nxt.append(regs)
@@ -285,37 +287,38 @@ class Gemm(wiring.Component):
         dots = [row[0] for row in rows]
         assert all(len(row) == 1 for row in rows)
 
-        # the acc row: read at R, registered raw at R+1 = C-2, merged with the missed writes at C-1
+        # the acc row: read at R, registered raw at R+1 = C-2, merged with the missed writes at C-1.
+        # A write reaches the SRAM a cycle after the unit presents it (the owner's write register)
+        # and the read is not transparent, so the raw row holds the writes presented up to R-2; the
+        # four presented at R-1 .. C-1 are the last four values of ``wr_q`` (``hist``).
         acc_w = len(self.acc_wr.data)
+        lanes = len(dots)
         m.d.comb += self.acc_rd.addr.eq(dst[R])
-        raw_q = Signal(acc_w)
-        row_q = Signal(acc_w)
-        wr_q = Signal(acc_w)        # the result of C, written in W
-        wr_q2 = Signal(acc_w)       # the result written in the cycle before
-        m.d.sync += [raw_q.eq(self.acc_rd.data), wr_q2.eq(wr_q)]
-        # match flags, registered one cycle before they select (C-2 for C-1, C-1 for C)
-        hit_now, hit_prev, hit_w = Signal(), Signal(), Signal()
-        m.d.sync += [
-            hit_now.eq(valid[C] & (dst[C] == dst[C - 2])),    # at C-1: the write now in W
-            hit_prev.eq(valid[W] & (dst[W] == dst[C - 2])),   # at C-1: the write of the cycle before
-            hit_w.eq(valid[C] & (dst[C] == dst[C - 1])),      # at C: the write now in W
-        ]
-        with m.If(hit_now):
-            m.d.sync += row_q.eq(wr_q)
-        with m.Elif(hit_prev):
-            m.d.sync += row_q.eq(wr_q2)
-        with m.Else():
-            m.d.sync += row_q.eq(raw_q)
+        raw_q = Signal(acc_w, reset_less=True)
+        row_q = Signal(acc_w, reset_less=True)
+        wr_q = Signal(acc_w, reset_less=True)       # the result of C, written in W
+        # (a copy of it for the forwarding into C, so the placer can keep the loop C -> C tight
+        # while wr_q itself goes towards the acc banks)
+        wr_f = Signal(acc_w, name="gemm_wr_fwd_copy", reset_less=True)
+        hist = merge_history(m, wr_q, 3, "gemm_wr")  # [wr_q, presented 1, 2, 3 cycles before]
+        m.d.sync += raw_q.eq(self.acc_rd.data)
+        # which of those writes (the latest one) has the row: compared at C-3 with the micro-ops then
+        # in C-1, C, W, W+1 (a cycle later in C, W, W+1, W+2: they present their writes at C-1 ..
+        # C-4 of this one), selecting at C-1, one copy per lane (fan-out)
+        sel = merge_select(m, "gemm_merge", lanes, dst[C - 3],
+                           [(valid[k - 1], dst[k - 1]) for k in (C, W, W + 1, W + 2)])
+        m.d.sync += row_q.eq(merge_rows(sel, [*hist, raw_q], lanes))
         # C: accumulate into the write register. The micro-op just ahead (now in W) may have written
         # the row: both sums are computed and the match selects at the end (its fan-out in parallel).
-        from_w = [(wr_q[i * 32:(i + 1) * 32].as_signed() + dots[i])[:32] for i in range(len(dots))]
-        from_row = [(row_q[i * 32:(i + 1) * 32].as_signed() + dots[i])[:32] for i in range(len(dots))]
+        hit_w = [Signal(name=f"hit_w_copy{i}") for i in range(lanes)]
+        m.d.sync += [h.eq(valid[C] & (dst[C] == dst[C - 1])) for h in hit_w]
+        from_w = [(wr_f[i * 32:(i + 1) * 32].as_signed() + dots[i])[:32] for i in range(lanes)]
+        from_row = [(row_q[i * 32:(i + 1) * 32].as_signed() + dots[i])[:32] for i in range(lanes)]
         with m.If(reset):
-            m.d.sync += wr_q.eq(0)
-        with m.Elif(hit_w):
-            m.d.sync += wr_q.eq(Cat(*from_w))
+            m.d.sync += [wr_q.eq(0), wr_f.eq(0)]
         with m.Else():
-            m.d.sync += wr_q.eq(Cat(*from_row))
+            result = Cat(*(Mux(hit_w[i], from_w[i], from_row[i]) for i in range(lanes)))
+            m.d.sync += [wr_q.eq(result), wr_f.eq(result)]
         # W: write acc
         m.d.comb += [
             self.acc_wr.en.eq(valid[W]),

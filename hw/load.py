@@ -79,26 +79,26 @@ class TensorLoad(wiring.Component):
         aw = exact_log2(self._depth)
         insn = self.insn
 
-        # ---- the instruction, latched on start
-        x_size = Signal(16)
-        y_size = Signal(16)
-        x_stride = Signal(16)
-        base = Signal(ADDR_BITS)
-        y_pad_0 = Signal(4)
-        x_pad_0 = Signal(4)
-        row_pitch = Signal(18)     # x_pad_0 + x_size + x_pad_1
-        rows = Signal(18)          # y_pad_0 + y_size + y_pad_1
-        yd_hi = Signal(17)         # y_pad_0 + y_size: first row after the data rows
-        xd_hi = Signal(17)         # x_pad_0 + x_size: first column after the data columns
+        # ---- the instruction, latched on start (reset-less: set at every start before use)
+        x_size = Signal(16, reset_less=True)
+        y_size = Signal(16, reset_less=True)
+        x_stride = Signal(16, reset_less=True)
+        base = Signal(ADDR_BITS, reset_less=True)
+        y_pad_0 = Signal(4, reset_less=True)
+        x_pad_0 = Signal(4, reset_less=True)
+        row_pitch = Signal(18, reset_less=True)     # x_pad_0 + x_size + x_pad_1
+        rows = Signal(18, reset_less=True)          # y_pad_0 + y_size + y_pad_1
+        yd_hi = Signal(17, reset_less=True)         # y_pad_0 + y_size: first row after the data rows
+        xd_hi = Signal(17, reset_less=True)         # x_pad_0 + x_size: first column after the data columns
 
         c_active = Signal()        # DMA commands still to issue
-        c_y = Signal(16)
-        c_elem = Signal(ADDR_BITS)  # DRAM element index of the row of the next command
+        c_y = Signal(16, reset_less=True)
+        c_elem = Signal(ADDR_BITS, reset_less=True)  # DRAM element index of the row of the next command
         w_active = Signal()        # SRAM writes still to do
-        w_r = Signal(18)
-        w_c = Signal(18)
-        w_addr = Signal(max(aw, 1))
-        d_elem = Signal(ADDR_BITS)  # DRAM element index of the row being written
+        w_r = Signal(18, reset_less=True)
+        w_c = Signal(18, reset_less=True)
+        w_addr = Signal(max(aw, 1), reset_less=True)
+        d_elem = Signal(ADDR_BITS, reset_less=True)  # DRAM element index of the row being written
 
         start = Signal()           # ``start``, one cycle later
         m.d.sync += start.eq(self.start)
@@ -217,7 +217,7 @@ class TensorLoad(wiring.Component):
                 m.d.comb += [elem_valid.eq(beat_valid), elem_data.eq(beat)]
             else:
                 b = Signal(exact_log2(r))
-                asm = Signal((r - 1) * bus)   # earlier beats of the element, oldest in the low bits
+                asm = Signal((r - 1) * bus, reset_less=True)   # earlier beats of the element, oldest in the low bits
                 m.d.comb += [
                     elem_valid.eq(beat_valid & (b == r - 1)),
                     elem_data.eq(Cat(asm, beat)),
@@ -302,7 +302,7 @@ class Load(wiring.Component):
         wiring.connect(m, inp.wr, wiring.flipped(self.inp_wr))
         wiring.connect(m, wgt.wr, wiring.flipped(self.wgt_wr))
 
-        word = Signal(128)
+        word = Signal(128, reset_less=True)
         insn = insn_layouts(cfg)["mem"](word)
         sel = Signal()   # 0 inp, 1 wgt
         dma_read_mux(m, self.dma, [inp.dma, wgt.dma], sel)

@@ -10,6 +10,14 @@ acc    ACC_DEPTH        BATCH*BLOCK_OUT*32               compute / compute
 out    ACC_DEPTH        BATCH*BLOCK_OUT*8                compute (OUT mirror of acc) / store
 =====  ===============  ===============================  ===================================
 
+The acc SRAM is reached by GEMM and the tensor ALU through a *write register*: a write reaches the
+SRAM one cycle after the unit presents it on ``acc_wr`` (an FPGA timing choice: the register sits
+beside the block RAMs, so the owner's writer multiplexer is not in series with the route to them),
+and the read port is not transparent. A read presented in cycle t so returns the writes presented
+up to t-2; each unit merges the ones the read missed from the history of its own write register
+(:func:`merge_history`, :func:`merge_select`, :func:`merge_rows`). :func:`join_acc` joins a unit
+to a memory that way (the unit tests); :class:`~hw.compute.Compute` does the same per bank.
+
 Rows are the little-endian concatenation of the lanes: inp ``[batch][block_in]``, wgt
 ``[block_out][block_in]`` and acc/out ``[batch][block_out]``, lane 0 in the low bits. Every memory
 has one synchronous write port and synchronous read ports (one cycle of read latency).
@@ -20,10 +28,12 @@ one has a member ``In(write_signature(cfg, "inp"))`` (flipped: the module drives
 ``wiring.connect(m, load.inp_wr, inp_mem.write_port())``.
 """
 
-from amaranth.lib import memory
+from amaranth.hdl import Cat, Const, Signal
+from amaranth.lib import memory, wiring
 from amaranth.utils import exact_log2
 
-__all__ = ["SRAM_NAMES", "check_config", "parameter_error", "sram_geometry", "make_memory", "write_signature", "read_signature"]
+__all__ = ["SRAM_NAMES", "check_config", "parameter_error", "sram_geometry", "make_memory", "write_signature",
+           "read_signature", "and_or", "join_acc", "merge_history", "merge_select", "merge_rows"]
 
 SRAM_NAMES = ("uop", "inp", "wgt", "acc", "out")
 
@@ -72,3 +82,60 @@ def write_signature(cfg, name):
 def read_signature(cfg, name):
     depth, width = sram_geometry(cfg, name)
     return memory.ReadPort.Signature(addr_width=exact_log2(depth), shape=width)
+
+
+def and_or(choices, width):
+    """The value of the one choice whose (one-hot) select bit is set: the OR of AND-masked values
+    (two LUT levels for four choices, no priority chain). ``choices``: (bit, value) pairs."""
+    out = Const(0, width)
+    for bit, value in choices:
+        out = out | (bit.replicate(width) & value)
+    return out
+
+
+def join_acc(m, unit, mem):
+    """Join ``unit``'s ``acc_wr`` and ``acc_rd`` to the acc memory ``mem`` as the compute module does:
+    writes through a register (they reach ``mem`` a cycle after the unit presents them), a read port
+    that is not transparent."""
+    wr = mem.write_port()
+    m.d.sync += [wr.en.eq(unit.acc_wr.en), wr.addr.eq(unit.acc_wr.addr), wr.data.eq(unit.acc_wr.data)]
+    wiring.connect(m, unit.acc_rd, mem.read_port())
+
+
+def merge_history(m, wr_q, n, name):
+    """``[wr_q, wr_q one cycle before, ..., n cycles before]``: the rows a unit presented for writing
+    in this cycle and the ``n`` before (reset-less registers named ``<name>_<k>``)."""
+    hist = [wr_q]
+    for k in range(1, n + 1):
+        r = Signal(len(wr_q), name=f"{name}_{k}", reset_less=True)
+        m.d.sync += r.eq(hist[-1])
+        hist.append(r)
+    return hist
+
+
+def merge_select(m, name, lanes, addr, writes):
+    """Registered one-hot selects of a merge, one copy per lane (registers ``<name>_copy<i>``, kept
+    apart in the FPGA build). ``writes``: (valid, row address) of candidate writes, the most recent
+    first; bit k of a select is set when write k is the most recent one to ``addr``, the last bit when
+    none is (keep the row as read). The compares are registered, then the selects (timing: compare,
+    priority and fan-out in different cycles), so they select two cycles after ``addr`` and
+    ``writes`` are given: pass them a stage early (a pipeline without stalls, where the stage
+    before holds what the stage will hold a cycle later)."""
+    hits = Signal(len(writes), name=f"{name}_hits")
+    m.d.sync += hits.eq(Cat(*(valid & (dst == addr) for valid, dst in writes)))
+    onehot, none_yet = [], Const(1, 1)
+    for k in range(len(writes)):
+        onehot.append(hits[k] & none_yet)
+        none_yet = none_yet & ~hits[k]
+    onehot.append(none_yet)
+    sel = [Signal(len(onehot), name=f"{name}_copy{i}") for i in range(lanes)]
+    m.d.sync += [s.eq(Cat(*onehot)) for s in sel]
+    return sel
+
+
+def merge_rows(sel, sources, lanes):
+    """The row picked lane by lane by the one-hot selects of :func:`merge_select` from ``sources``
+    (in the order of its writes, then the row as read)."""
+    w = len(sources[0]) // lanes
+    return Cat(*(and_or([(sel[i][k], src[i * w:(i + 1) * w]) for k, src in enumerate(sources)], w)
+                 for i in range(lanes)))

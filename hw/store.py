@@ -69,7 +69,7 @@ class Store(wiring.Component):
         log_eb, log_bb = exact_log2(eb), exact_log2(bb)
         aw = cfg.LOG_ACC_DEPTH
 
-        word = Signal(128)
+        word = Signal(128, reset_less=True)
         insn = insn_layouts(cfg)["mem"](word)
         start = Signal()
         base = Signal(ADDR_BITS)
@@ -146,7 +146,7 @@ class Store(wiring.Component):
         data = self.dma.data
         if eb < bb:
             k = bb // eb
-            wbuf = Signal(bus)
+            wbuf = Signal(bus, reset_less=True)
             wstrb = Signal(bb)
             merged = Cat(*(Mux(h_slot == i, elem, wbuf[i * ew:(i + 1) * ew]) for i in range(k)))
             merged_strb = Cat(*(Mux(h_slot == i, Const((1 << eb) - 1, eb), wstrb[i * eb:(i + 1) * eb])

@@ -9,7 +9,7 @@ from amaranth.sim import Simulator
 from sw.config import load_config
 from sw.isa import AluOp, Opcode, isa_for
 from hw.alu import Alu
-from hw.sram import make_memory
+from hw.sram import join_acc, make_memory
 from tests.hw.dma_model import pack_rows, unpack_rows
 
 SMALL = load_config("small")
@@ -68,9 +68,7 @@ def run_alu(cfg, insns, uops, acc, *, expect_error=False):
     m.submodules.dut = dut = Alu(cfg)
     m.submodules.uop_mem = uop_mem = make_memory(cfg, "uop", init=[isa.encode_uop(*u) for u in uops])
     m.submodules.acc_mem = acc_mem = make_memory(cfg, "acc", init=pack_rows(acc, np.int32))
-    acc_wr = acc_mem.write_port()
-    wiring.connect(m, dut.acc_wr, acc_wr)
-    wiring.connect(m, dut.acc_rd, acc_mem.read_port(transparent_for=(acc_wr,)))
+    join_acc(m, dut, acc_mem)
     wiring.connect(m, dut.uop_rd, uop_mem.read_port())
     sim = Simulator(m)
     sim.add_clock(1e-6)
@@ -89,6 +87,7 @@ def run_alu(cfg, insns, uops, acc, *, expect_error=False):
                 assert n < 10000, "ALU did not finish"
             errors.append(ctx.get(dut.error))
             cycles.append(n)
+        await ctx.tick()        # the last write passes the write register (hw.sram.join_acc)
         out["acc"] = [ctx.get(acc_mem.data[i]) for i in range(rows)]
 
     sim.add_testbench(bench)
@@ -199,3 +198,12 @@ def test_tensor_source_written_ahead(dist):
     uops = [(d, 0 if j == dist else 6, 0) for j, (d, _, _) in enumerate(uops)]
     run_alu(SMALL, [alu_insn(alu_opcode=AluOp.ADD, uop_end=len(uops), iter_out=2, dst_factor_out=0)],
             uops, acc)
+
+
+@pytest.mark.parametrize("dist", [1, 2, 3, 4, 5, 6])
+def test_immediate_row_written_ahead(dist):
+    """Immediate micro-ops whose row was last written by the micro-op ``dist`` ahead (rows cycle
+    with period ``dist``): every stage of the merge of missed writes, and the SRAM after it."""
+    acc = random_acc(SMALL, 8, 40 + dist) % 1000
+    uops = [(i % dist, 0, 0) for i in range(4 * dist)]
+    run_alu(SMALL, [alu_insn(alu_opcode=AluOp.ADD, use_imm=1, imm=3, uop_end=len(uops))], uops, acc)

@@ -9,7 +9,7 @@ from amaranth.sim import Simulator
 from sw.config import load_config
 from sw.isa import Opcode, isa_for
 from hw.gemm import Gemm
-from hw.sram import make_memory
+from hw.sram import join_acc, make_memory
 from tests.hw.dma_model import pack_rows, unpack_rows
 
 SMALL = load_config("small")
@@ -59,9 +59,7 @@ def run_gemm(cfg, insns, uops, *, seed=0, acc_rows=64, big=False):
     m.submodules.inp_mem = inp_mem = make_memory(cfg, "inp", init=pack_rows(inp, np.int8))
     m.submodules.wgt_mem = wgt_mem = make_memory(cfg, "wgt", init=pack_rows(wgt, np.int8))
     m.submodules.acc_mem = acc_mem = make_memory(cfg, "acc", init=pack_rows(acc, np.int32))
-    acc_wr = acc_mem.write_port()
-    wiring.connect(m, dut.acc_wr, acc_wr)
-    wiring.connect(m, dut.acc_rd, acc_mem.read_port(transparent_for=(acc_wr,)))
+    join_acc(m, dut, acc_mem)
     wiring.connect(m, dut.uop_rd, uop_mem.read_port())
     wiring.connect(m, dut.inp_rd, inp_mem.read_port())
     wiring.connect(m, dut.wgt_rd, wgt_mem.read_port())
@@ -83,6 +81,7 @@ def run_gemm(cfg, insns, uops, *, seed=0, acc_rows=64, big=False):
                 assert n < 10000, "GEMM did not finish"
             cycles.append(n)
             assert ctx.get(dut.busy) == 0
+        await ctx.tick()        # the last write passes the write register (hw.sram.join_acc)
         out["acc"] = [ctx.get(acc_mem.data[i]) for i in range(acc_rows)]
 
     sim.add_testbench(bench)
