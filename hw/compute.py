@@ -45,8 +45,9 @@ class Compute(wiring.Component):
 
     The acc SRAM and its OUT mirror are two banks each (the lower and upper half of the rows), each
     with one read and one write port: a unit running alone drives both banks, two units each drive
-    the bank of their footprint. OUT mirror: every acc write (loads, GEMM including reset, ALU) also
-    writes the low 8 bits of each lane to the same row of the out SRAM, which the store module reads
+    the bank of their footprint; each bank takes its writes through a register beside the block
+    RAMs and its read port is not transparent (hw/sram.py: the units merge the writes a read
+    misses). OUT mirror: every acc write (loads, GEMM including reset, ALU) also writes the low 8 bits of each lane to the same row of the out SRAM, which the store module reads
     through ``out_rd``. A bad instruction (STORE, LOAD of INP/WGT/OUT or an unknown memory type, an
     unknown opcode, MUL when ``cfg.ALU_MUL`` = 0) sets the sticky ``error`` before popping any token
     and stops the front end (instructions already issued finish).
@@ -56,7 +57,7 @@ class Compute(wiring.Component):
     a register), and a unit is free in the cycle after its ``done`` (GEMM: N + 11 cycles for N
     micro-ops, ALU: N + 9 or 2N + 8). LOADs and FINISH wait a cycle longer than the condition that
     lets them run (it is registered), and a loader starts the cycle after its pops (loads: DMA
-    latency + three cycles + one cycle per SRAM row; ACC loads write through a register, one more).
+    latency + three cycles + one cycle per SRAM row; ACC loads write through two registers, two more).
 
     Members:
         ``insn``        In(stream of 128 bits)
