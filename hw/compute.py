@@ -47,8 +47,9 @@ class Compute(wiring.Component):
     with one read and one write port: a unit running alone drives both banks, two units each drive
     the bank of their footprint; each bank takes its writes through a register beside the block
     RAMs and its read port is not transparent (hw/sram.py: the units merge the writes a read
-    misses). OUT mirror: every acc write (loads, GEMM including reset, ALU) also writes the low 8 bits of each lane to the same row of the out SRAM, which the store module reads
-    through ``out_rd``. A bad instruction (STORE, LOAD of INP/WGT/OUT or an unknown memory type, an
+    misses). OUT mirror: every acc write (loads, GEMM including reset, ALU) also writes the low 8
+    bits of each lane to the same row of the out SRAM, which the store module reads through
+    ``out_rd``. A bad instruction (STORE, LOAD of INP/WGT/OUT or an unknown memory type, an
     unknown opcode, MUL when ``cfg.ALU_MUL`` = 0) sets the sticky ``error`` before popping any token
     and stops the front end (instructions already issued finish).
 
