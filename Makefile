@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 sim: $(STAMP)
-	$(PY) -m sw.demo --config $(CONFIG)
+	$(PY) -m apps.demo --config $(CONFIG)
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -q tests
@@ -47,11 +47,11 @@ $(FPGA_STAMP): $(STAMP) pyproject.toml
 	touch $(FPGA_STAMP)
 
 bitstream: $(FPGA_STAMP)
-	nice -n 5 $(PY) -m hw.fpga --board $(BOARD) --config $(BOARD_CONFIG) --freq $(FREQ) --docs docs/fpga.md
+	nice -n 5 $(PY) -m fpga.board --board $(BOARD) --config $(BOARD_CONFIG) --freq $(FREQ) --docs docs/fpga.md
 
 REPORT_CONFIGS ?= configs/ulx3s.json configs/small.json configs/default.json
 fpga-report: $(FPGA_STAMP)
-	nice -n 5 $(PY) -m hw.resources --report --configs $(REPORT_CONFIGS) --markdown docs/fpga.md
+	nice -n 5 $(PY) -m fpga.resources --report --configs $(REPORT_CONFIGS) --markdown docs/fpga.md
 
 clean:
 	rm -rf build .pytest_cache

@@ -222,7 +222,7 @@ class Alu(wiring.Component):
             with m.Else():
                 m.d.sync += take(src_row[lane], *shift_amount(src_row[lane]))
         # the one-hot opcode, one copy per lane (fan-out: timing; registers named *_copy* are
-        # deliberate duplicates, which the FPGA build keeps apart: hw.fpga.KEEP_COPIES)
+        # deliberate duplicates, which the FPGA build keeps apart: fpga.board.KEEP_COPIES)
         lane_ops = [{name: Signal(name=f"op_{name}_copy{i}") for name in ("max", "add", "shr", "mul")}
                     for i in range(lanes_n)]
         with m.If(self.start):

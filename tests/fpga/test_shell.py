@@ -4,7 +4,7 @@ import re
 from amaranth.lib import wiring
 
 from hw.axi import axi4_lite_signature, axi4_signature
-from hw.shell import SHELL_NAME, shell_verilog
+from fpga.shell import SHELL_NAME, shell_verilog
 from hw.top import CTL_ADDR_BITS
 from sw.config import load_config
 

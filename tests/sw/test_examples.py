@@ -8,7 +8,7 @@ from sw import runtime
 
 from conftest import make_queue
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 NAMES = ["get_started_vector_add", "simple_gemm", "blocked_matrix_multiply", "conv2d"]
 
 

@@ -1,6 +1,6 @@
 """The default demo (``make sim``): VTA's get-started vector add and a blocked GEMM, checked against numpy.
 
-    python -m sw.demo [--config configs/default.json] [--target rtl|fsim] [--demo default|digits] [--images N]
+    python -m apps.demo [--config configs/default.json] [--target rtl|fsim] [--demo default|digits] [--images N]
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
-from . import programs, runtime
-from .config import load_config
+from sw import programs, runtime
+from sw.config import load_config
 
 DEMOS = (
     ("vector add (get-started, 1x64 blocks)", programs.vector_add, {}),
@@ -52,7 +52,7 @@ def run_demos(cfg, target_name: str, out=sys.stdout) -> bool:
 
 
 def run_digits(cfg, target_name: str, images: int = 360, out=sys.stdout) -> bool:
-    """Classify ``images`` test digits with the int8 MLP and CNN (sw.digits); print accuracy and cycles."""
+    """Classify ``images`` test digits with the int8 MLP and CNN (apps.digits); print accuracy and cycles."""
     from . import digits
 
     _, _, x_test, y_test = digits.load_data()
@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     parser.add_argument("--target", default="rtl", choices=["rtl", "fsim"],
                         help="rtl = the Verilated accelerator (default), fsim = the numpy golden model")
     parser.add_argument("--demo", default="default", choices=["default", "digits"],
-                        help="default = vector add and GEMM; digits = int8 digit classifiers (sw.digits)")
+                        help="default = vector add and GEMM; digits = int8 digit classifiers (apps.digits)")
     parser.add_argument("--images", type=int, default=360,
                         help="test images per network for --demo digits (default: the whole test split, 360)")
     args = parser.parse_args(argv)

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from sw import digits
+from apps import digits
 
 import tvm                  # the tvm extra, installed by make: never skipped
 from tvm import relax
 
-from sw import tvm_vta
+from apps import tvm_vta
 
 
 @pytest.fixture(scope="module")

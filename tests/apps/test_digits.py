@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import cosim
-from sw import digits, runtime          # needs scikit-learn (dev extra); not skipped when missing
+from apps import digits
+from sw import runtime          # needs scikit-learn (dev extra); not skipped when missing
 
 NETS = digits.NETS
 

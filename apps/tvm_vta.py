@@ -2,7 +2,7 @@
 
 Needs the ``tvm`` extra (``pip install -e '.[tvm]'``). The flow:
 
-1. :func:`relax_module` writes a quantized network (:class:`sw.digits.QuantNet`) as a Relax
+1. :func:`relax_module` writes a quantized network (:class:`apps.digits.QuantNet`) as a Relax
    ``IRModule`` in plain Relax operators, with exactly our requantization semantics::
 
        requantized layer:  astype(clip(add(right_shift(matmul(x, permute_dims(W), out_dtype=int32), s), b), 0, 127), int8)
@@ -11,7 +11,7 @@ Needs the ``tvm`` extra (``pip install -e '.[tvm]'``). The flow:
 
    ``right_shift`` on int32 is arithmetic and ``clip`` then ``astype`` equals VTA's MIN/MAX and
    STORE, so TVM's own CPU build of this module (``tvm.compile(mod, "llvm")``) computes what
-   :func:`sw.digits.reference` defines, bit for bit.
+   :func:`apps.digits.reference` defines, bit for bit.
 2. :func:`offload` rewrites those patterns (Relax dataflow patterns, ``rewrite_call``) into
    ``relax.call_dps_packed`` of the tvm-ffi global functions ``vta.dense_int8``,
    ``vta.conv2d_int8`` and ``vta.gemm_int8`` (registered by importing this module). A matched
@@ -33,7 +33,7 @@ import tvm_ffi
 from tvm import relax
 from tvm.relax.dpl import is_const, is_op, rewrite_call, wildcard
 
-from . import ops
+from sw import ops
 from .digits import add_counters
 
 __all__ = ["relax_module", "offload", "build", "run", "run_digits", "calls", "register", "UnsupportedError",

@@ -2,8 +2,8 @@
 
 import pytest
 
-from hw import timing
-from hw.timing import DELAYS, Netlist, analyse, format_report
+from fpga import timing
+from fpga.timing import DELAYS, Netlist, analyse, format_report
 
 
 def _cell(kind, conns, dirs, **params):

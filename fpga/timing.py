@@ -1,7 +1,7 @@
 """Timing triage of an ECP5 netlist before place and route: every slow path in one pass.
 
-    python -m hw.timing --config configs/ulx3s.json --period 10     (yosys only, then the analysis)
-    python -m hw.timing build/fpga/ulx3s/top.json --top 40          (the netlist of a board build)
+    python -m fpga.timing --config configs/ulx3s.json --period 10     (yosys only, then the analysis)
+    python -m fpga.timing build/fpga/ulx3s/top.json --top 40          (the netlist of a board build)
 
 nextpnr reports one critical path per clock after a place and route of 15-30 minutes, so closing
 timing one path per build is slow. This reads the netlist yosys writes for nextpnr (``top.json``,
@@ -324,7 +324,7 @@ def synthesise(board="ulx3s", config="configs/ulx3s.json", freq_mhz=100.0, build
     the path of the JSON netlist."""
     import subprocess
     from pathlib import Path
-    from .fpga import ROOT, board_plan
+    from .board import ROOT, board_plan
     out = Path(build_dir or ROOT / "build" / "timing" / board)
     board_plan(board, config, freq_mhz, out)
     subprocess.run([os.environ["YOSYS"], "-q", "-l", "top.rpt", "top.ys"], cwd=out, check=True)

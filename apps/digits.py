@@ -1,6 +1,6 @@
 """An int8 digit classifier end to end: scikit-learn's bundled digits, trained in numpy, run on VTA.
 
-    python -m sw.digits [--net mlp|cnn] [--rtl N]     # train, quantize, print accuracies (and RTL cycles)
+    python -m apps.digits [--net mlp|cnn] [--rtl N]     # train, quantize, print accuracies (and RTL cycles)
 
 The data is ``sklearn.datasets.load_digits`` (1797 8x8 images, pixel values 0-16, shipped with
 scikit-learn, no download). A fixed permutation (seed :data:`SPLIT_SEED`) holds out 360 test images.
@@ -38,7 +38,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import ops
+from sw import ops
 
 __all__ = ["load_data", "train", "quantize", "quantize_input", "float_forward", "reference", "run",
            "predict", "accuracy", "model", "add_counters", "describe", "Layer", "QuantNet", "Model", "NETS", "INPUT_SCALE",
@@ -351,7 +351,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    # cosim.run needs importable names (sw.digits.run, sw.digits.QuantNet), not __main__'s
-    from sw.digits import main as _main
+    # cosim.run needs importable names (apps.digits.run, apps.digits.QuantNet), not __main__'s
+    from apps.digits import main as _main
 
     sys.exit(_main())
