@@ -10,7 +10,7 @@ from sw.isa import AluOp, MemId, Opcode
 from sw.memory import BufferError
 from sw.pipeline import DeadlockError, InsnError, VTAError
 
-from conftest import make_queue
+from tests.conftest import make_queue
 
 
 def kinds(q):
