@@ -7,10 +7,11 @@ from contextlib import contextmanager
 import numpy as np
 
 from .. import runtime as rt
+from ..isa import LOOP_ITER_BITS, MEMOP_PAD_BITS
 
 QLOAD, QCOMPUTE, QSTORE = rt.QID_LOAD, rt.QID_COMPUTE, rt.QID_STORE
-MAX_EXTENT = (1 << 14) - 1      # loop extents (iter_out / iter_in fields are 14 bits)
-MAX_PAD = (1 << 4) - 1          # load padding fields are 4 bits
+MAX_EXTENT = (1 << LOOP_ITER_BITS) - 1      # loop extents (the iter_out / iter_in fields)
+MAX_PAD = (1 << MEMOP_PAD_BITS) - 1          # the load padding fields
 
 last_counters: dict = {}
 """The summed counters of the most recent operator call."""
