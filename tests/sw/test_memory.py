@@ -37,5 +37,5 @@ def test_bad_handles():
         m.get(999999)
     with pytest.raises(BufferError, match="not a buffer handle"):
         m.get("x")
-    with pytest.raises(BufferError, match=r"nbytes = 0; allowed range \[1, "):
+    with pytest.raises(BufferError, match=r"buffer_alloc: nbytes = 0; allowed range \[1, "):
         m.alloc(0)
