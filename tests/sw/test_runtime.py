@@ -1,13 +1,18 @@
 """Runtime semantics (reference §5) and one test per bad input."""
+import contextlib
 import io
+import sys
+import threading
+import time
 
 import numpy as np
 import pytest
 import tvm_ffi
 
 from sw import programs, runtime as rt
+from sw.fsim import FsimDevice
 from sw.isa import AluOp, MemId, Opcode
-from sw.memory import BufferError
+from sw.memory import PAGE_BYTES, BufferError
 from sw.pipeline import DeadlockError, InsnError, VTAError
 
 from conftest import make_queue
@@ -586,3 +591,129 @@ def test_evicted_kernels_still_compute_right(api):
         assert q.runs == 4
     finally:
         rt.set_current(prev)
+
+
+class _TargetTimeout(VTAError):
+    """Defined after sw.runtime was imported, as the RTL target's errors are."""
+
+
+class _TimingOut:
+    """A golden-model target that times out on demand, as the RTL target does when wait_cycles run out."""
+
+    def __init__(self, cfg):
+        self.inner = FsimDevice(cfg, dram_bytes=4 << 20)
+        self.cfg, self.dram, self.fail = cfg, self.inner.dram, True
+
+    def run(self, insn_addr, insn_count, wait_cycles=None):
+        if self.fail:
+            raise _TargetTimeout(f"the run did not finish within wait_cycles = {wait_cycles}")
+        return self.inner.run(insn_addr, insn_count, wait_cycles)
+
+
+def test_target_errors_keep_their_type_through_tvm_ffi(api, default_cfg):
+    target = _TimingOut(default_cfg)
+    with rt.use_target(target) as q:
+        a = api.buffer_alloc(4096)
+        api.load_2d(q.handle, a, 0, 1, 1, 1, 0, 0, 0, 0, 0, int(MemId.INP))
+        view = np.from_dlpack(api.buffer_cpu_ptr(q.handle, a))
+        view[:] = 9
+        with pytest.raises(_TargetTimeout, match="within wait_cycles = 50") as err:
+            api.synchronize(q.handle, 50)       # (only the runtime's own instruction buffer was written)
+        assert isinstance(err.value, VTAError) and q.insns == [] and (view == 9).all()
+        target.fail = False
+        works(api, q)
+    # every runtime error class is a VTAError subclass registered with tvm-ffi under its name
+    from sw.pipeline import error_classes
+    assert {BufferError, InsnError, DeadlockError, _TargetTimeout} <= set(error_classes())
+    assert all(tvm_ffi.core.ERROR_NAME_TO_TYPE[c.__name__] is c for c in error_classes())
+
+
+# ---------------------------------------------------------------------- threads
+def _tiny_program(api, q, lock, tag, i):
+    """Allocate, run load/add/store on ``q`` (holding ``lock`` for the program), check, free."""
+    a, out = api.buffer_alloc(64 + 4096 * (i % 3)), api.buffer_alloc(16)   # varied sizes fragment the free list
+    x = (np.arange(16, dtype=np.int32) + 16 * tag + i) % 100
+    src = np.from_dlpack(api.buffer_cpu_ptr(q.handle, a))
+    src[:64] = x.view(np.uint8)
+    imm = tag + 1
+
+    def kernel():
+        time.sleep(0)                            # let another thread record meanwhile
+        api.uop_push(1, 0, 0, 0, 0, int(AluOp.ADD), 1, imm)
+    with lock:
+        api.load_2d(q.handle, a, 0, 1, 1, 1, 0, 0, 0, 0, 0, int(MemId.ACC))
+        api.push_alu_op(q.handle, kernel, (tag, i % 5))
+        api.dep_push(q.handle, 2, 3)
+        api.dep_pop(q.handle, 2, 3)
+        api.store_2d(q.handle, 0, int(MemId.OUT), out, 0, 1, 1, 1)
+        api.synchronize(q.handle, 100_000)
+    got = np.from_dlpack(api.buffer_cpu_ptr(q.handle, out))[:16].view(np.int8)
+    assert (got == x + imm).all(), (tag, i, got, x + imm)
+    assert (src[:64] == x.view(np.uint8)).all(), "another thread's buffer overlapped this one"
+    api.buffer_free(a)
+    api.buffer_free(out)
+
+
+def test_threads_share_the_allocator_and_record_kernels(default_cfg):
+    """4 threads x 1,000 iterations: even ones on the shared handle (its allocator used by all threads at
+    once, the program under the handle's lock), odd ones on a fresh handle of the thread's own device
+    (kernels recorded while other threads record theirs)."""
+    shared = make_queue("default", dram_bytes=8 << 20, max_insns=64)
+    prev = rt.set_current(shared)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)                  # switch threads often, so races have every chance
+    errors, start = [], threading.Barrier(4)
+
+    def worker(tag):
+        api = programs.api("ffi" if tag % 2 else "python")
+        own = FsimDevice(default_cfg, dram_bytes=1 << 20)
+        try:
+            start.wait()
+            for i in range(1000):
+                if i % 2 == 0:
+                    _tiny_program(api, shared, shared.lock, tag, i)
+                else:
+                    with rt.use_target(own, max_insns=64) as q:
+                        assert api.command_handle() == q.handle
+                        _tiny_program(api, q, contextlib.nullcontext(), tag, i)
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+            errors.append((tag, err))
+    try:
+        threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(interval)
+        rt.set_current(prev)
+    assert errors == []
+    # nothing leaked: only the runtime's instruction buffer and micro-op staging are allocated
+    m = shared.memory
+    internal = {shared._insn_buf, *shared.cache.chunks}
+    assert set(m.buffers) == internal
+    assert m.free_bytes() + sum(m.buffers[h].pages for h in internal) == m.size - PAGE_BYTES
+
+
+def test_two_handles_record_at_the_same_time(default_cfg):
+    both_recording = threading.Barrier(2, timeout=10)
+    errors = []
+
+    def worker(tag):
+        def kernel():
+            both_recording.wait()                # each thread is inside its own recording here
+            rt.uop_push(1, 0, 0, 0, 0, int(AluOp.ADD), 1, tag)
+        try:
+            with rt.use_target(FsimDevice(default_cfg, dram_bytes=2 << 20), max_insns=64) as q:
+                rt.push_alu_op(q.handle, kernel, 0)
+                assert q.kernels[(kernel, 0)].imm == tag
+                rt.synchronize(q.handle, 1000)
+                works(rt, q)
+        except BaseException as err:  # noqa: BLE001
+            errors.append(err)
+    threads = [threading.Thread(target=worker, args=(t,)) for t in (1, 2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
