@@ -19,7 +19,7 @@ from functools import lru_cache
 from .isa import AluOp, Insn, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE
 
 __all__ = ["VTAError", "InsnError", "DeadlockError", "check_insn", "schedule", "TOKEN_QUEUES",
-           "elem_bytes", "sram_depth", "check_int", "on_error_class", "error_classes"]
+           "elem_bytes", "sram_depth", "check_int", "on_error_class", "error_classes", "format_stream"]
 
 _ERROR_CLASSES: list[type] = []
 _ERROR_HOOKS: list = []
@@ -192,6 +192,19 @@ def check_insn(cfg, insn: Insn, dram_size: int | None = None, where: str = "inst
             if aop == AluOp.MUL and not cfg.ALU_MUL:
                 raise InsnError(f"{where}: alu_opcode MUL is not built in config {cfg.name} (ALU_MUL = 0); "
                                 f"allowed: 0 MIN, 1 MAX, 2 ADD, 3 SHR")
+
+
+def format_stream(insns: list[Insn], disasm, title: str) -> str:
+    """``title``, then one line per instruction: index, module, ``disasm(insn)``, token counts after it."""
+    tokens = {q: 0 for q in TOKEN_QUEUES}
+    lines = [title]
+    for i, insn in enumerate(insns):
+        for flag, q in _FLAG_QUEUES[insn.stage].items():
+            if q is not None:
+                tokens[q] += insn.f[flag] if flag.startswith("push") else -insn.f[flag]
+        counts = " ".join(f"{q}={n}" for q, n in tokens.items())
+        lines.append(f"{i:6d} {STAGE_NAMES[insn.stage]:7s} {disasm(insn):90s} {counts}")
+    return "\n".join(lines)
 
 
 def schedule(cfg, insns: list[Insn], execute=None, disasm=None) -> dict:

@@ -41,7 +41,6 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
-import weakref
 from contextlib import contextmanager
 
 import numpy as np
@@ -49,9 +48,10 @@ import numpy as np
 from .config import Config, load_config
 from .fsim import FsimDevice
 from .isa import AluOp, Insn, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE, EncodeError, isa_for
+from . import session
 from .ffi import python_callable, register
 from .memory import BufferError, DeviceMemory
-from .pipeline import InsnError, VTAError, check_insn, check_int, elem_bytes, schedule
+from .pipeline import InsnError, VTAError, check_insn, check_int, elem_bytes, format_stream, schedule
 from .uopcache import STAGE_CHUNK, KernelCache
 from .views import check_barrier, copy_bytes, device_range
 
@@ -437,7 +437,7 @@ class CommandQueue:
                 print(self.dump(), file=self.out)
             schedule(self.cfg, insns, None, self.isa.disasm)   # token-level dry run: deadlocks never reach a target
             addr = self._write_insns(insns)
-            with _run_lock(self.target):      # one run at a time on a device, whichever handle queued it
+            with session.run_lock(self.target):      # one run at a time on a device, whichever handle queued it
                 counters = self.target.run(addr, len(insns), wait_cycles)
         finally:
             self._reset_stream()
@@ -470,36 +470,13 @@ class CommandQueue:
 
     def dump(self) -> str:
         """The queued stream, one instruction a line, with the token counts after each."""
-        tokens = {"l2g": 0, "g2l": 0, "g2s": 0, "s2g": 0}
-        push = {STAGE_LOAD: {"push_next": "l2g"}, STAGE_COMPUTE: {"push_prev": "g2l", "push_next": "g2s"},
-                STAGE_STORE: {"push_prev": "s2g"}}
-        pop = {STAGE_LOAD: {"pop_next": "g2l"}, STAGE_COMPUTE: {"pop_prev": "l2g", "pop_next": "s2g"},
-               STAGE_STORE: {"pop_prev": "g2s"}}
-        lines = [f"instruction stream ({len(self.insns)} instructions, config {self.cfg.name})"]
-        for i, insn in enumerate(self.insns):
-            for flag, q in pop[insn.stage].items():
-                tokens[q] -= insn.f[flag]
-            for flag, q in push[insn.stage].items():
-                tokens[q] += insn.f[flag]
-            counts = " ".join(f"{q}={n}" for q, n in tokens.items())
-            lines.append(f"{i:6d} {STAGE_NAMES[insn.stage]:7s} {self.isa.disasm(insn):90s} {counts}")
-        return "\n".join(lines)
+        title = f"instruction stream ({len(self.insns)} instructions, config {self.cfg.name})"
+        return format_stream(self.insns, self.isa.disasm, title)
 
 
 # ---------------------------------------------------------------------- the current runtime
-_THREAD = threading.local()      # per thread: .recording (the kernel being recorded), .stack (use_target)
-_LOCK = threading.RLock()        # guards _QUEUES, _CURRENT and _RUN_LOCKS
-_QUEUES: dict[int, CommandQueue] = {}
-_CURRENT: CommandQueue | None = None
-_RUN_LOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _run_lock(target) -> threading.Lock:
-    with _LOCK:
-        lock = _RUN_LOCKS.get(target)
-        if lock is None:
-            lock = _RUN_LOCKS[target] = threading.Lock()
-        return lock
+_THREAD = threading.local()      # per thread: .recording, the micro-kernel being recorded
+set_current = session.set_current
 
 
 def make_target(config=None):
@@ -507,31 +484,12 @@ def make_target(config=None):
     return FsimDevice(load_config(config))
 
 
-def set_current(queue: CommandQueue | None) -> CommandQueue | None:
-    """Make ``queue`` the process-wide runtime that the API functions use; return the previous one."""
-    global _CURRENT
-    with _LOCK:
-        previous = _CURRENT
-        _CURRENT = queue
-        if queue is not None:
-            _QUEUES[queue.handle] = queue
-    return previous
-
-
 def current() -> CommandQueue:
-    """The calling thread's runtime (innermost ``use_target``), else the process-wide one.
+    """The calling thread's runtime (innermost ``use_target``), else the process-wide one (``set_current``).
 
     The process-wide runtime is created on first use, on the golden model of the default config.
     """
-    global _CURRENT
-    stack = getattr(_THREAD, "stack", None)
-    if stack:
-        return stack[-1]
-    with _LOCK:
-        if _CURRENT is None:
-            _CURRENT = CommandQueue(make_target())
-            _QUEUES[_CURRENT.handle] = _CURRENT
-        return _CURRENT
+    return session.current(lambda: CommandQueue(make_target()))
 
 
 @contextmanager
@@ -539,26 +497,16 @@ def use_target(target, **kwargs):
     """Run the calling thread's API calls on ``target`` (or a config for a fresh golden model) in the block."""
     if target is None or isinstance(target, (Config, str, dict)):
         target = make_target(target)
-    queue = CommandQueue(target, **kwargs)
-    with _LOCK:
-        _QUEUES[queue.handle] = queue
-    stack = _THREAD.__dict__.setdefault("stack", [])
-    stack.append(queue)
-    try:
+    with session.thread_current(CommandQueue(target, **kwargs)) as queue:
         yield queue
-    finally:
-        stack.remove(queue)
-        with _LOCK:
-            _QUEUES.pop(queue.handle, None)
 
 
 def _queue(cmd) -> CommandQueue:
     if isinstance(cmd, CommandQueue):
         return cmd
-    if isinstance(cmd, (bool, np.bool_)) or not isinstance(cmd, (int, np.integer)):
-        raise VTAError(f"cmd = {cmd!r} is not a live command handle; get one from command_handle()")
-    with _LOCK:
-        q = _QUEUES.get(int(cmd))
+    q = None
+    if isinstance(cmd, (int, np.integer)) and not isinstance(cmd, (bool, np.bool_)):
+        q = session.lookup(int(cmd))
     if q is None:
         raise VTAError(f"cmd = {cmd!r} is not a live command handle; get one from command_handle()")
     return q
@@ -738,11 +686,7 @@ def synchronize(cmd, wait_cycles=1 << 31) -> dict:
 
 def runtime_shutdown() -> None:
     """Drop the process-wide runtime (its device memory and kernels); the next call makes a fresh one."""
-    global _CURRENT
-    with _LOCK:
-        if _CURRENT is not None:
-            _QUEUES.pop(_CURRENT.handle, None)
-        _CURRENT = None
+    session.shutdown()
 
 
 # ---------------------------------------------------------------------- tvm-ffi registration
