@@ -332,7 +332,7 @@ class CommandQueue:
             raise VTAError(f"{name}: key {key!r} is not hashable") from None
         if k is None:
             k = self._record(name, kernel, mode)
-            self.cache.add(cache_key, k)
+            self.cache.put(cache_key, k)
         elif k.mode != mode:
             raise VTAError(f"{name}: the kernel for key {key!r} was recorded as "
                            f"{'GEMM' if k.mode == 0 else 'ALU'}")
@@ -373,9 +373,14 @@ class CommandQueue:
         if k.mode == 1 and k.alu_opcode == AluOp.MUL and not self.cfg.ALU_MUL:
             raise InsnError(f"{name}: alu_opcode MUL is not built in config {self.cfg.name} (ALU_MUL = 0); "
                             f"allowed: 0 MIN, 1 MAX, 2 ADD, 3 SHR")
+        self._stage_uops(k)
         if self.debug & DEBUG_DUMP_UOP:
             print(k.dump(self.isa), file=self.out)
         return k
+
+    def _stage_uops(self, k: UopKernel):
+        """Append the kernel's encoded micro-ops to device memory once (never relocated; see sw.uopcache)."""
+        self.cache.stage(k)
 
     def _check_kernel_indices(self, name, k: UopKernel, f: dict):
         """Every index the instruction will touch is in range, and the hazard rule holds across loops."""

@@ -41,7 +41,19 @@ class KernelCache:
         return self.kernels.get(key)
 
     def add(self, key, kernel) -> None:
-        """Stage ``kernel``'s micro-ops (sets ``kernel.dram_addr`` and ``kernel.chunk``) and cache it."""
+        """Stage ``kernel`` and cache it under ``key``."""
+        self.stage(kernel)
+        self.put(key, kernel)
+
+    def put(self, key, kernel) -> None:
+        """Cache a kernel staged by :meth:`stage` (since then the cache may have been emptied, not refilled)."""
+        self.kernels[key] = kernel
+
+    def stage(self, kernel) -> None:
+        """Append ``kernel``'s micro-ops to the staging area (sets ``kernel.dram_addr`` and ``kernel.chunk``).
+
+        If the cache or the staging area is full, the cache is emptied first (:meth:`evict`).
+        """
         words = np.array([self.isa.encode_uop(*u) for u in kernel.uops], dtype=np.uint32)
         nbytes = words.nbytes
         chunk = min(max(STAGE_CHUNK, nbytes), self.stage_bytes)
@@ -58,7 +70,6 @@ class KernelCache:
         self.dram[addr:addr + nbytes] = words.view(np.uint8)
         self._used += nbytes
         kernel.dram_addr, kernel.chunk = addr, last.handle
-        self.kernels[key] = kernel
 
     def staged_bytes(self) -> int:
         """Bytes of device memory in the current staging area."""
