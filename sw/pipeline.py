@@ -5,20 +5,81 @@ types, reserved dependency flags, SRAM ranges, padding rules). :func:`schedule` 
 three in-order cores (load, compute, store) with the four token queues of reference §3.8, calling
 an ``execute`` callback per instruction; with no callback it is the runtime's deadlock check.
 Both the golden model and the runtime use them, so they report the same errors in the same words.
+:func:`check_int` is the argument check every API entry point uses. Every subclass of
+:class:`VTAError`, wherever it is defined (the RTL target defines its own), is announced to the
+hooks of :func:`on_error_class`; the runtime uses that to register them with tvm-ffi.
 """
 
 from __future__ import annotations
 
+import operator
+import threading
 from functools import lru_cache
 
 from .isa import Insn, alu_opcode_error, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE
 
 __all__ = ["VTAError", "InsnError", "DeadlockError", "check_insn", "schedule", "TOKEN_QUEUES",
-           "elem_bytes", "sram_depth"]
+           "elem_bytes", "sram_depth", "check_int", "on_error_class", "error_classes", "format_stream"]
+
+_ERROR_CLASSES: list[type] = []
+_ERROR_HOOKS: list = []
+_ERROR_LOCK = threading.Lock()
 
 
 class VTAError(RuntimeError):
-    """Base of the errors raised by the runtime and the simulators."""
+    """Base of the errors raised by the runtime and the simulators.
+
+    Defining a subclass announces it to every hook given to :func:`on_error_class`.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        with _ERROR_LOCK:
+            _ERROR_CLASSES.append(cls)
+            hooks = list(_ERROR_HOOKS)
+        for hook in hooks:
+            hook(cls)
+
+
+def error_classes() -> list[type]:
+    """:class:`VTAError` and every subclass defined so far, in definition order."""
+    with _ERROR_LOCK:
+        return [VTAError, *_ERROR_CLASSES]
+
+
+def on_error_class(hook) -> None:
+    """Call ``hook(cls)`` for :class:`VTAError`, each subclass defined so far, and each one defined later."""
+    with _ERROR_LOCK:
+        _ERROR_HOOKS.append(hook)
+        known = [VTAError, *_ERROR_CLASSES]
+    for cls in known:
+        hook(cls)
+
+
+def check_int(what: str, name: str, value, lo: int | None = 0, hi: int | None = None, exc=None) -> int:
+    """``value`` as a Python int, or ``exc`` (default :class:`VTAError`) naming ``what``'s argument ``name``.
+
+    Python and numpy integers are accepted; bool, float, str, None and everything else are errors,
+    as is a value outside ``[lo, hi]`` (either bound may be None). A non-integer (or a negative one
+    where ``lo = 0``) "must be a non-negative integer", or "must be an integer" with the range;
+    an integer out of range gets "``name = value``; allowed range [lo, hi]".
+    """
+    ok = not isinstance(value, bool) and type(value).__name__ != "bool_"
+    if ok:
+        try:
+            v = operator.index(value)
+        except TypeError:
+            ok = False
+    if ok and (lo is None or v >= lo) and (hi is None or v <= hi):
+        return v
+    span = f"allowed range [{'...' if lo is None else lo}, {'...' if hi is None else hi}]"
+    if ok and not (lo == 0 and v < 0):
+        msg = f"{what}: {name} = {v}; {span}"
+    elif lo == 0:
+        msg = f"{what}: {name} = {value!r} must be a non-negative integer" + (f" ({span})" if hi is not None else "")
+    else:
+        msg = f"{what}: {name} = {value!r} must be an integer; {span}"
+    raise (exc or VTAError)(msg)
 
 
 class InsnError(VTAError, ValueError):
@@ -127,6 +188,19 @@ def check_insn(cfg, insn: Insn, dram_size: int | None = None, where: str = "inst
             problem = alu_opcode_error(cfg, f["alu_opcode"])
             if problem:
                 raise InsnError(f"{where}: {problem}")
+
+
+def format_stream(insns: list[Insn], disasm, title: str) -> str:
+    """``title``, then one line per instruction: index, module, ``disasm(insn)``, token counts after it."""
+    tokens = {q: 0 for q in TOKEN_QUEUES}
+    lines = [title]
+    for i, insn in enumerate(insns):
+        for flag, q in _FLAG_QUEUES[insn.stage].items():
+            if q is not None:
+                tokens[q] += insn.f[flag] if flag.startswith("push") else -insn.f[flag]
+        counts = " ".join(f"{q}={n}" for q, n in tokens.items())
+        lines.append(f"{i:6d} {STAGE_NAMES[insn.stage]:7s} {disasm(insn):90s} {counts}")
+    return "\n".join(lines)
 
 
 def schedule(cfg, insns: list[Insn], execute=None, disasm=None) -> dict:
