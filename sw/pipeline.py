@@ -16,9 +16,9 @@ import operator
 import threading
 from functools import lru_cache
 
-from .isa import Insn, alu_opcode_error, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE
+from .isa import TOKEN_QUEUE_DEPTH, Insn, alu_opcode_error, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE
 
-__all__ = ["VTAError", "InsnError", "DeadlockError", "check_insn", "schedule", "TOKEN_QUEUES",
+__all__ = ["VTAError", "InsnError", "DeadlockError", "check_insn", "schedule", "force_serial", "TOKEN_QUEUES",
            "elem_bytes", "sram_depth", "check_int", "on_error_class", "error_classes", "format_stream"]
 
 _ERROR_CLASSES: list[type] = []
@@ -203,7 +203,26 @@ def format_stream(insns: list[Insn], disasm, title: str) -> str:
     return "\n".join(lines)
 
 
-def schedule(cfg, insns: list[Insn], execute=None, disasm=None) -> dict:
+def force_serial(insns: list[Insn]) -> None:
+    """Rewrite the dependency flags of ``insns`` in place so the modules run them strictly in order
+    (VTA's ``DEBUG_FORCE_SERIAL``).
+
+    Every pair of consecutive instructions of neighbouring stages is chained by one token (the first
+    pushes towards the second's stage, the second pops it); every other flag is cleared. Pairs of the
+    same module already run in order; a load followed directly by a store has no queue between them
+    (as in VTA). The caller appends the closing handshake that makes FINISH wait for every module.
+    """
+    for insn in insns:
+        for flag in ("pop_prev", "pop_next", "push_prev", "push_next"):
+            insn.f[flag] = 0
+    for prev, nxt in zip(insns, insns[1:]):
+        a, b = prev.stage, nxt.stage
+        if abs(a - b) == 1:
+            prev.f["push_next" if b > a else "push_prev"] = 1
+            nxt.f["pop_prev" if b > a else "pop_next"] = 1
+
+
+def schedule(cfg, insns: list[Insn], execute=None, disasm=None, order=None, peaks=None) -> dict:
     """Run ``insns`` on three in-order cores with token queues; return the final token counts.
 
     Each core runs the instructions at the head of its queue as long as their pops can be served
@@ -239,7 +258,8 @@ def schedule(cfg, insns: list[Insn], execute=None, disasm=None) -> dict:
         return {"heads": {STAGE_NAMES[s]: (queues[s][heads[s]] if heads[s] < len(queues[s]) else None)
                           for s in queues}, "tokens": dict(tokens)}
 
-    order = (STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE)
+    order = order or (STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE)
+    peak = {q: 0 for q in TOKEN_QUEUES}
     while not finished:
         progress = False
         for s in order:
@@ -258,6 +278,7 @@ def schedule(cfg, insns: list[Insn], execute=None, disasm=None) -> dict:
                 for flag, qn in pushes:
                     if insn.f[flag]:
                         tokens[qn] += 1
+                        peak[qn] = max(peak[qn], tokens[qn])
                 heads[s] += 1
                 progress = True
                 if insn.opcode == Opcode.FINISH:
@@ -273,4 +294,34 @@ def schedule(cfg, insns: list[Insn], execute=None, disasm=None) -> dict:
     if left or any(tokens.values()):
         raise DeadlockError("FINISH ran while work or tokens were left over (a correct stream makes FINISH "
                             "wait for every module and leaves every token queue empty):\n" + describe(), state())
+    if peaks is not None:
+        peaks.update(peak)
+        return tokens
+    _check_token_depth(cfg, insns, disasm)
     return tokens
+
+
+def _check_token_depth(cfg, insns, disasm):
+    """Refuse a stream that could hold more than TOKEN_QUEUE_DEPTH tokens in a queue at some point.
+
+    Only a queue with more pushes than the depth can overflow. For such a queue, its consumer is
+    made to wait as long as the stream allows (the other modules run first whenever they can): the
+    count it then reaches is the most any timing of the hardware can reach."""
+    pushes = {q: 0 for q in TOKEN_QUEUES}
+    for insn in insns:
+        for flag, q in _FLAG_QUEUES[insn.stage].items():
+            if q is not None and flag.startswith("push") and insn.f[flag]:
+                pushes[q] += 1
+    for q, n in pushes.items():
+        if n <= TOKEN_QUEUE_DEPTH:
+            continue
+        consumer = TOKEN_QUEUES[q][1]
+        order = tuple(s for s in (STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE) if s != consumer) + (consumer,)
+        peaks = {}
+        schedule(cfg, insns, None, disasm, order=order, peaks=peaks)
+        if peaks[q] > TOKEN_QUEUE_DEPTH:
+            producer = STAGE_NAMES[TOKEN_QUEUES[q][0]]
+            raise InsnError(f"token queue {q} could hold {peaks[q]} tokens; the hardware holds at most "
+                            f"{TOKEN_QUEUE_DEPTH} (the {producer} module may run that far ahead of "
+                            f"{STAGE_NAMES[consumer]}); pop a token from the other direction now and then "
+                            f"(a WAR dependency) or synchronize more often")

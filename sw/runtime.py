@@ -9,9 +9,10 @@ this module registers each of them as a tvm-ffi global function under the same n
 
 Everything a user passes is checked here, before it reaches a target: every integer argument
 (Python or numpy integers only: bool, float and str are errors that name the argument), fields
-that do not fit, SRAM and DRAM ranges, memory types, dependency directions, the micro-op hazard
-rule, and (at ``synchronize``) a token-level dry run of the whole stream that reports a deadlock
-by naming what each module would wait for.
+that do not fit, SRAM and DRAM ranges, memory types, dependency directions, and (at
+``synchronize``) a token-level dry run of the whole stream that reports a deadlock by naming what
+each module would wait for, or a token queue that could overflow. (There is no micro-op hazard
+rule: docs/architecture.md §2.10.)
 
 Addresses: a ``src``/``dst`` is a handle from ``buffer_alloc`` (its range is the whole buffer) or
 a contiguous DLPack tensor that views device memory (its range is the tensor's bytes, which must
@@ -52,7 +53,7 @@ from .isa import (AluOp, Insn, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_N
 from . import session
 from .ffi import python_callable, register
 from .memory import BufferError, DeviceMemory
-from .pipeline import InsnError, VTAError, check_insn, check_int, elem_bytes, format_stream, schedule
+from .pipeline import InsnError, VTAError, check_insn, check_int, force_serial, elem_bytes, format_stream, schedule
 from .uopcache import STAGE_CHUNK, KernelCache
 from .views import check_barrier, copy_bytes, device_range
 
@@ -342,7 +343,9 @@ class CommandQueue:
         if mode == 0:
             op = dict(opcode=Opcode.GEMM, reset=k.reset, **fields)
         else:
-            op = dict(opcode=Opcode.ALU, alu_opcode=k.alu_opcode, use_imm=k.use_imm, imm=k.imm, **fields)
+            # (the reset bit is written as VTA's runtime writes it; an ALU instruction ignores it)
+            op = dict(opcode=Opcode.ALU, reset=k.reset, alu_opcode=k.alu_opcode, use_imm=k.use_imm, imm=k.imm,
+                      **fields)
         try:       # the loop fields must fit before anything is queued
             self.isa.formats[self.isa.kind_of(op["opcode"])].encode(op)
         except EncodeError as err:
@@ -384,19 +387,15 @@ class CommandQueue:
         self.cache.stage(k)
 
     def _check_kernel_indices(self, name, k: UopKernel, f: dict):
-        """Every index the instruction will touch is in range, and the hazard rule holds across loops."""
+        """Every index the instruction will touch is in range.
+
+        There is no micro-op hazard rule: the GEMM and ALU pipelines forward an acc row written by
+        any earlier micro-op, so a micro-op may write the row the one before it wrote
+        (docs/architecture.md §2.10)."""
         d, s, w = expand_uops(k.uops, f, k.mode == 0)
         problem = uop_index_error(self.cfg, d, s, w, k.mode == 0)
         if problem:
             raise InsnError(f"{name}: {problem}")
-        if not (k.mode == 0 and k.reset):
-            for lag in (1, 2):
-                hit = np.flatnonzero(d[lag:] == d[:-lag]) if d.size > lag else []
-                if len(hit):
-                    j = int(hit[0]) + lag
-                    raise InsnError(f"{name}: micro-op hazard: execution {j} writes acc row {int(d[j])}, which the "
-                                    f"micro-op {lag} before it also writes (reference §3.3: a micro-op may not write "
-                                    f"the acc row written by either of the two previous ones; reorder the loops)")
 
     def _make_resident(self, k: UopKernel):
         if k.sram_begin is not None:
@@ -416,7 +415,14 @@ class CommandQueue:
 
     # ------------------------------------------------------------------ running
     def synchronize(self, wait_cycles: int = 1 << 31) -> dict:
-        """Close the stream (DESIGN §5: final tokens and FINISH), check it, run it and wait."""
+        """Close the stream (DESIGN §5: final tokens and FINISH), check it, run it and wait.
+
+        With ``DEBUG_FORCE_SERIAL`` the dependency flags are first rewritten so the modules run the
+        stream strictly in order (:func:`sw.pipeline.force_serial`); the results are the same."""
+        if self.debug & DEBUG_FORCE_SERIAL:
+            force_serial(self.insns)
+            for s in STAGE_NAMES:
+                self.pending_pop_prev[s] = self.pending_pop_next[s] = 0
         self.dep_push(QID_STORE, QID_COMPUTE)
         self.dep_push(QID_LOAD, QID_COMPUTE)
         self.dep_pop(QID_STORE, QID_COMPUTE)
@@ -638,12 +644,6 @@ def uop_push(mode, reset_out, dst_index, src_index, wgt_index, opcode, use_imm, 
         if mode == 1 and (int(opcode), use_imm, int(imm_val)) != (k.alu_opcode, k.use_imm, k.imm):
             raise VTAError("uop_push: an ALU kernel has one opcode and one immediate; they must equal the first "
                            "micro-op's")
-        if not (mode == 0 and reset_out):
-            for lag in (1, 2):
-                if len(k.uops) >= lag and k.uops[-lag][0] == int(dst_index):
-                    raise InsnError(f"uop_push: micro-op hazard: dst_index {dst_index} is also written by the micro-op "
-                                    f"{lag} before it (reference §3.3: a micro-op may not write the acc row written "
-                                    f"by either of the two previous ones)")
     k.uops.append((int(dst_index), int(src_index), int(wgt_index)))
 
 

@@ -258,28 +258,19 @@ def test_reserved_dependency_flag(queue):
               r"push_prev is reserved on load-module instructions and must be 0")
 
 
-def test_micro_op_hazard_rule(queue):
-    def twice():
-        rt.uop_push(0, 0, 3, 0, 0, 0, 0, 0)
-        rt.uop_push(0, 0, 4, 1, 1, 0, 0, 0)
-        rt.uop_push(0, 0, 3, 2, 2, 0, 0, 0)
-    unchanged(queue, lambda: rt.push_gemm_op(queue.handle, twice, 0), InsnError,
-              "micro-op hazard: dst_index 3 is also written by the micro-op 2 before it")
+def test_kernels_that_rewrite_a_row_are_accepted(queue):
+    """No hazard rule (the pipelines forward every earlier write): a micro-op may write the row the one
+    before it wrote, within a kernel and across its loop iterations; the result is sequential."""
+    out = programs.same_row()
+    np.testing.assert_array_equal(out["result"], out["expected"])
 
-    def loop_hazard():          # one uop, loop with dst factor 0: every execution writes row 0
-        rt.uop_loop_begin(4, 0, 1, 1)
-        rt.uop_push(0, 0, 0, 0, 0, 0, 0, 0)
-        rt.uop_loop_end()
-    unchanged(queue, lambda: rt.push_gemm_op(queue.handle, loop_hazard, 0), InsnError,
-              "execution 1 writes acc row 0, which the micro-op 1 before it also writes")
-    assert queue.insns == []
 
-    def reset_ok():             # resets read nothing: repeated rows are fine
-        rt.uop_loop_begin(4, 0, 0, 0)
-        rt.uop_push(0, 1, 0, 0, 0, 0, 0, 0)
-        rt.uop_loop_end()
-    rt.push_gemm_op(queue.handle, reset_ok, 0)
-    rt.synchronize(queue.handle, 1000)
+def test_alu_instruction_carries_the_kernel_reset_bit(queue):
+    def kernel():
+        rt.uop_push(1, 1, 0, 0, 0, int(AluOp.ADD), 1, 1)
+    rt.push_alu_op(queue.handle, kernel, 0)
+    (alu,) = [i for i in queue.insns if i.opcode == Opcode.ALU]
+    assert alu.f["reset"] == 1
 
 
 def test_unmatched_dep_pop_is_a_deadlock(queue, bufs):
@@ -682,3 +673,27 @@ def test_two_handles_record_at_the_same_time(default_cfg):
     for th in threads:
         th.join()
     assert errors == []
+
+
+@pytest.mark.parametrize("name", ["gemm[blocked-smt]", "same_row", "padded_load[all]", "vector_add"])
+def test_force_serial_gives_the_same_results_in_order(name):
+    """DEBUG_FORCE_SERIAL rewrites the tokens so every neighbouring pair of instructions is chained."""
+    fn, kwargs = programs.PROGRAMS[name]
+    q = make_queue("default", debug=rt.DEBUG_FORCE_SERIAL)
+    streams = []
+    q.target.run = (lambda run: lambda addr, n, wait=None: (streams.append(
+        [q.isa.decode(int.from_bytes(q.dram[addr + 16 * i:addr + 16 * (i + 1)].tobytes(), "little"))
+         for i in range(n)]), run(addr, n, wait))[1])(q.target.run)
+    prev = rt.set_current(q)
+    try:
+        out = fn(**kwargs)
+    finally:
+        rt.set_current(prev)
+    np.testing.assert_array_equal(out["result"], out["expected"])
+    assert streams
+    for insns in streams:
+        body = insns[:-4]            # before the closing handshake
+        for a, b in zip(body, body[1:]):
+            if abs(a.stage - b.stage) == 1:
+                assert a.f["push_next" if b.stage > a.stage else "push_prev"] == 1
+                assert b.f["pop_prev" if b.stage > a.stage else "pop_next"] == 1
