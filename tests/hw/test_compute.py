@@ -15,6 +15,8 @@ from tests.hw.test_alu import alu_insn, ref_alu
 from tests.hw.test_gemm import gemm_insn, ref_gemm
 from tests.hw.test_load import mem_insn, ref_load
 
+pytestmark = pytest.mark.slow        # whole-module Amaranth simulations: seconds each
+
 SMALL = load_config("small")
 UOP_BASE, ACC_BASE = 0x4000, 0x8000
 DRAM_BYTES = 0x10000
