@@ -111,6 +111,7 @@ async def serve(dut):
         pid = os.fork()
         if pid == 0:
             code = 1
+            chan.close()                  # only the server talks to the client
             try:
                 _child(dut, job)
                 await _run_job(dut, job)
