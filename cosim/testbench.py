@@ -1,312 +1,39 @@
-"""The SystemVerilog testbench around the accelerator, generated for a bus width.
+"""The SystemVerilog testbench around the accelerator: ``vta_tb.sv``, its parameters and public signals.
 
-``vta_tb`` holds everything that runs every clock cycle, so Python never does:
-
-* the clock (``--timing``) and the reset;
-* the DRAM: an AXI4 slave whose beats are read and written through DPI in ``dram.cpp``; its read
-  latency (cycles from AR to the first R beat) and bandwidth (bytes per cycle) are run-time inputs;
-* a small AXI4-Lite master: Python sets ``ctl_addr``/``ctl_wdata``/``ctl_we`` and flips
-  ``ctl_req``; the transaction runs in Verilog and flips ``ctl_ack`` when done (one Python wake per
-  register access);
-* the run monitor: after ``launch`` it counts cycles, raises ``done`` when the accelerator's
-  ``irq`` rises (the finish bit of the previous run is still set when the next one is armed), when ``activity`` has been low for ``watchdog_limit`` cycles (``why`` = 2), or when
-  ``cycle_limit`` cycles have passed (``why`` = 3);
-* optional activity tracing: busy/idle transitions of each module are logged to C++ (no Python).
+The testbench itself is the file ``cosim/vta_tb.sv`` (clock, reset, DPI DRAM, AXI4-Lite master, run
+monitor, tracer, autorun). What depends on the generated Verilog comes from :mod:`cosim.verilog`:
+the declarations of the signals connected to ``vta_top`` (``vta_ports.svh``, from the top's
+signature) and the values of the testbench's parameters (bus width, trace lanes, register offsets).
 """
 
-TEMPLATE = r"""
-`timescale 1ns/1ps
-module vta_tb;
-  localparam int BUS = {bus};
-  localparam int BYTES = BUS / 8;
-  localparam int NMOD = {nmod};
+from __future__ import annotations
 
-  import "DPI-C" function void vta_dram_read(input int unsigned addr, input int nbytes, output bit [BUS-1:0] data);
-  import "DPI-C" function void vta_dram_write(input int unsigned addr, input int nbytes, input bit [BUS-1:0] data,
-                                              input bit [BYTES-1:0] strb);
-  import "DPI-C" function void vta_trace_event(input longint cycle, input int module_id, input int busy);
+from pathlib import Path
 
-  logic clk = 1'b0;
-  always #5 clk = ~clk;
-  logic rst = 1'b1;
-  int reset_count = 0;
-  logic reset_req = 1'b0, reset_seen = 1'b0;   // Python flips reset_req to reset the accelerator again
-  always @(posedge clk) begin
-    if (reset_req != reset_seen) begin
-      reset_seen <= reset_req; reset_count <= 0; rst <= 1'b1;
-    end else begin
-      if (reset_count < 4) reset_count <= reset_count + 1;
-      rst <= (reset_count < 4);
-    end
-  end
+__all__ = ["TESTBENCH_SV", "PUBLIC_SIGNALS", "WRITTEN_SIGNALS", "READ_SIGNALS", "testbench_parameters", "control_file"]
 
-  // ---------------------------------------------------------------- run-time settings (from Python)
-  logic [31:0] dram_latency = 32'd20;
-  logic [31:0] dram_bytes_per_cycle = 32'd8;
-  logic [63:0] watchdog_limit = 64'd100000;
-  logic [63:0] cycle_limit = 64'hFFFF_FFFF_FFFF_FFFF;
-  logic trace_enable = 1'b0;
+TESTBENCH_SV = Path(__file__).resolve().parent / "vta_tb.sv"
 
-  // ---------------------------------------------------------------- DUT
-  logic        m_axi_awvalid, m_axi_awready, m_axi_wvalid, m_axi_wready, m_axi_wlast;
-  logic        m_axi_bvalid, m_axi_bready, m_axi_arvalid, m_axi_arready, m_axi_rvalid, m_axi_rready, m_axi_rlast;
-  logic [31:0] m_axi_awaddr, m_axi_araddr;
-  logic [7:0]  m_axi_awlen, m_axi_arlen;
-  logic [2:0]  m_axi_awsize, m_axi_arsize, m_axi_awprot, m_axi_arprot;
-  logic [1:0]  m_axi_awburst, m_axi_arburst, m_axi_bresp, m_axi_rresp;
-  logic [3:0]  m_axi_awcache, m_axi_arcache;
-  logic        m_axi_awid, m_axi_arid, m_axi_bid, m_axi_rid;
-  logic [BUS-1:0] m_axi_wdata, m_axi_rdata;
-  logic [BYTES-1:0] m_axi_wstrb;
-  logic        s_axi_awvalid, s_axi_awready, s_axi_wvalid, s_axi_wready, s_axi_bvalid, s_axi_bready;
-  logic        s_axi_arvalid, s_axi_arready, s_axi_rvalid, s_axi_rready;
-  logic [{ctl_addr_bits}-1:0] s_axi_awaddr, s_axi_araddr;
-  logic [2:0]  s_axi_awprot, s_axi_arprot;
-  logic [31:0] s_axi_wdata, s_axi_rdata;
-  logic [3:0]  s_axi_wstrb;
-  logic [1:0]  s_axi_bresp, s_axi_rresp;
-  logic        irq, activity;
-  logic [NMOD-1:0] busy;
-
-  vta_top dut (
-    .clk(clk), .rst(rst),
-{axi_ports}
-    .irq(irq), .activity(activity), .busy(busy)
-  );
-
-  // ---------------------------------------------------------------- cycle counter and tracing
-  longint cycle = 0;
-  logic [NMOD-1:0] busy_q = '0;
-  always @(posedge clk) begin
-    cycle <= cycle + 1;
-    if (trace_enable) begin
-      for (int i = 0; i < NMOD; i++)
-        if (busy[i] != busy_q[i]) vta_trace_event(cycle, i, int'(busy[i]));
-    end
-    busy_q <= busy;
-  end
-
-  // ---------------------------------------------------------------- DRAM: AXI4 read slave
-  localparam int RQ = 64;
-  logic [31:0] rq_addr [RQ];
-  logic [7:0]  rq_len  [RQ];
-  longint      rq_time [RQ];
-  int rq_head = 0, rq_tail = 0, rq_count = 0;
-  int r_beat = 0;
-  longint r_credit = 0;
-  logic [BUS-1:0] r_data = '0;
-  logic r_valid = 1'b0, r_last = 1'b0;
-  assign m_axi_arready = !rst && (rq_count < RQ);
-  assign m_axi_rvalid = r_valid;
-  assign m_axi_rdata = r_data;
-  assign m_axi_rlast = r_last;
-  assign m_axi_rresp = 2'b00;
-  assign m_axi_rid = 1'b0;
-
-  always @(posedge clk) begin
-    if (rst) begin
-      rq_head <= 0; rq_tail <= 0; rq_count <= 0; r_beat <= 0; r_valid <= 1'b0; r_last <= 1'b0; r_credit <= 0;
-    end else begin
-      automatic int count = rq_count;
-      automatic int head = rq_head;
-      automatic int beat = r_beat;
-      automatic longint credit = r_credit + longint'(dram_bytes_per_cycle);
-      automatic logic valid = r_valid;
-      if (credit > 2 * BYTES) credit = 2 * BYTES;
-      if (m_axi_arvalid && m_axi_arready) begin
-        rq_addr[rq_tail] <= m_axi_araddr;
-        rq_len[rq_tail] <= m_axi_arlen;
-        rq_time[rq_tail] <= cycle + longint'(dram_latency);
-        rq_tail <= (rq_tail + 1) % RQ;
-        count = count + 1;
-      end
-      if (valid && m_axi_rready) valid = 1'b0;
-      if (!valid && rq_count > 0 && rq_time[head] <= cycle && credit >= BYTES) begin
-        vta_dram_read(rq_addr[head] + beat * BYTES, BYTES, r_data);
-        valid = 1'b1;
-        credit = credit - BYTES;
-        r_last <= (beat == int'(rq_len[head]));
-        if (beat == int'(rq_len[head])) begin
-          beat = 0;
-          head = (head + 1) % RQ;
-          count = count - 1;
-        end else begin
-          beat = beat + 1;
-        end
-      end
-      r_valid <= valid;
-      r_beat <= beat;
-      rq_head <= head;
-      rq_count <= count;
-      r_credit <= credit;
-    end
-  end
-
-  // ---------------------------------------------------------------- DRAM: AXI4 write slave
-  logic [31:0] wq_addr [RQ];
-  int wq_head = 0, wq_tail = 0, wq_count = 0;
-  int w_beat = 0;
-  int b_pending = 0;
-  longint w_credit = 0;
-  assign m_axi_awready = !rst && (wq_count < RQ);
-  assign m_axi_wready = !rst && (wq_count > 0) && (w_credit >= BYTES);
-  assign m_axi_bvalid = (b_pending > 0);
-  assign m_axi_bresp = 2'b00;
-  assign m_axi_bid = 1'b0;
-
-  always @(posedge clk) begin
-    if (rst) begin
-      wq_head <= 0; wq_tail <= 0; wq_count <= 0; w_beat <= 0; b_pending <= 0; w_credit <= 0;
-    end else begin
-      automatic int count = wq_count;
-      automatic int pending = b_pending;
-      automatic longint credit = w_credit + longint'(dram_bytes_per_cycle);
-      if (m_axi_awvalid && m_axi_awready) begin
-        wq_addr[wq_tail] <= m_axi_awaddr;
-        wq_tail <= (wq_tail + 1) % RQ;
-        count = count + 1;
-      end
-      if (m_axi_wvalid && m_axi_wready) begin
-        vta_dram_write(wq_addr[wq_head] + w_beat * BYTES, BYTES, m_axi_wdata, m_axi_wstrb);
-        credit = credit - BYTES;
-        if (m_axi_wlast) begin
-          w_beat <= 0;
-          wq_head <= (wq_head + 1) % RQ;
-          count = count - 1;
-          pending = pending + 1;
-        end else begin
-          w_beat <= w_beat + 1;
-        end
-      end
-      if (m_axi_bvalid && m_axi_bready) pending = pending - 1;
-      if (credit > 2 * BYTES) credit = 2 * BYTES;
-      wq_count <= count;
-      b_pending <= pending;
-      w_credit <= credit;
-    end
-  end
-
-  // ---------------------------------------------------------------- AXI4-Lite master for Python
-  logic ctl_req = 1'b0;          // Python flips it to start one access
-  logic ctl_ack = 1'b0;          // flipped when the access is done
-  logic ctl_we = 1'b0;
-  logic [{ctl_addr_bits}-1:0] ctl_addr = '0;
-  logic [31:0] ctl_wdata = '0;
-  logic [31:0] ctl_rdata = '0;
-  logic ctl_seen = 1'b0;
-  logic [2:0] ctl_state = 3'd0;  // 0 idle, 1 write addr+data, 2 write resp, 3 read addr, 4 read data
-  logic aw_done = 1'b0, w_done = 1'b0;
-  assign s_axi_awvalid = (ctl_state == 3'd1) && !aw_done;
-  assign s_axi_wvalid = (ctl_state == 3'd1) && !w_done;
-  assign s_axi_awaddr = ctl_addr;
-  assign s_axi_wdata = ctl_wdata;
-  assign s_axi_wstrb = 4'hF;
-  assign s_axi_awprot = 3'b000;
-  assign s_axi_arprot = 3'b000;
-  assign s_axi_bready = (ctl_state == 3'd2);
-  assign s_axi_arvalid = (ctl_state == 3'd3);
-  assign s_axi_araddr = ctl_addr;
-  assign s_axi_rready = (ctl_state == 3'd4);
-
-  always @(posedge clk) begin
-    if (rst) begin
-      ctl_state <= 3'd0; aw_done <= 1'b0; w_done <= 1'b0;
-    end else begin
-      case (ctl_state)
-        3'd0: if (ctl_req != ctl_seen) begin
-                ctl_seen <= ctl_req;
-                ctl_state <= ctl_we ? 3'd1 : 3'd3;
-              end
-        3'd1: begin
-                automatic logic a = aw_done || s_axi_awready;
-                automatic logic w = w_done || s_axi_wready;
-                aw_done <= a; w_done <= w;
-                if (a && w) ctl_state <= 3'd2;
-              end
-        3'd2: if (s_axi_bvalid) begin
-                aw_done <= 1'b0; w_done <= 1'b0; ctl_state <= 3'd0; ctl_ack <= !ctl_ack;
-              end
-        3'd3: if (s_axi_arready) ctl_state <= 3'd4;
-        3'd4: if (s_axi_rvalid) begin
-                ctl_rdata <= s_axi_rdata; ctl_state <= 3'd0; ctl_ack <= !ctl_ack;
-              end
-        default: ctl_state <= 3'd0;
-      endcase
-    end
-  end
-
-  // ---------------------------------------------------------------- run monitor
-  logic arm = 1'b0;              // Python flips it right before launching
-  logic arm_seen = 1'b0;
-  logic running = 1'b0;
-  logic done = 1'b0;             // rises when the run ends, for any reason
-  logic [1:0] why = 2'd0;        // 1 irq, 2 watchdog, 3 cycle limit
-  longint run_cycles = 0;
-  longint idle_cycles = 0;
-  logic irq_q = 1'b0;
-  always @(posedge clk) begin
-    irq_q <= irq;
-    if (arm != arm_seen) begin
-      arm_seen <= arm;
-      running <= 1'b1; done <= 1'b0; why <= 2'd0; run_cycles <= 0; idle_cycles <= 0;
-    end else if (running) begin
-      run_cycles <= run_cycles + 1;
-      idle_cycles <= activity ? 0 : idle_cycles + 1;
-      if (irq && !irq_q) begin running <= 1'b0; done <= 1'b1; why <= 2'd1; end
-      else if (idle_cycles >= watchdog_limit) begin running <= 1'b0; done <= 1'b1; why <= 2'd2; end
-      else if (run_cycles >= cycle_limit) begin running <= 1'b0; done <= 1'b1; why <= 2'd3; end
-    end
-  end
-
-  // ---------------------------------------------------------------- autorun (plain C++ harness, no Python)
-  // With +insn_addr=N +insn_count=N the testbench launches the run itself and finishes when it ends.
-  initial begin
-    longint unsigned ia, ic;
-    if ($value$plusargs("insn_addr=%d", ia) && $value$plusargs("insn_count=%d", ic)) begin
-      wait (reset_count >= 4);
-      @(posedge clk);
-      ctl_write(16'h08, ic[31:0]);
-      ctl_write(16'h0C, ia[31:0]);
-      arm = !arm;
-      ctl_write(16'h00, 32'd1);
-      wait (done);
-      $display("VTA_HARNESS why=%0d run_cycles=%0d cycle=%0d", why, run_cycles, cycle);
-      $finish;
-    end
-  end
-
-  task automatic ctl_write(input logic [{ctl_addr_bits}-1:0] addr, input logic [31:0] value);
-    ctl_addr = addr;
-    ctl_wdata = value;
-    ctl_we = 1'b1;
-    ctl_req = !ctl_req;
-    @(ctl_ack);
-  endtask
-endmodule
-"""
-
-AXI_MASTER = ("awvalid awready awaddr awlen awsize awburst awcache awprot awid wvalid wready wdata wstrb wlast "
-              "bvalid bready bresp bid arvalid arready araddr arlen arsize arburst arcache arprot arid "
-              "rvalid rready rdata rresp rlast rid").split()
-AXI_LITE = ("awvalid awready awaddr awprot wvalid wready wdata wstrb bvalid bready bresp "
-            "arvalid arready araddr arprot rvalid rready rdata rresp").split()
-
-# The signals of vta_tb that Python reads or writes (made public in the Verilator control file).
-PUBLIC_SIGNALS = ("rst", "reset_req", "dram_latency", "dram_bytes_per_cycle", "watchdog_limit", "cycle_limit", "trace_enable",
-                  "ctl_req", "ctl_ack", "ctl_we", "ctl_addr", "ctl_wdata", "ctl_rdata", "arm", "done", "why",
-                  "run_cycles", "cycle", "clk")
+# The signals of vta_tb that Python writes, and those it only reads (waits on). Only these are public: a
+# signal Python may write is an input to Verilator (logic that depends on it is evaluated on every eval), so
+# the read-only ones are made readable only, and everything else (rst, the DUT) stays private and optimized.
+WRITTEN_SIGNALS = ("reset_req", "dram_latency", "dram_bytes_per_cycle", "watchdog_limit", "cycle_limit",
+                   "trace_enable", "ctl_req", "ctl_we", "ctl_addr", "ctl_wdata", "arm")
+READ_SIGNALS = ("clk", "ctl_ack", "ctl_rdata", "done", "why")
+PUBLIC_SIGNALS = WRITTEN_SIGNALS + READ_SIGNALS
 
 
-def testbench_sv(bus_width: int, ctl_addr_bits: int = 16, n_modules: int | None = None) -> str:
-    ports = [f"    .m_axi_{p}(m_axi_{p})," for p in AXI_MASTER] + [f"    .s_axi_{p}(s_axi_{p})," for p in AXI_LITE]
-    if n_modules is None:
-        from hw.top import TRACE_LANES
-        n_modules = len(TRACE_LANES)
-    return TEMPLATE.format(bus=bus_width, nmod=n_modules, ctl_addr_bits=ctl_addr_bits, axi_ports="\n".join(ports))
+def testbench_parameters(interface: dict) -> dict:
+    """The ``-G`` parameters of ``vta_tb`` for a generated Verilog's interface facts (cosim.verilog)."""
+    regs = interface["registers"]
+    return {"BUS": interface["bus_width"], "NMOD": len(interface["trace_lanes"]),
+            "CTL_ADDR_BITS": interface["ctl_addr_bits"], "REG_CONTROL": regs["control"],
+            "REG_INSN_COUNT": regs["insn_count"], "REG_INSN_ADDR": regs["insn_addr"]}
 
 
 def control_file() -> str:
     """A Verilator control file that makes only the testbench signals Python uses visible."""
     lines = ["`verilator_config", "lint_off -rule WIDTH", "lint_off -rule UNUSED", "lint_off -rule UNOPTFLAT"]
-    lines += [f'public_flat_rw -module "vta_tb" -var "{s}"' for s in PUBLIC_SIGNALS]
+    lines += [f'public_flat_rw -module "vta_tb" -var "{s}"' for s in WRITTEN_SIGNALS]
+    lines += [f'public_flat_rd -module "vta_tb" -var "{s}"' for s in READ_SIGNALS]
     return "\n".join(lines) + "\n"
