@@ -29,13 +29,13 @@ from pathlib import Path
 import numpy as np
 
 from sw import runtime
-from sw.config import load_config
+from sw.config import Config, load_config
 from sw.fsim import COUNTER_NAMES, FsimDevice
 from sw.isa import MemId, Opcode, isa_for
 from sw.pipeline import elem_bytes
 
 __all__ = ["FORMAT", "CHECK_BYTES", "DRAM_BYTES", "record", "replay_program", "Tracker", "restore_ranges",
-           "save", "load", "program_size", "listing"]
+           "save", "load", "program_size", "listing", "config_of"]
 
 FORMAT = "openvta-replay/1"
 CHECK_BYTES = 4 << 20          # device memory compared page by page (where the runtime allocates)
@@ -86,11 +86,16 @@ def record(calls, config, index: int | None = None) -> dict:
         raise ValueError(f"call {index} ran nothing on the device: no program to record")
     isa = isa_for(cfg)
     insns = [dict(kind=i.kind, **i.f) for i in isa.decode_stream(snap["raw"])]
-    program = {"config": cfg.to_dict(), "insn_addr": int(snap["insn_addr"]), "insns": insns,
+    program = {"config": cfg.to_dict(), "config_name": cfg.name, "insn_addr": int(snap["insn_addr"]), "insns": insns,
                "image": zlib.compress(snap["image"].tobytes(), 6), "restore": {}}
     for name, (lo, hi) in restore_ranges(program).items():
         program["restore"][name] = [lo, zlib.compress(snap["srams"][name][lo:hi].tobytes(), 6)]
     return program
+
+
+def config_of(program):
+    """The config a program was recorded on (under its own name, so that its RTL model is the cached one)."""
+    return Config.from_dict(dict(program["config"]), name=program.get("config_name", "replay"))
 
 
 # ---------------------------------------------------------------------- the golden model that watches reads
@@ -149,7 +154,7 @@ class Tracker(FsimDevice):
 
 def restore_ranges(program) -> dict:
     """For each SRAM, the row range [lo, hi) covering every row the stream reads before writing it."""
-    cfg = load_config(program["config"])
+    cfg = config_of(program)
     device = Tracker(cfg)
     bare = dict(program, restore={})
     with runtime.use_target(device):
@@ -279,7 +284,7 @@ def load(path) -> dict:
 
 def listing(program) -> str:
     """The disassembly of a program's stream, one instruction a line."""
-    isa = isa_for(load_config(program["config"]))
+    isa = isa_for(config_of(program))
     lines = []
     for i, f in enumerate(program["insns"]):
         fields = {k: v for k, v in f.items() if k != "kind"}
@@ -289,7 +294,7 @@ def listing(program) -> str:
 
 def program_size(program) -> dict:
     """How big a program is: instructions (NOPs included), micro-op executions and bytes it moves."""
-    cfg = load_config(program["config"])
+    cfg = config_of(program)
     work = nops = moved = 0
     for f in program["insns"]:
         if f["opcode"] in (Opcode.GEMM, Opcode.ALU):

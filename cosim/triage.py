@@ -489,7 +489,7 @@ def minimize_on_rtl(entry: dict, log=print, **cosim_options) -> dict:
     import cosim
 
     try:
-        return cosim.run(minimize_here, entry, config=entry["program"]["config"], **cosim_options)
+        return cosim.run(minimize_here, entry, config=replay.config_of(entry["program"]), **cosim_options)
     except cosim.CosimError:
         log("minimize: the simulator crashed; again with one launch per round")
         return minimize_replay(entry, log=log, **cosim_options)
@@ -498,7 +498,7 @@ def minimize_on_rtl(entry: dict, log=print, **cosim_options) -> dict:
 def minimize_replay(entry: dict, dut=None, log=print, **cosim_options) -> dict:
     """A failure entry of :func:`check_seeds` with its program minimized on the RTL, one launch per
     round (or on ``dut``)."""
-    cfg = load_config(entry["program"]["config"])
+    cfg = replay.config_of(entry["program"])
     dut = dut or rtl_dut(cfg, entry.get("fault"), **cosim_options)
     evaluate = Evaluator(cfg, dut)
     t0 = time.time()
