@@ -89,6 +89,7 @@ def fuzz(start: int, count: int, configs, n_ops: int = 24, shard: int = 200, sch
         from distributed import as_completed
 
         client = client or (own_client := connect(scheduler, workers))
+        t0 = time.time()                        # the run, not the start of a local cluster
         try:
             run_id = f"{int(time.time() * 1000):x}-{os.getpid()}"
             futures = [client.submit(run_shard, s, n_ops, fault, cosim_options, key=f"fuzz-{run_id}-{s['id']}",
