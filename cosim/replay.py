@@ -4,7 +4,8 @@ A *program* (a plain dict, picklable and JSON-able through :func:`save`/:func:`l
 run of the accelerator needs, independent of the runtime that built it:
 
 * ``insns``: the decoded instruction stream (one field dict per instruction, ``kind`` included);
-* ``image``: device memory below the stream as the runtime left it (data, micro-ops), zlib-compressed;
+* ``image``: device memory as the runtime left it, up to the stream's end and every byte a LOAD or
+  STORE touches (data, micro-ops), zlib-compressed;
 * ``restore``: for each SRAM, the rows the stream reads before writing them and their contents on the
   golden model when the run began (a random program of a batch sees what earlier programs left).
 
@@ -64,7 +65,16 @@ class _Recorder(FsimDevice):
         self.snapshot = {"srams": {name: _sram(self, mem).copy() for name, mem in SRAMS.items()},
                          "insn_addr": insn_addr,
                          "raw": self.dram[insn_addr:insn_addr + insn_count * ib].copy()}
-        self.snapshot["image"] = self.dram[:insn_addr].copy()
+        end = insn_addr + insn_count * ib
+        try:
+            for insn in self.isa.decode_stream(self.snapshot["raw"]):
+                if insn.kind == "mem" and insn.f["x_size"]:      # every byte a LOAD or STORE may touch
+                    f = insn.f
+                    eb = elem_bytes(self.cfg, f["memory_type"])
+                    end = max(end, (f["dram_base"] + (f["y_size"] - 1) * f["x_stride"] + f["x_size"]) * eb)
+        except (ValueError, KeyError):
+            pass
+        self.snapshot["image"] = self.dram[:min(end, len(self.dram))].copy()
         return super().run(insn_addr, insn_count, wait_cycles)
 
 
@@ -221,7 +231,7 @@ def replay_program(program: dict, fault: str | None = None) -> dict:
     image = np.frombuffer(zlib.decompress(program["image"]), dtype=np.uint8)
     insn_addr, insns = program["insn_addr"], program["insns"]
     stream_end = insn_addr + len(insns) * isa.insn_bytes
-    clear = max(CHECK_BYTES, -(-stream_end // PAGE) * PAGE)
+    clear = -(-max(CHECK_BYTES, stream_end, image.size) // PAGE) * PAGE
     try:
         raw = _encode(isa, insns)
         blobs, restore = _restore_stream(cfg, program, clear)
