@@ -35,6 +35,11 @@ LOOP_ITER_BITS = 14
 ALUOP_IMM_BITS = 16
 
 
+# The most tokens a dependency queue holds (VTA's 8-bit semaphore; hw.top builds its queues this deep).
+# A push into a full queue would be lost, so the runtime refuses a stream that could fill one.
+TOKEN_QUEUE_DEPTH = 255
+
+
 class FormatError(ValueError):
     """A format's fields do not fit its width (the config makes an SRAM index field too wide)."""
 

@@ -21,6 +21,7 @@ def verilog(name):
     return top_verilog(load_config(name))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["default", "small", "batch2"])
 def test_verilog_lints_clean(name, tmp_path):
     path = tmp_path / "vta.v"
