@@ -47,6 +47,7 @@ def test_signature_names_how_a_run_failed():
     assert triage.signature(gold, {"crash": "log"}) == ("crash", "simulator")
 
 
+@pytest.mark.slow
 def test_minimizer_shrinks_a_long_failing_program_on_the_golden_model():
     entry = _failing_entry()
     out = triage.minimize_replay(entry, dut=triage.golden_dut("small", FAULT), log=lambda text: None)
