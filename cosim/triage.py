@@ -78,7 +78,7 @@ def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, **cosi
 
     cfg = load_config(config)
     seeds = [int(s) for s in seeds]
-    t0 = time.time()
+    t0, cpu0 = time.time(), _cpu_seconds()
     calls = [(fuzz_probe, (s, n_ops, fault), {}) for s in seeds]
     try:
         dut = cosim.run_many(calls, config=cfg, **cosim_options)
@@ -91,7 +91,7 @@ def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, **cosi
             b = check_seeds(cfg, seeds[half:], n_ops, fault, **cosim_options)
             return {**a, "seeds": a["seeds"] + b["seeds"], "programs": a["programs"] + b["programs"],
                     "failures": a["failures"] + b["failures"], "launches": a["launches"] + b["launches"] + 1,
-                    "seconds": time.time() - t0}
+                    "seconds": time.time() - t0, "cpu_seconds": _cpu_seconds() - cpu0}
     golden_calls = [(fuzz_probe, (s, n_ops, None), {}) for s in seeds]
     gold = regress.run_golden(golden_calls, cfg, dram_bytes=replay.DRAM_BYTES)
     failures = []
@@ -109,7 +109,15 @@ def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, **cosi
             entry["failure"]["description"] += f"\n(no replay: {type(err).__name__}: {err})"
         failures.append(entry)
     return {"config": cfg.name, "seeds": seeds, "programs": len(seeds), "failures": failures, "launches": 1,
-            "seconds": time.time() - t0, "worker": f"{socket.gethostname()}:{os.getpid()}"}
+            "seconds": time.time() - t0, "cpu_seconds": _cpu_seconds() - cpu0,
+            "worker": f"{socket.gethostname()}:{os.getpid()}"}
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the simulator), for rates per core."""
+    import resource
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 # ---------------------------------------------------------------------- fair variants
