@@ -86,7 +86,9 @@ def test_fault_found_on_the_rtl_minimized_and_replayed_with_waves(tmp_path, monk
     out = triage.minimize_on_rtl(entry)
     m = out["minimized"]
     assert m["reproduced"] and m["before"]["insns"] > 100 and m["after"]["insns"] <= 8
-    print(f"minimized on the RTL: {m['before']} -> {m['after']} in {m['seconds']} s, {m['variants']} variants")
+    with capsys.disabled():
+        print(f"\nminimized on the RTL: {m['before']} -> {m['after']} in {m['seconds']} s, {m['variants']} variants "
+              f"in {m['launches']} rounds\n{replay.listing(out['program'])}")
     path = replay.save(tmp_path / "small-seed1.min.replay", out)
     monkeypatch.chdir(tmp_path)
     assert regress.main(["--replay", str(path), "--waves"]) == 1           # still fails
