@@ -45,9 +45,13 @@ bench: $(STAMP)
 	$(PY) -m cosim.bench --config $(BENCH_CONFIGS)
 	$(PY) -m cosim.workloads --config $(CONFIG)
 
+# make fuzz N=100000 SCHEDULER=tcp://host:8786 FUZZ_CONFIGS="configs/default.json configs/small.json"
+# (without SCHEDULER: a local Dask cluster over this machine's cores); failures -> build/replays/
 N ?= 1000
+SCHEDULER ?= local
+FUZZ_CONFIGS ?= $(CONFIG)
 fuzz: $(STAMP)
-	$(PY) -m cosim.regress --fuzz $(N) --config $(CONFIG)
+	$(PY) -m cosim.regress --fuzz $(N) $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --scheduler $(SCHEDULER) $(if $(FAULT),--fault $(FAULT))
 
 verilog: $(STAMP)
 	$(PY) -m hw --config $(CONFIG) -o build/vta.v --docs

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from sw import runtime
-from sw.isa import MemId, Opcode
+from sw.isa import AluOp, MemId, Opcode
 
 
 def _run_raw(fields_list, wait_cycles=1 << 31, extra=None):
@@ -82,3 +82,67 @@ def target_info(x):
 
 def raises(message):
     raise ValueError(message)
+
+
+# ---------------------------------------------------------------------- injected faults
+class FetchFault:
+    """A device whose accelerator reads a mutated instruction stream: a decoder fault injected in the
+    fetch path, for testing triage (the RTL really executes the mutated instructions).
+
+    ``run`` rewrites the matching instruction words in device memory, runs the device and puts the
+    original words back; everything else is the wrapped device's.
+    """
+
+    def __init__(self, device, name: str):
+        if name not in FAULTS:
+            raise ValueError(f"fault = {name!r}; allowed: {', '.join(sorted(FAULTS))}")
+        self.device, self.fault = device, name
+        self.name, self.cfg = device.name, device.cfg
+
+    @property
+    def dram(self):
+        return self.device.dram
+
+    def __getattr__(self, attr):
+        return getattr(self.device, attr)
+
+    def run(self, insn_addr, insn_count, wait_cycles=None):
+        from sw.isa import isa_for
+
+        isa = isa_for(self.cfg)
+        end = insn_addr + insn_count * isa.insn_bytes
+        original = self.dram[insn_addr:end].copy()
+        try:
+            insns = isa.decode_stream(original)
+        except ValueError:
+            insns = []          # a stream the decoder refuses reaches the device unchanged
+        mutate = FAULTS[self.fault]
+        changed = False
+        for i, insn in enumerate(insns):
+            f = mutate(dict(insn.f), insn.kind)
+            if f is not None:
+                word = isa.formats[insn.kind].encode(f)
+                self.dram[insn_addr + i * isa.insn_bytes:insn_addr + (i + 1) * isa.insn_bytes] = \
+                    np.frombuffer(isa.to_bytes(word), dtype=np.uint8)
+                changed = True
+        try:
+            return self.device.run(insn_addr, insn_count, wait_cycles)
+        finally:
+            if changed:
+                self.dram[insn_addr:end] = original
+
+
+def _max_imm_as_min(f, kind):
+    """ALU MAX with an immediate decoded as MIN."""
+    if kind == "alu" and f["opcode"] == Opcode.ALU and f["alu_opcode"] == AluOp.MAX and f["use_imm"]:
+        f["alu_opcode"] = int(AluOp.MIN)
+        return f
+    return None
+
+
+FAULTS = {"alu-max-imm-as-min": _max_imm_as_min}
+
+
+def with_fault(device, name: str | None):
+    """``device`` with the named fault injected (``device`` itself for None)."""
+    return FetchFault(device, name) if name else device

@@ -7,7 +7,9 @@ the same sequence of calls on one :class:`~sw.fsim.FsimDevice`, with a fresh run
 the RTL side, so both allocate the same addresses and keep SRAM state across calls the same way.
 
 ``compare(names, config)`` and ``fuzz(seeds, config)`` return a list of mismatch descriptions
-(empty = bit-exact); ``python -m cosim.regress --fuzz N`` is ``make fuzz``.
+(empty = bit-exact). ``python -m cosim.regress --fuzz N`` is ``make fuzz``: shards of random programs
+(:mod:`cosim.cluster`, on a Dask cluster with ``--scheduler``), failures saved as replay files and
+minimized (:mod:`cosim.triage`); ``--replay FILE [--waves]`` re-runs one.
 """
 
 from __future__ import annotations
@@ -102,26 +104,73 @@ def fuzz(seeds, config, n_ops=24, **cosim_options) -> list:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="differential tests: golden model against RTL")
-    parser.add_argument("--fuzz", type=int, default=0, help="number of random programs")
+    parser.add_argument("--fuzz", type=int, default=0, help="number of random programs (per config)")
     parser.add_argument("--start", type=int, default=0, help="first seed")
     parser.add_argument("--ops", type=int, default=24, help="operations per random program")
-    parser.add_argument("--config", default=None)
-    parser.add_argument("--batch", type=int, default=200, help="programs per simulator launch")
+    parser.add_argument("--config", action="append", default=None, help="a config (repeat for several)")
+    parser.add_argument("--batch", type=int, default=200, help="programs per simulator launch (a shard)")
+    # random testing at scale (cosim.cluster, cosim.triage)
+    parser.add_argument("--scheduler", default=None,
+                        help="'local' (a Dask cluster over this machine's cores) or a scheduler address "
+                             "tcp://host:8786; without it the shards run one after the other in this process")
+    parser.add_argument("--workers", type=int, default=None, help="workers of the local cluster (default: cores)")
+    parser.add_argument("--fault", default=None, help="inject a fault of cosim.faults.FAULTS into the RTL side")
+    parser.add_argument("--minimize", type=int, default=3, help="failures to minimize (0: none)")
+    parser.add_argument("--out", default="build/replays", help="directory for replay files")
+    parser.add_argument("--replay", default=None, help="re-run a replay file on the golden model and the RTL")
+    parser.add_argument("--waves", action="store_true", help="with --replay: write an FST waveform")
     args = parser.parse_args(argv)
-    cfg = load_config(args.config)
-    failures = []
+    if args.replay:
+        return replay_main(args.replay, args.waves)
+    configs = args.config or [None]
     if args.fuzz:
-        for first in range(args.start, args.start + args.fuzz, args.batch):
-            seeds = list(range(first, min(first + args.batch, args.start + args.fuzz)))
-            found = fuzz(seeds, cfg, args.ops)
-            failures += found
-            print(f"seeds {seeds[0]}-{seeds[-1]}: {'OK' if not found else f'{len(found)} mismatches'}", flush=True)
-    else:
-        failures = compare(program_names(cfg), cfg)
-    for f in failures:
-        print(f)
-    print(f"{'FAIL' if failures else 'PASS'}: config {cfg.name}")
+        from . import cluster
+        summary = cluster.fuzz(args.start, args.fuzz, configs, args.ops, args.batch, scheduler=args.scheduler,
+                               workers=args.workers, fault=args.fault, minimize=args.minimize, out_dir=args.out)
+        for f in summary["failures"]:
+            print(f["failure"]["description"])
+            if f.get("replay_file"):
+                print(f"replay: python -m cosim.regress --replay {f['replay_file']} --waves")
+        rate = summary["programs"] / max(summary["seconds"], 1e-9)
+        print(f"{summary['programs']} programs in {summary['shards']} shards on {len(summary['workers'])} "
+              f"worker(s), {summary['seconds']:.1f} s ({rate:.2f} programs/s), {len(summary['failures'])} failing")
+        names = ", ".join(load_config(c).name for c in configs)
+        print(f"{'FAIL' if summary['failures'] else 'PASS'}: config {names}")
+        return 1 if summary["failures"] else 0
+    failures = []
+    for config in configs:
+        cfg = load_config(config)
+        found = compare(program_names(cfg), cfg)
+        failures += found
+        for f in found:
+            print(f)
+        print(f"{'FAIL' if found else 'PASS'}: config {cfg.name}")
     return 1 if failures else 0
+
+
+def replay_main(path, waves=False) -> int:
+    """Re-run a replay file: the golden model and the RTL (with waves), and say whether it still fails."""
+    import cosim
+    from . import replay, triage
+
+    body = replay.load(path)
+    program = body["program"]
+    cfg = replay.config_of(program)
+    print(f"{path}: config {cfg.name}, seed {body.get('seed')}, fault {body.get('fault')}, "
+          f"{replay.program_size(program)}")
+    print(replay.listing(program))
+    gold = triage.Evaluator(cfg, None).golden(program)
+    if gold is None:
+        print("the program is not a fair test on the golden model (error, race, hazard or undefined read)")
+        return 2
+    dut = cosim.run(replay.replay_program, program, body.get("fault"), config=cfg, waves=waves)
+    sig = triage.signature(gold, dut)
+    expected = (body.get("minimized") or {}).get("signature") or body.get("failure", {}).get("signature")
+    print(f"result: {'passes (golden model and RTL agree)' if sig is None else f'fails: {list(sig)}'}"
+          + (f"; recorded failure: {list(expected)}" if expected else ""))
+    if dut.get("error"):
+        print(f"the RTL raised {dut['error']}: {dut['message']}")
+    return 0 if sig is None else 1
 
 
 if __name__ == "__main__":

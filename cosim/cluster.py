@@ -1,0 +1,225 @@
+"""Random regressions at scale: shards of seeds run on a Dask distributed cluster (or in this process).
+
+``fuzz(start, count, configs, scheduler=...)`` cuts the seeds of every config into shards of
+``shard`` programs, each one simulator launch (:func:`cosim.triage.check_seeds`), and runs them:
+
+* ``scheduler=None``: one after the other in this process (the serial reference);
+* ``scheduler="local"``: on a local Dask cluster, one single-threaded worker process per core;
+* ``scheduler="tcp://host:8786"``: on a running cluster whose workers have the project importable
+  (``PYTHONPATH`` or an install) and the Verilator toolchain; each machine builds or reuses its model
+  once (the model cache is keyed by the sources, ``VTA_COSIM_CACHE`` names it).
+
+Every shard has a fixed key, so a shard whose worker is lost mid-run is run again by the scheduler,
+and the client counts each shard's result exactly once. Failures come back with their replays, which
+the client writes to ``out_dir``; the first ``minimize`` of them are then minimized on the cluster
+(:func:`cosim.triage.minimize_on_rtl`, one launch each) and written beside them as ``*.min.replay``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from sw.config import load_config
+
+from . import replay, triage
+
+__all__ = ["plan", "run_shard", "fuzz", "connect", "launch_cost", "bench"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def plan(start: int, count: int, configs, shard: int = 200) -> list:
+    """The shards of a run: every seed of ``[start, start + count)`` of every config, once."""
+    if count < 0 or shard < 1:
+        raise ValueError(f"count = {count}, shard = {shard}; allowed: count >= 0, shard >= 1")
+    out = []
+    for config in configs:
+        name = load_config(config).name
+        for first in range(start, start + count, shard):
+            last = min(first + shard, start + count)
+            out.append({"id": f"{name}:{first}-{last - 1}", "config": config, "seeds": list(range(first, last))})
+    return out
+
+
+def run_shard(shard: dict, n_ops: int = 24, fault: str | None = None, cosim_options: dict | None = None) -> dict:
+    """One shard: its programs in one simulator launch, compared with the golden model."""
+    out = triage.check_seeds(shard["config"], shard["seeds"], n_ops, fault, **(cosim_options or {}))
+    out["id"] = shard["id"]
+    return out
+
+
+def _worker_env():
+    """The environment a local worker needs to import this tree and share the model cache."""
+    paths = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths)
+    from .build import CACHE_DIR
+    os.environ.setdefault("VTA_COSIM_CACHE", str(CACHE_DIR))
+
+
+def connect(scheduler: str, workers: int | None = None):
+    """A Dask client: of a local cluster (``"local"``: one single-threaded worker per core) or of ``scheduler``."""
+    from distributed import Client, LocalCluster
+
+    if scheduler == "local":
+        _worker_env()
+        cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                               host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
+        return Client(cluster)
+    return Client(scheduler)
+
+
+def fuzz(start: int, count: int, configs, n_ops: int = 24, shard: int = 200, scheduler: str | None = None,
+         workers: int | None = None, fault: str | None = None, minimize: int = 0, out_dir="build/replays",
+         cosim_options: dict | None = None, progress=print, client=None, on_result=None) -> dict:
+    """Run the random programs and return counts, failures (with replay files) and timings."""
+    shards = plan(start, count, configs, shard)
+    t0 = time.time()
+    results = {}
+    own_client = None
+    if scheduler is None and client is None:
+        for s in shards:
+            results[s["id"]] = r = run_shard(s, n_ops, fault, cosim_options)
+            _report(r, progress, on_result)
+    else:
+        from distributed import as_completed
+
+        client = client or (own_client := connect(scheduler, workers))
+        t0 = time.time()                        # the run, not the start of a local cluster
+        try:
+            run_id = f"{int(time.time() * 1000):x}-{os.getpid()}"
+            futures = [client.submit(run_shard, s, n_ops, fault, cosim_options, key=f"fuzz-{run_id}-{s['id']}",
+                                     retries=1) for s in shards]
+            for fut in as_completed(futures):
+                r = fut.result()
+                if r["id"] in results:          # a shard counts once, however often it ran
+                    continue
+                results[r["id"]] = r
+                _report(r, progress, on_result)
+        finally:
+            if own_client is not None and minimize == 0:
+                _close(own_client)
+    failures = [f for s in shards for f in results[s["id"]]["failures"]]
+    for f in failures:
+        if f["program"] is not None:
+            f["replay_file"] = str(replay.save(Path(out_dir) / f"{f['config']}-seed{f['seed']}.replay", f))
+    minimized = _minimize(failures[:minimize], client, scheduler, cosim_options, out_dir, progress) if minimize else []
+    if own_client is not None and minimize:
+        _close(own_client)
+    wall = time.time() - t0
+    return {"programs": sum(r["programs"] for r in results.values()), "shards": len(results),
+            "launches": sum(r["launches"] for r in results.values()), "failures": failures, "minimized": minimized,
+            "seconds": wall, "shard_seconds": sum(r["seconds"] for r in results.values()),
+            "cpu_seconds": sum(r["cpu_seconds"] for r in results.values()),
+            "workers": sorted({r["worker"] for r in results.values()}), "results": results}
+
+
+def _report(r, progress, on_result):
+    if on_result is not None:
+        on_result(r)
+    if progress:
+        found = r["failures"]
+        progress(f"{r['id']}: {'OK' if not found else f'{len(found)} failing'} ({r['programs']} programs, "
+                 f"{r['seconds']:.1f} s)")
+
+
+def _close(client):
+    cluster = client.cluster
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+def _quiet(text):
+    pass
+
+
+def _minimize(failures, client, scheduler, cosim_options, out_dir, progress) -> list:
+    todo = [f for f in failures if f["program"] is not None]
+    if client is None:
+        done = [triage.minimize_on_rtl(f, log=_quiet, **(cosim_options or {})) for f in todo]
+    else:
+        done = client.gather([client.submit(triage.minimize_on_rtl, f, _quiet, **(cosim_options or {}), retries=1)
+                              for f in todo])
+    out = []
+    for f in done:
+        m = f["minimized"]
+        path = Path(out_dir) / f"{f['config']}-seed{f['seed']}.min.replay"
+        if m.get("reproduced"):
+            replay.save(path, f)
+            progress(f"seed {f['seed']} [{f['config']}]: minimized from {m['before']['insns']} to "
+                     f"{m['after']['insns']} instructions: {path}")
+            out.append({"seed": f["seed"], "config": f["config"], "file": str(path), **m})
+        else:
+            progress(f"seed {f['seed']} [{f['config']}]: the replay alone does not fail ({m.get('result')})")
+            out.append({"seed": f["seed"], "config": f["config"], **m})
+    return out
+
+
+# ---------------------------------------------------------------------- measurements
+def launch_cost(config, repeats: int = 3) -> float:
+    """Seconds of one simulator launch that runs nothing (the model already built), the best of ``repeats``."""
+    import cosim
+    from .faults import target_info
+
+    cosim.run(target_info, [0], config=config)       # builds the model if needed
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.time()
+        cosim.run(target_info, [0], config=config)
+        best = min(best, time.time() - t)
+    return best
+
+
+def bench(config="small", programs: int = 200, shard: int = 50, workers: int = 2, n_ops: int = 24,
+          machines: int = 100, cores_per_machine: int = 32, print_fn=print) -> dict:
+    """Random programs per second, serial against a local cluster, and the launch cost.
+
+    Rates per core divide by the CPU time the shards used (the worker processes and their simulators),
+    so they hold on a machine that other jobs share; wall-clock rates are given beside them.
+    """
+    launch = launch_cost(config)
+    serial = fuzz(0, programs, [config], n_ops, shard, scheduler=None, progress=None)
+    local = fuzz(0, programs, [config], n_ops, shard, scheduler="local", workers=workers, progress=None)
+    rows = []
+    for name, run in (("serial, 1 process", serial), (f"local cluster, {workers} workers", local)):
+        rows.append((name, run["programs"] / run["seconds"], run["programs"] / run["cpu_seconds"],
+                     run["cpu_seconds"] / run["seconds"]))
+    print_fn(f"random programs ({n_ops} operations, config {load_config(config).name}, {programs} programs, "
+             f"{shard} per launch); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print_fn("| run | programs/s (wall) | programs per CPU-second (per core) | cores used |\n|---|---|---|---|")
+    for name, wall, per_core, cores in rows:
+        print_fn(f"| {name} | {wall:.2f} | {per_core:.2f} | {cores:.2f} |")
+    per_program = launch / shard
+    print_fn(f"launch cost: {launch:.2f} s per launch (wall) = {per_program * 1000:.0f} ms per program at {shard} "
+             f"programs per launch")
+    per_core = rows[1][2]
+    fleet = machines * cores_per_machine * per_core
+    print_fn(f"{machines} machines x {cores_per_machine} cores at {per_core:.2f} programs per core-second: "
+             f"{fleet:.0f} programs/s, {fleet * 3600:.3g} programs/hour")
+    return {"launch_s": launch, "serial": rows[0], "cluster": rows[1], "fleet_per_s": fleet,
+            "serial_failures": len(serial["failures"]), "cluster_failures": len(local["failures"])}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="cluster regressions: measurements")
+    parser.add_argument("--bench", action="store_true", help="programs per second, serial vs a local cluster")
+    parser.add_argument("--config", default="small")
+    parser.add_argument("--programs", type=int, default=200)
+    parser.add_argument("--shard", type=int, default=50)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--ops", type=int, default=24)
+    args = parser.parse_args(argv)
+    if not args.bench:
+        parser.error("nothing to do: give --bench (random testing itself is python -m cosim.regress --fuzz N)")
+    bench(args.config, args.programs, args.shard, args.workers, args.ops)
+    return 0
+
+
+if __name__ == "__main__":
+    from cosim.cluster import main as _main
+    sys.exit(_main())
