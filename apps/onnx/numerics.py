@@ -1,0 +1,236 @@
+"""Integer requantization as VTA's tensor ALU computes it: the steps, how they are chosen, and numpy.
+
+A quantized layer's real result is ``acc * M`` in output units, where ``acc`` is the exact int32
+accumulator (with the zero-point and bias corrections folded in) and ``M = s_in * s_w / s_out`` is a
+float that is rarely a power of two. VTA's ALU works on 32-bit lanes with 16-bit signed immediates
+and five operations (MIN, MAX, ADD, SHR, MUL), so the multiplication by ``M`` is done in fixed point
+as a short list of ALU steps (:class:`Step`), applied in order, in place, to every accumulator:
+
+1. ``ADD vector`` -- the per-channel int32 bias (the layer's bias, the zero-point correction and the
+   rounding constant of step 2), broadcast along the spatial axes;
+2. ``SHR s1`` -- drop low bits so the product of step 4 fits in 32 bits;
+3. ``MAX lo``, ``MIN hi`` -- clip to a range just wider than the one that saturates anyway (only when
+   the product could otherwise overflow), so saturation is unchanged;
+4. ``MUL m0`` -- the fixed-point multiplier, ``m0 ~= M * 2**(s1 + s2)``, ``m0 < 2**15``;
+5. ``SHR a; ADD 2**14; SHR 15`` (or ``ADD 2**(s2-1); SHR s2`` when s2 <= 15) -- a rounding shift by
+   ``s2`` (floor of a floor is the floor of the whole, so the split shift is exact: round half up);
+6. ``ADD zero_point``; ``MAX qmin``; ``MIN qmax`` -- the output zero point and saturation to int8
+   [-128, 127] or uint8 [0, 255]; STORE writes the low 8 bits, read back as int8 or uint8.
+
+:func:`requant_steps` chooses ``s1``, ``s2`` and ``m0`` by brute force to minimise the worst-case
+error (at most about 2**-8 output units; docs/numerics.md), under the constraints that every
+immediate fits 16 signed bits and no intermediate leaves 32 bits. :func:`apply_steps` is the numpy
+definition, with exactly the golden model's ALU semantics (int32 wrap-around, arithmetic shift).
+
+Configs without the ALU's MUL get :class:`NumericsError`; the partitioner then keeps that layer on
+the CPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Step", "QParams", "NumericsError", "requant_steps", "rescale_steps", "apply_steps", "steps_error",
+           "qrange", "quantize_float", "dequantize", "IMM_MAX", "IMM_MIN"]
+
+IMM_MAX = (1 << 15) - 1
+IMM_MIN = -(1 << 15)
+_I32 = 1 << 31
+
+
+class NumericsError(ValueError):
+    """A requantization that VTA's ALU cannot do on this config (e.g. no MUL)."""
+
+
+@dataclass(frozen=True)
+class QParams:
+    """Per-tensor quantization: real = scale * (q - zero_point); dtype 'int8' or 'uint8'."""
+    scale: float
+    zero_point: int
+    dtype: str = "int8"
+
+    def __post_init__(self):
+        if self.dtype not in ("int8", "uint8"):
+            raise ValueError(f"dtype = {self.dtype!r}; allowed: 'int8', 'uint8'")
+        lo, hi = qrange(self.dtype)
+        if not lo <= self.zero_point <= hi:
+            raise ValueError(f"zero_point = {self.zero_point}; allowed [{lo}, {hi}] for {self.dtype}")
+        if not (self.scale > 0 and math.isfinite(self.scale)):
+            raise ValueError(f"scale = {self.scale}; must be a positive finite number")
+
+    @property
+    def np_dtype(self):
+        return np.int8 if self.dtype == "int8" else np.uint8
+
+
+@dataclass(frozen=True)
+class Step:
+    """One ALU pass over the accumulators: op in {'add', 'shr', 'min', 'max', 'mul'}; operand an int
+    immediate, or the string 'vector' for the per-channel int32 vector (the bias)."""
+    op: str
+    operand: int | str
+
+    def __post_init__(self):
+        if self.op not in ("add", "shr", "min", "max", "mul"):
+            raise ValueError(f"step op = {self.op!r}; allowed: add, shr, min, max, mul")
+        if isinstance(self.operand, str):
+            if self.operand != "vector" or self.op != "add":
+                raise ValueError(f"step ({self.op}, {self.operand!r}): only 'add' takes the 'vector' operand")
+        elif not IMM_MIN <= int(self.operand) <= IMM_MAX:
+            raise ValueError(f"step ({self.op}, {self.operand}): immediate outside [{IMM_MIN}, {IMM_MAX}]")
+
+
+def qrange(dtype: str) -> tuple[int, int]:
+    """(qmin, qmax) of 'int8' or 'uint8'."""
+    if dtype == "int8":
+        return -128, 127
+    if dtype == "uint8":
+        return 0, 255
+    raise ValueError(f"dtype = {dtype!r}; allowed: 'int8', 'uint8'")
+
+
+def quantize_float(x, qp: QParams) -> np.ndarray:
+    """ONNX QuantizeLinear as onnxruntime computes it: float32 x / scale, round half to even, + zero
+    point, saturate."""
+    lo, hi = qrange(qp.dtype)
+    q = np.rint(np.asarray(x, np.float32) / np.float32(qp.scale)).astype(np.float64) + qp.zero_point
+    return np.clip(q, lo, hi).astype(qp.np_dtype)
+
+
+def dequantize(q, qp: QParams) -> np.ndarray:
+    """ONNX DequantizeLinear in float32."""
+    return ((np.asarray(q, np.int32) - qp.zero_point).astype(np.float32) * np.float32(qp.scale))
+
+
+def _shift_steps(s2: int) -> list[Step]:
+    if s2 == 0:
+        return []
+    if s2 <= 15:
+        return [Step("add", 1 << (s2 - 1)), Step("shr", s2)]
+    return [Step("shr", s2 - 15), Step("add", 1 << 14), Step("shr", 15)]
+
+
+def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool = True):
+    """ALU steps that map accumulators ``acc`` (|acc + vector| <= acc_bound) to ``round(acc * M) + zp``
+    saturated to the output type, and the rounding constant to add to the bias vector.
+
+    Returns (steps, vector_offset): the caller adds ``vector_offset`` to its bias vector (it is the
+    rounding constant of the first shift). Raises :class:`NumericsError` when ``alu_mul`` is False and
+    ``M`` is not a power of two.
+    """
+    M = float(multiplier)
+    if not (M > 0 and math.isfinite(M)):
+        raise NumericsError(f"requantization multiplier {M}; must be positive and finite")
+    qmin, qmax = qrange(out.dtype)
+    zp = out.zero_point
+    m_exp = math.frexp(M)
+    if not alu_mul:
+        if m_exp[0] != 0.5 or M > 1:
+            raise NumericsError(f"requantization multiplier {M:.6g} is not a power of two <= 1 and the "
+                                f"config has no ALU MUL (ALU_MUL = 0)")
+        s = -(m_exp[1] - 1)
+        pre = [Step("add", "vector")]
+        steps = pre + _shift_steps(s)
+        return steps + [Step("add", zp), Step("max", qmin), Step("min", qmax)], 0
+    best = None
+    for s1 in range(0, 31):
+        u = M * 2.0 ** s1                      # one unit of t = acc >> s1 in output units
+        t_bound = (acc_bound >> s1) + 1
+        lo = math.floor((qmin - zp - 2) / u)
+        hi = math.ceil((qmax - zp + 2) / u)
+        clip = t_bound > min(-lo, hi)
+        if clip and (lo < IMM_MIN or hi > IMM_MAX):
+            continue
+        t_max = max(-lo, hi) if clip else t_bound
+        for s2 in range(30, -1, -1):
+            m0 = round(u * 2.0 ** s2)
+            if m0 > IMM_MAX or m0 < 1 or t_max * m0 >= _I32 - (1 << s2):
+                continue
+            err = (u / 2 if s1 else 0.0) + (qmax - qmin + 2) * abs(m0 - u * 2.0 ** s2) / (u * 2.0 ** s2)
+            if best is None or err < best[0] - 1e-12:
+                best = (err, s1, s2, m0, clip, lo, hi)
+            break                               # the largest feasible s2 is the most precise for this s1
+    if best is None:
+        raise NumericsError(f"no fixed-point form of multiplier {M:.6g} fits VTA's 32-bit ALU with 16-bit "
+                            f"immediates")
+    _, s1, s2, m0, clip, lo, hi = best
+    steps = [Step("add", "vector")]
+    if s1:
+        steps.append(Step("shr", s1))
+    if clip:
+        steps += [Step("max", lo), Step("min", hi)]
+    steps.append(Step("mul", m0))
+    steps += _shift_steps(s2)
+    steps += [Step("add", zp), Step("max", qmin), Step("min", qmax)]
+    return steps, ((1 << (s1 - 1)) if s1 else 0)
+
+
+def rescale_steps(multipliers, zero_points, out: QParams):
+    """Integer rescaling of one or two int8/uint8 inputs into ``out`` (Add, or a ReLU / pool whose
+    output scale differs): ``round(sum_i (q_i - z_i) * M_i) + zp_out``, saturated.
+
+    Returns (m0s, shift, steps_tail): each input is offset by ``-z_i`` and multiplied by ``m0_i``
+    (immediates), the products summed, then ``steps_tail`` (rounding shift, zero point, saturation).
+    """
+    ms = [float(m) for m in multipliers]
+    qmin, qmax = qrange(out.dtype)
+    best = None
+    for s in range(30, -1, -1):
+        m0s = [round(m * 2.0 ** s) for m in ms]
+        if max(m0s) > IMM_MAX or 256 * sum(m0s) >= _I32 - (1 << s):
+            continue
+        if min(m0s) < 1:
+            break
+        best = (s, m0s)
+        break
+    if best is None:
+        raise NumericsError(f"no fixed-point form of the multipliers {ms} fits 16-bit immediates")
+    s, m0s = best
+    tail = _shift_steps(s) + [Step("add", out.zero_point), Step("max", qmin), Step("min", qmax)]
+    return m0s, s, tail
+
+
+def _alu(op: str, a: np.ndarray, b) -> np.ndarray:
+    a = a.astype(np.int64)
+    b = np.asarray(b, np.int64)
+    if op == "add":
+        r = a + b
+    elif op == "mul":
+        r = a * b
+    elif op == "min":
+        r = np.minimum(a, b)
+    elif op == "max":
+        r = np.maximum(a, b)
+    else:  # shr: arithmetic right shift (negative = left), as the golden model's ALU
+        r = np.where(b >= 0, np.right_shift(a, np.clip(b, 0, 31)), np.left_shift(a, np.clip(-b, 0, 31)))
+    return r.astype(np.int32)       # wraps to 32 bits like the ALU
+
+
+def apply_steps(acc, steps, vector=None, channel_axis: int = 1) -> np.ndarray:
+    """Apply ALU steps to int32 accumulators; ``vector`` (int32 per channel along ``channel_axis``) is
+    the operand of ``add vector``. Returns int32 (the caller casts to the 8-bit output type)."""
+    y = np.asarray(acc).astype(np.int32)
+    for st in steps:
+        if st.operand == "vector":
+            if vector is None:
+                raise ValueError("the steps add a vector but none was given")
+            shape = [1] * y.ndim
+            shape[channel_axis] = -1
+            y = _alu("add", y, np.asarray(vector, np.int64).astype(np.int32).reshape(shape))
+        else:
+            y = _alu(st.op, y, int(st.operand))
+    return y
+
+
+def steps_error(multiplier: float, steps) -> float:
+    """The effective multiplier of ``steps`` relative to ``multiplier`` minus 1 (for reports)."""
+    shift, m0 = 0, 1
+    for st in steps:
+        if st.op == "shr":
+            shift += int(st.operand)
+        elif st.op == "mul":
+            m0 *= int(st.operand)
+    return m0 / 2.0 ** shift / multiplier - 1
