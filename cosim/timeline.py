@@ -2,7 +2,7 @@
 when compute's GEMM and ALU units ran (side by side when two virtual threads let them).
 
 ``python -m cosim.timeline --workload resnet18.C8 --vt 2 -o build/timeline_C8_vt2.png`` runs the
-workload (a name of :func:`sw.ops.workloads`) in the RTL simulation with the testbench's busy/idle
+workload (a name of :func:`sw.workloads.workloads`) in the RTL simulation with the testbench's busy/idle
 tracer on and draws one row per module with a bar for every busy interval, over the cycles of that
 run only. Without ``--vt`` it draws the run with 1 and with 2 virtual threads one above the other,
 on the same cycle scale, so the overlap that virtual threads buy is visible.
@@ -140,7 +140,7 @@ def main(argv=None) -> int:
     from sw.config import load_config
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", default="resnet18.C8", help="a name of sw.ops.workloads (default resnet18.C8)")
+    parser.add_argument("--workload", default="resnet18.C8", help="a name of sw.workloads.workloads (default resnet18.C8)")
     parser.add_argument("--vt", type=int, nargs="+", choices=[1, 2], default=[1, 2],
                         help="virtual threads; several draw one panel each (default: 1 and 2)")
     parser.add_argument("--config", default=None)

@@ -1,7 +1,7 @@
 """Operator benchmarks on the RTL (``make bench``): MAC utilization and the DRAM roofline per workload.
 
 ``python -m cosim.workloads [--config ...] [--only NAME...] [--csv build/bench_workloads.csv]`` runs
-every workload of :func:`sw.ops.workloads` with 1 and 2 virtual threads in the Verilated RTL (many
+every workload of :func:`sw.workloads.workloads` with 1 and 2 virtual threads in the Verilated RTL (many
 calls per simulator launch, a progress bar on stderr), prints a table and writes a CSV with:
 
 - MAC utilization = MACs / (cycles x BATCH x BLOCK_IN x BLOCK_OUT), over the whole operator (loads,
@@ -30,7 +30,7 @@ import time
 import traceback
 from pathlib import Path
 
-from sw import ops
+from sw import workloads as sw_workloads
 from sw.config import load_config
 
 __all__ = ["measured_call", "bytes_moved", "roofline", "make_row", "ProgressBar", "measure", "summary",
@@ -40,7 +40,7 @@ __all__ = ["measured_call", "bytes_moved", "roofline", "make_row", "ProgressBar"
 TARGET_GEMM = 0.90          # issue 5: >= 90 % MAC utilization on the 256x256x256 GEMM (two virtual threads)
 TARGET_RESNET_VT2 = 0.80    # issue 5: >= 80 % mean over ResNet-18 C2-C11 with two virtual threads
 VTA_PUBLISHED = (0.70, 0.88)  # VTA paper: latency hiding raised peak utilization from 70 % to 88 %
-CONV_LAYERS = tuple(f"resnet18.{name}" for name in ops.RESNET18)
+CONV_LAYERS = tuple(f"resnet18.{name}" for name in sw_workloads.RESNET18)
 LOAD_BYTES = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes")
 STORE_BYTES = ("out_store_nbytes",)
 COLUMNS = ("workload", "vt", "macs", "cycles", "utilization", "bound_cycles", "bound_fraction", "bound_by",
@@ -185,12 +185,12 @@ def measure(names=None, vts=(1, 2), config=None, per_launch: int = 0, dram_laten
             dram_bytes_per_cycle: int = 8, progress=True, return_traces=False, workloads=None):
     """Run workloads on the RTL; return the table rows (and, with ``return_traces``, per-row trace slices).
 
-    ``workloads`` maps a name to ``vt -> (fn, args)`` (default: :func:`sw.ops.workloads`); ``names``
+    ``workloads`` maps a name to ``vt -> (fn, args)`` (default: :func:`sw.workloads.workloads`); ``names``
     selects some of them (default all). ``per_launch`` calls share one simulator launch (0: all).
     """
     cfg = load_config(config)
     if workloads is None:
-        table = {vt: ops.workloads(vt) for vt in vts}
+        table = {vt: sw_workloads.workloads(vt) for vt in vts}
         workloads = {name: {vt: table[vt][name] for vt in vts} for name in table[vts[0]]}
     names = list(workloads) if not names else list(names)
     unknown = [n for n in names if n not in workloads]
@@ -321,7 +321,7 @@ def main(argv=None) -> int:
     cfg = load_config(args.config)
     print(f"config {cfg}: {cfg.BATCH * cfg.BLOCK_IN * cfg.BLOCK_OUT} MACs per cycle; DRAM latency "
           f"{args.dram_latency} cycles, {args.dram_bytes_per_cycle} bytes per cycle", flush=True)
-    known = ops.workloads(1)
+    known = sw_workloads.workloads(1)
     if args.only and any(n not in known for n in args.only):
         parser.error(f"unknown workload in --only {' '.join(args.only)}; known: {', '.join(known)}")
     rows = measure(args.only, tuple(args.vt), cfg, args.per_launch, args.dram_latency, args.dram_bytes_per_cycle)

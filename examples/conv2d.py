@@ -15,16 +15,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import report, target  # noqa: E402
 
-from sw import ops  # noqa: E402
+from sw import ops, workloads  # noqa: E402
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None)
-    parser.add_argument("--layer", default="C8", choices=list(ops.RESNET18))
+    parser.add_argument("--layer", default="C8", choices=list(workloads.RESNET18))
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    h, w, cin, cout, k, pad, stride = ops.RESNET18[args.layer]
+    h, w, cin, cout, k, pad, stride = workloads.RESNET18[args.layer]
     ok = True
     with target(args.config) as q:
         cfg = q.cfg

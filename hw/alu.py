@@ -4,7 +4,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.isa import AluOp
+from sw.isa import AluOp, alu_opcodes
 from .gemm import UopSequencer
 from .isa import insn_layouts, uop_layout
 from .sram import check_config, merge_history, merge_rows, merge_select, read_signature, write_signature
@@ -96,7 +96,7 @@ class Alu(wiring.Component):
 
     @staticmethod
     def supported(cfg, opcode):
-        return opcode in (AluOp.MIN, AluOp.MAX, AluOp.ADD, AluOp.SHR) or (opcode == AluOp.MUL and cfg.ALU_MUL)
+        return opcode in alu_opcodes(cfg)
 
     def elaborate(self, platform):
         m = Module()
@@ -118,8 +118,7 @@ class Alu(wiring.Component):
         toggle = Signal()
         ok = Signal()
         op_in = insn.alu_opcode
-        m.d.comb += ok.eq((op_in == AluOp.MIN) | (op_in == AluOp.MAX) | (op_in == AluOp.ADD) |
-                          (op_in == AluOp.SHR) | ((op_in == AluOp.MUL) & bool(cfg.ALU_MUL)))
+        m.d.comb += ok.eq(op_in.matches(*alu_opcodes(cfg)))
         m.d.comb += seq.start.eq(self.start & ok)
         m.d.sync += [self.done.eq(0), self.error.eq(0)]
         # ``may_step`` = use_imm | ~toggle, kept as a register (the step fans out to the sequencer);

@@ -5,7 +5,7 @@ from amaranth.lib import memory
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.isa import MemId, Opcode
+from sw.isa import MemId, Opcode, alu_opcodes
 from .alu import Alu
 from .footprint import AccFootprint
 from .gemm import Gemm
@@ -298,8 +298,7 @@ class Compute(wiring.Component):
         # ------------------------------------------------------------ the instruction front end
         op = mem.opcode
         mt = mem.memory_type
-        alu_ok = ((alu_insn.alu_opcode == 0) | (alu_insn.alu_opcode == 1) | (alu_insn.alu_opcode == 2) |
-                  (alu_insn.alu_opcode == 3) | ((alu_insn.alu_opcode == 4) & bool(cfg.ALU_MUL)))
+        alu_ok = alu_insn.alu_opcode.matches(*alu_opcodes(cfg))
         # (two cycles late: an acc load's last write passes the loader register and the bank's write
         # register before it is in the SRAM)
         acc_load_late, acc_load_done = Signal(), Signal()

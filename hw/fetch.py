@@ -4,8 +4,7 @@ from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.config import INS_WIDTH
-from sw.isa import AluOp, MemId, Opcode
+from sw.isa import INS_WIDTH, MemId, Opcode, alu_opcodes
 
 from .control import ERROR_CODE_BITS, ErrorCode
 from .interfaces import ADDR_BITS, dma_read_signature
@@ -255,8 +254,7 @@ class Fetch(wiring.Component):
             | (is_store & (mem.x_size != 0) & (mt != MemId.OUT)))
         bad_dep = ((to_load & (mem.pop_prev | mem.push_prev))
                    | (is_store & (mem.pop_next | mem.push_next)))
-        max_alu = AluOp.MUL if self.cfg.ALU_MUL else AluOp.MUL - 1
-        bad_alu = (op == Opcode.ALU) & (alu.alu_opcode > max_alu)
+        bad_alu = (op == Opcode.ALU) & ~alu.alu_opcode.matches(*alu_opcodes(self.cfg))
 
         code = tail.code
         with m.If(bad_opcode):

@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from .isa import ISA, MEMOP_SRAM_ADDR_BITS, UOP_WIDTH, FormatError
+
 __all__ = ["Config", "ConfigError", "load_config", "default_config", "CONFIG_DIR", "DEFAULT_CONFIG_PATH"]
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -47,21 +49,6 @@ _STR_KEYS = {
     "HW_VER": "hardware version string; only 0.0.2 (the 3-bit memory_type / ALU opcode ISA) is built",
 }
 _SUPPORTED_HW_VER = ("0.0.2",)
-
-# The fixed widths of the ISA (reference §1.2); they do not depend on the JSON.
-INS_WIDTH = 128
-UOP_WIDTH = 32
-OPCODE_BITS = 3
-ALU_OPCODE_BITS = 3
-MEMOP_ID_BITS = 3
-MEMOP_SRAM_ADDR_BITS = 16
-MEMOP_DRAM_ADDR_BITS = 32
-MEMOP_SIZE_BITS = 16
-MEMOP_STRIDE_BITS = 16
-MEMOP_PAD_BITS = 4
-LOOP_ITER_BITS = 14
-ALUOP_IMM_BITS = 16
-
 
 @dataclass(frozen=True)
 class Config:
@@ -164,9 +151,11 @@ class Config:
                 f"{self.name}: the micro-op needs {uop_bits} bits (dst {self.LOG_ACC_DEPTH} + src "
                 f"{self.UOP_SRC_BITS} + wgt {self.LOG_WGT_DEPTH}) but is {UOP_WIDTH} bits; shrink "
                 f"LOG_ACC_BUFF_SIZE, LOG_INP_BUFF_SIZE or LOG_WGT_BUFF_SIZE")
-        # The instruction layouts must fit in 128 bits; the ISA module raises a precise error.
-        from .isa import ISA
-        ISA(self)
+        # The instruction layouts must fit their widths; the ISA module says which field does not.
+        try:
+            ISA(self)
+        except FormatError as err:
+            raise ConfigError(f"{self.name}: {err}") from None
 
     # ------------------------------------------------------------------ element shapes
     @property
@@ -196,7 +185,6 @@ class Config:
     WGT_ELEM_BYTES = property(lambda self: 1 << self.LOG_WGT_ELEM_BYTES)
     ACC_ELEM_BYTES = property(lambda self: 1 << self.LOG_ACC_ELEM_BYTES)
     OUT_ELEM_BYTES = property(lambda self: 1 << self.LOG_OUT_ELEM_BYTES)
-    INS_ELEM_BYTES = property(lambda self: INS_WIDTH // 8)
 
     # matrix widths in bits (reference §1.2)
     INP_MATRIX_WIDTH = property(lambda self: self.INP_WIDTH * self.BATCH * self.BLOCK_IN)

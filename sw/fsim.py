@@ -16,7 +16,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .config import Config, load_config
-from .isa import AluOp, Insn, MemId, Opcode, isa_for
+from .isa import AluOp, Insn, MemId, Opcode, expand_uops, isa_for, uop_index_error
 from .pipeline import InsnError, VTAError, check_insn, elem_bytes, schedule
 
 __all__ = ["FsimDevice", "COUNTER_NAMES", "DEFAULT_DRAM_BYTES"]
@@ -134,24 +134,10 @@ class FsimDevice:
     def _indices(self, f, kind):
         """Flattened (dst, src, wgt) indices of every micro-op execution, in execution order."""
         words = self.uop[f["uop_bgn"]:f["uop_end"]]
-        dst, src, wgt = self.isa.decode_uops(words)
-        io = np.arange(f["iter_out"], dtype=np.int64)[:, None, None]
-        ii = np.arange(f["iter_in"], dtype=np.int64)[None, :, None]
-
-        def walk(base, fo, fi):
-            return (base[None, None, :] + io * fo + ii * fi).reshape(-1)
-
-        d = walk(dst, f["dst_factor_out"], f["dst_factor_in"])
-        s = walk(src, f["src_factor_out"], f["src_factor_in"])
-        w = walk(wgt, f["wgt_factor_out"], f["wgt_factor_in"]) if kind == "gemm" else None
-        cfg = self.cfg
-        limits = [("dst (acc)", d, cfg.ACC_DEPTH), ("src (inp)" if kind == "gemm" else "src (acc)", s,
-                                                       cfg.INP_DEPTH if kind == "gemm" else cfg.ACC_DEPTH)]
-        if kind == "gemm":
-            limits.append(("wgt", w, cfg.WGT_DEPTH))
-        for name, arr, depth in limits:
-            if arr.size and arr.max() >= depth:
-                raise InsnError(f"micro-op {name} index reaches {int(arr.max())}; allowed range [0, {depth - 1}]")
+        d, s, w = expand_uops(np.stack(self.isa.decode_uops(words), axis=-1), f, kind == "gemm")
+        problem = uop_index_error(self.cfg, d, s, w, kind == "gemm")
+        if problem:
+            raise InsnError(problem)
         return d, s, w
 
     def _gemm(self, f):

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from .isa import AluOp, MemId
+from .isa import AluOp, MemId, alu_opcodes
 
 __all__ = ["random_program"]
 
@@ -153,7 +153,7 @@ class _Gen:
         if shape is None:
             return False
         uops, loops = shape
-        ops = [AluOp.MIN, AluOp.MAX, AluOp.ADD, AluOp.SHR] + ([AluOp.MUL] if self.cfg.ALU_MUL else [])
+        ops = list(alu_opcodes(self.cfg))
         op = int(r.choice(ops))
         use_imm = int(r.random() < 0.5)
         if op == AluOp.SHR:

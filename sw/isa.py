@@ -15,7 +15,28 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import config as C
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .config import Config
+
+# The fixed widths of the ISA (docs/isa.md); they do not depend on the JSON.
+INS_WIDTH = 128
+UOP_WIDTH = 32
+OPCODE_BITS = 3
+ALU_OPCODE_BITS = 3
+MEMOP_ID_BITS = 3
+MEMOP_SRAM_ADDR_BITS = 16
+MEMOP_DRAM_ADDR_BITS = 32
+MEMOP_SIZE_BITS = 16
+MEMOP_STRIDE_BITS = 16
+MEMOP_PAD_BITS = 4
+LOOP_ITER_BITS = 14
+ALUOP_IMM_BITS = 16
+
+
+class FormatError(ValueError):
+    """A format's fields do not fit its width (the config makes an SRAM index field too wide)."""
 
 __all__ = [
     "Opcode", "MemId", "AluOp", "Field", "Format", "ISA", "Insn", "EncodeError", "isa_for",
@@ -46,6 +67,57 @@ class AluOp(IntEnum):
     ADD = 2
     SHR = 3
     MUL = 4
+
+
+def alu_opcodes(cfg: "Config") -> tuple[AluOp, ...]:
+    """The ALU operations a config builds: MIN, MAX, ADD, SHR, and MUL when ``ALU_MUL`` = 1.
+
+    The one definition used by the golden model, the runtime, the instruction checks, the random
+    program generator and the hardware decoders."""
+    return tuple(op for op in AluOp if op != AluOp.MUL or cfg.ALU_MUL)
+
+
+def alu_opcode_error(cfg: "Config", opcode) -> str | None:
+    """Why ``opcode`` is not an ALU operation of ``cfg`` (naming the allowed ones), or None when it is."""
+    allowed = alu_opcodes(cfg)
+    if opcode in [int(a) for a in allowed]:
+        return None
+    names = ", ".join(f"{a.value} {a.name}" for a in allowed)
+    if opcode == AluOp.MUL:
+        return f"alu_opcode MUL is not built in config {cfg.name} (ALU_MUL = 0); allowed: {names}"
+    return f"alu_opcode = {opcode!r} is not an ALU operation; allowed: {names}"
+
+
+def expand_uops(uops, f: dict, gemm: bool):
+    """The SRAM indices (dst, src, wgt) of every micro-op execution of a GEMM or ALU instruction.
+
+    ``uops`` is an (n, 3) array of the micro-ops' (dst, src, wgt) indices and ``f`` the
+    instruction's loop fields. Execution order: for i0 < iter_out, for i1 < iter_in, for each micro-op
+    u: index = u.index + i0 * factor_out + i1 * factor_in. Returns flat int64 arrays (wgt is None for
+    ALU instructions, whose micro-ops have no weight index).
+    """
+    u = np.asarray(uops, dtype=np.int64).reshape(-1, 3)
+    io = np.arange(f["iter_out"], dtype=np.int64)[:, None, None]
+    ii = np.arange(f["iter_in"], dtype=np.int64)[None, :, None]
+
+    def walk(base, name):
+        return (base[None, None, :] + io * f[f"{name}_factor_out"] + ii * f[f"{name}_factor_in"]).reshape(-1)
+
+    return walk(u[:, 0], "dst"), walk(u[:, 1], "src"), (walk(u[:, 2], "wgt") if gemm else None)
+
+
+def uop_index_error(cfg: "Config", dst, src, wgt, gemm: bool) -> str | None:
+    """Which expanded micro-op index leaves its SRAM (naming the field and the allowed range), or None."""
+    checks = [("dst", dst, cfg.ACC_DEPTH, "acc")]
+    if gemm:
+        checks += [("src", src, cfg.INP_DEPTH, "inp"), ("wgt", wgt, cfg.WGT_DEPTH, "wgt")]
+    else:
+        checks += [("src", src, cfg.ACC_DEPTH, "acc")]
+    for field, arr, depth, mem in checks:
+        if arr.size and int(arr.max()) >= depth:
+            return (f"micro-op {field} index reaches {int(arr.max())} over the loops; the {mem} SRAM "
+                    f"allows [0, {depth - 1}]")
+    return None
 
 
 # Stage (queue id) of the module that executes an instruction (reference §3.8, DESIGN §5).
@@ -88,11 +160,11 @@ class Format:
         pos = 0
         for fname, width, signed, doc in spec:
             if width <= 0:
-                raise C.ConfigError(f"{name}.{fname}: the config gives this field {width} bits")
+                raise FormatError(f"{name}.{fname}: the config gives this field {width} bits")
             if pos < 64 < pos + width and size > 64:
                 pos = 64
             if pos + width > size:
-                raise C.ConfigError(
+                raise FormatError(
                     f"the {name} format does not fit in {size} bits: field {fname!r} ({width} bits) would end "
                     f"at bit {pos + width}; reduce the SRAM depths in the config")
             self.fields[fname] = Field(fname, width, pos, signed, doc)
@@ -155,7 +227,7 @@ class Format:
 
 
 _HEADER = [
-    ("opcode", C.OPCODE_BITS, False, "0 LOAD, 1 STORE, 2 GEMM, 3 FINISH, 4 ALU"),
+    ("opcode", OPCODE_BITS, False, "0 LOAD, 1 STORE, 2 GEMM, 3 FINISH, 4 ALU"),
     ("pop_prev", 1, False, "wait for a token from the previous stage before starting"),
     ("pop_next", 1, False, "wait for a token from the next stage before starting"),
     ("push_prev", 1, False, "send a token to the previous stage when done"),
@@ -193,51 +265,51 @@ class Insn:
 class ISA:
     """The instruction formats for one configuration."""
 
-    def __init__(self, cfg: "C.Config"):
+    def __init__(self, cfg: "Config"):
         self.cfg = cfg
         header = list(_HEADER)
-        self.mem = Format("mem", C.INS_WIDTH, header + [
-            ("memory_type", C.MEMOP_ID_BITS, False, "0 UOP, 1 WGT, 2 INP, 3 ACC, 4 OUT, 5 ACC_8BIT"),
-            ("sram_base", C.MEMOP_SRAM_ADDR_BITS, False, "SRAM element index"),
-            ("dram_base", C.MEMOP_DRAM_ADDR_BITS, False, "DRAM address in elements of this memory type"),
-            ("y_size", C.MEMOP_SIZE_BITS, False, "rows"),
-            ("x_size", C.MEMOP_SIZE_BITS, False, "elements per row; 0 = a NOP that only moves tokens"),
-            ("x_stride", C.MEMOP_STRIDE_BITS, False, "DRAM row stride in elements"),
-            ("y_pad_0", C.MEMOP_PAD_BITS, False, "zero rows before"),
-            ("y_pad_1", C.MEMOP_PAD_BITS, False, "zero rows after"),
-            ("x_pad_0", C.MEMOP_PAD_BITS, False, "zero elements before each row"),
-            ("x_pad_1", C.MEMOP_PAD_BITS, False, "zero elements after each row"),
+        self.mem = Format("mem", INS_WIDTH, header + [
+            ("memory_type", MEMOP_ID_BITS, False, "0 UOP, 1 WGT, 2 INP, 3 ACC, 4 OUT, 5 ACC_8BIT"),
+            ("sram_base", MEMOP_SRAM_ADDR_BITS, False, "SRAM element index"),
+            ("dram_base", MEMOP_DRAM_ADDR_BITS, False, "DRAM address in elements of this memory type"),
+            ("y_size", MEMOP_SIZE_BITS, False, "rows"),
+            ("x_size", MEMOP_SIZE_BITS, False, "elements per row; 0 = a NOP that only moves tokens"),
+            ("x_stride", MEMOP_STRIDE_BITS, False, "DRAM row stride in elements"),
+            ("y_pad_0", MEMOP_PAD_BITS, False, "zero rows before"),
+            ("y_pad_1", MEMOP_PAD_BITS, False, "zero rows after"),
+            ("x_pad_0", MEMOP_PAD_BITS, False, "zero elements before each row"),
+            ("x_pad_1", MEMOP_PAD_BITS, False, "zero elements after each row"),
         ])
         loop_head = header + [
             ("reset", 1, False, "GEMM: zero the destination instead of accumulating (ignored by ALU)"),
             ("uop_bgn", cfg.LOG_UOP_DEPTH, False, "first micro-op"),
             ("uop_end", cfg.LOG_UOP_DEPTH + 1, False, "one past the last micro-op"),
-            ("iter_out", C.LOOP_ITER_BITS, False, "outer loop count"),
-            ("iter_in", C.LOOP_ITER_BITS, False, "inner loop count"),
+            ("iter_out", LOOP_ITER_BITS, False, "outer loop count"),
+            ("iter_in", LOOP_ITER_BITS, False, "inner loop count"),
             ("dst_factor_out", cfg.LOG_ACC_DEPTH, False, "acc index step per outer iteration"),
             ("dst_factor_in", cfg.LOG_ACC_DEPTH, False, "acc index step per inner iteration"),
         ]
-        self.gemm = Format("gemm", C.INS_WIDTH, loop_head + [
+        self.gemm = Format("gemm", INS_WIDTH, loop_head + [
             ("src_factor_out", cfg.LOG_INP_DEPTH, False, "inp index step per outer iteration"),
             ("src_factor_in", cfg.LOG_INP_DEPTH, False, "inp index step per inner iteration"),
             ("wgt_factor_out", cfg.LOG_WGT_DEPTH, False, "wgt index step per outer iteration"),
             ("wgt_factor_in", cfg.LOG_WGT_DEPTH, False, "wgt index step per inner iteration"),
         ])
-        self.alu = Format("alu", C.INS_WIDTH, loop_head + [
+        self.alu = Format("alu", INS_WIDTH, loop_head + [
             ("src_factor_out", cfg.LOG_ACC_DEPTH, False, "acc (operand) index step per outer iteration"),
             ("src_factor_in", cfg.LOG_ACC_DEPTH, False, "acc (operand) index step per inner iteration"),
-            ("alu_opcode", C.ALU_OPCODE_BITS, False, "0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL"),
+            ("alu_opcode", ALU_OPCODE_BITS, False, "0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL"),
             ("use_imm", 1, False, "1 = the second operand is the immediate"),
-            ("imm", C.ALUOP_IMM_BITS, True, "immediate, sign-extended to the accumulator width"),
+            ("imm", ALUOP_IMM_BITS, True, "immediate, sign-extended to the accumulator width"),
         ])
-        self.uop = Format("uop", C.UOP_WIDTH, [
+        self.uop = Format("uop", UOP_WIDTH, [
             ("dst_idx", cfg.LOG_ACC_DEPTH, False, "acc index (GEMM and ALU destination)"),
             ("src_idx", cfg.UOP_SRC_BITS, False, "inp index (GEMM) or acc index of the operand (ALU)"),
             ("wgt_idx", cfg.LOG_WGT_DEPTH, False, "wgt index (GEMM)"),
         ])
         self.formats = {"mem": self.mem, "gemm": self.gemm, "alu": self.alu}
-        self.insn_bytes = C.INS_WIDTH // 8
-        self.uop_bytes = C.UOP_WIDTH // 8
+        self.insn_bytes = INS_WIDTH // 8
+        self.uop_bytes = UOP_WIDTH // 8
 
     # ------------------------------------------------------------------ helpers
     @staticmethod
@@ -259,7 +331,7 @@ class ISA:
         return self.formats[self.kind_of(int(opcode))].encode(fields)
 
     def decode(self, word: int) -> Insn:
-        opcode = word & ((1 << C.OPCODE_BITS) - 1)
+        opcode = word & ((1 << OPCODE_BITS) - 1)
         kind = self.kind_of(opcode)
         return Insn(kind, self.formats[kind].decode(word))
 
@@ -274,7 +346,7 @@ class ISA:
 
     @staticmethod
     def to_bytes(word: int) -> bytes:
-        return word.to_bytes(C.INS_WIDTH // 8, "little")
+        return word.to_bytes(INS_WIDTH // 8, "little")
 
     @staticmethod
     def from_bytes(data) -> int:
@@ -294,7 +366,7 @@ class ISA:
         """Decode a stream of instructions held as bytes (16 per instruction), vectorised per field."""
         pairs = np.ascontiguousarray(raw).view(np.uint64).reshape(-1, 2)
         lo, hi = pairs[:, 0], pairs[:, 1]
-        opcodes = (lo & np.uint64((1 << C.OPCODE_BITS) - 1)).astype(np.int64)
+        opcodes = (lo & np.uint64((1 << OPCODE_BITS) - 1)).astype(np.int64)
         bad = ~np.isin(opcodes, [int(o) for o in Opcode])
         if bad.any():
             i = int(np.argmax(bad))
@@ -354,5 +426,5 @@ class ISA:
 
 
 @lru_cache(maxsize=None)
-def isa_for(cfg: "C.Config") -> ISA:
+def isa_for(cfg: "Config") -> ISA:
     return ISA(cfg)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .isa import AluOp, Insn, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE
+from .isa import Insn, alu_opcode_error, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE
 
 __all__ = ["VTAError", "InsnError", "DeadlockError", "check_insn", "schedule", "TOKEN_QUEUES",
            "elem_bytes", "sram_depth"]
@@ -124,13 +124,9 @@ def check_insn(cfg, insn: Insn, dram_size: int | None = None, where: str = "inst
             raise InsnError(f"{where}: uop range [{f['uop_bgn']}, {f['uop_end']}) must satisfy "
                             f"uop_bgn <= uop_end <= {cfg.UOP_DEPTH}")
         if insn.kind == "alu":
-            aop = f["alu_opcode"]
-            if aop not in [int(a) for a in AluOp]:
-                raise InsnError(f"{where}: alu_opcode = {aop} is not an ALU operation; allowed: "
-                                + ", ".join(f"{a.value} {a.name}" for a in AluOp))
-            if aop == AluOp.MUL and not cfg.ALU_MUL:
-                raise InsnError(f"{where}: alu_opcode MUL is not built in config {cfg.name} (ALU_MUL = 0); "
-                                f"allowed: 0 MIN, 1 MAX, 2 ADD, 3 SHR")
+            problem = alu_opcode_error(cfg, f["alu_opcode"])
+            if problem:
+                raise InsnError(f"{where}: {problem}")
 
 
 def schedule(cfg, insns: list[Insn], execute=None, disasm=None) -> dict:

@@ -23,7 +23,8 @@ import numpy as np
 
 from .config import Config, load_config
 from .fsim import FsimDevice
-from .isa import AluOp, Insn, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE, EncodeError, isa_for
+from .isa import (AluOp, Insn, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE, EncodeError,
+                  alu_opcode_error, expand_uops, isa_for, uop_index_error)
 from .memory import BufferError, DeviceMemory
 from .pipeline import InsnError, VTAError, check_insn, elem_bytes, schedule
 
@@ -318,9 +319,9 @@ class CommandQueue:
         if len(k.uops) > self.cfg.UOP_DEPTH:
             raise VTAError(f"{name}: the kernel has {len(k.uops)} micro-ops; the uop SRAM holds "
                            f"{self.cfg.UOP_DEPTH} (allowed range [1, {self.cfg.UOP_DEPTH}])")
-        if k.mode == 1 and k.alu_opcode == AluOp.MUL and not self.cfg.ALU_MUL:
-            raise InsnError(f"{name}: alu_opcode MUL is not built in config {self.cfg.name} (ALU_MUL = 0); "
-                            f"allowed: 0 MIN, 1 MAX, 2 ADD, 3 SHR")
+        problem = alu_opcode_error(self.cfg, k.alu_opcode) if k.mode == 1 else None
+        if problem:
+            raise InsnError(f"{name}: {problem}")
         self._stage_uops(k)
         if self.debug & DEBUG_DUMP_UOP:
             print(k.dump(self.isa), file=self.out)
@@ -341,22 +342,10 @@ class CommandQueue:
 
     def _check_kernel_indices(self, name, k: UopKernel, f: dict):
         """Every index the instruction will touch is in range, and the hazard rule holds across loops."""
-        cfg = self.cfg
-        u = np.array(k.uops, dtype=np.int64).reshape(-1, 3)
-        io = np.arange(f["iter_out"], dtype=np.int64)[:, None, None]
-        ii = np.arange(f["iter_in"], dtype=np.int64)[None, :, None]
-        d = (u[:, 0] + io * f["dst_factor_out"] + ii * f["dst_factor_in"]).reshape(-1)
-        s = (u[:, 1] + io * f["src_factor_out"] + ii * f["src_factor_in"]).reshape(-1)
-        checks = [("dst", d, cfg.ACC_DEPTH, "acc")]
-        if k.mode == 0:
-            w = (u[:, 2] + io * f["wgt_factor_out"] + ii * f["wgt_factor_in"]).reshape(-1)
-            checks += [("src", s, cfg.INP_DEPTH, "inp"), ("wgt", w, cfg.WGT_DEPTH, "wgt")]
-        else:
-            checks += [("src", s, cfg.ACC_DEPTH, "acc")]
-        for field, arr, depth, mem in checks:
-            if arr.size and int(arr.max()) >= depth:
-                raise InsnError(f"{name}: micro-op {field} index reaches {int(arr.max())} over the loops; the {mem} "
-                                f"SRAM allows [0, {depth - 1}]")
+        d, s, w = expand_uops(k.uops, f, k.mode == 0)
+        problem = uop_index_error(self.cfg, d, s, w, k.mode == 0)
+        if problem:
+            raise InsnError(f"{name}: {problem}")
         if not (k.mode == 0 and k.reset):
             for lag in (1, 2):
                 hit = np.flatnonzero(d[lag:] == d[:-lag]) if d.size > lag else []
@@ -618,9 +607,9 @@ def uop_push(mode, reset_out, dst_index, src_index, wgt_index, opcode, use_imm, 
     except EncodeError as err:
         raise InsnError(f"uop_push: {err}") from None
     if mode == 1:
-        if int(opcode) not in [int(a) for a in AluOp]:
-            raise InsnError(f"uop_push: opcode = {opcode}; allowed: "
-                            + ", ".join(f"{a.value} {a.name}" for a in AluOp))
+        problem = alu_opcode_error(cfg, opcode)
+        if problem:
+            raise InsnError(f"uop_push: {problem}")
         try:
             isa.alu.encode({"imm": int(imm_val), "use_imm": use_imm})
         except EncodeError as err:

@@ -5,7 +5,7 @@ from sw.config import load_config
 from sw.fsim import FsimDevice
 from sw import runtime
 
-CONFIG_NAMES = ("default", "small", "batch2")
+CONFIG_NAMES = CONFIGS = ("default", "small", "batch2")
 
 
 @pytest.fixture(params=CONFIG_NAMES)
@@ -35,3 +35,25 @@ def queue(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(0xDEADB)
+
+
+@pytest.fixture
+def on(request):
+    """on(config, **queue_kwargs): make a fresh golden-model runtime (64 MiB DRAM) current for the rest of the test."""
+    made = []
+
+    def make(config="default", **kwargs):
+        q = make_queue(config, dram_bytes=64 << 20, **kwargs)
+        made.append(runtime.set_current(q))
+        return q
+    yield make
+    for previous in reversed(made):
+        runtime.set_current(previous)
+
+
+def rand8(rng, shape):
+    return rng.integers(-128, 128, size=shape, dtype=np.int8)
+
+
+def rand32(rng, shape, lo=-(1 << 20), hi=1 << 20):
+    return rng.integers(lo, hi, size=shape, dtype=np.int32)

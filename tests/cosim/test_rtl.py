@@ -9,7 +9,7 @@ from sw.fsim import FsimDevice
 from sw.pipeline import DeadlockError, InsnError
 from sw import runtime
 
-from conftest import make_queue
+from tests.conftest import make_queue
 
 
 @pytest.fixture(scope="module")

@@ -9,17 +9,17 @@ import pytest
 
 from cosim import timeline
 from cosim import workloads as wl
-from sw import ops
+from sw import workloads
 from sw.config import load_config
 
 # name -> vt -> (fn, positional args); every call compares its result with numpy (np.array_equal)
 SMALL = {
-    "dense_16x64x64": {vt: (ops.run_dense_workload, (16, 64, 64, vt)) for vt in (1, 2)},
-    "dense_20x72x40_bias": {vt: (ops.run_dense_workload, (20, 72, 40, vt, True)) for vt in (1, 2)},
-    "conv_8x8x16x16_k3": {vt: (ops.run_conv2d_workload, (None, None, 8, 8, 16, 16, 3, 1, 1, vt)) for vt in (1, 2)},
+    "dense_16x64x64": {vt: (workloads.run_dense_workload, (16, 64, 64, vt)) for vt in (1, 2)},
+    "dense_20x72x40_bias": {vt: (workloads.run_dense_workload, (20, 72, 40, vt, True)) for vt in (1, 2)},
+    "conv_8x8x16x16_k3": {vt: (workloads.run_conv2d_workload, (None, None, 8, 8, 16, 16, 3, 1, 1, vt)) for vt in (1, 2)},
 }
 DEFAULT = {
-    "conv_9x9x32x48_k3_s2": {vt: (ops.run_conv2d_workload, (None, None, 9, 9, 32, 48, 3, 1, 2, vt)) for vt in (1, 2)},
+    "conv_9x9x32x48_k3_s2": {vt: (workloads.run_conv2d_workload, (None, None, 9, 9, 32, 48, 3, 1, 2, vt)) for vt in (1, 2)},
 }
 
 

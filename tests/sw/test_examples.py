@@ -6,7 +6,7 @@ import pytest
 
 from sw import runtime
 
-from conftest import make_queue
+from tests.conftest import make_queue
 
 EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 NAMES = ["get_started_vector_add", "simple_gemm", "blocked_matrix_multiply", "conv2d"]

@@ -285,7 +285,7 @@ def test_mul_rejected_when_not_built():
 def test_uop_index_out_of_range_is_an_error(default_cfg):
     dev = FsimDevice(default_cfg, dram_bytes=DRAM)
     put_uops(dev, [(2047, 0, 0)])
-    with pytest.raises(InsnError, match=r"dst \(acc\) index reaches 2048"):
+    with pytest.raises(InsnError, match=r"dst index reaches 2048 over the loops; the acc SRAM allows \[0, 2047\]"):
         run(dev, [dict(opcode=Opcode.GEMM, uop_end=1, iter_out=2, iter_in=1, dst_factor_out=1), finish()])
 
 

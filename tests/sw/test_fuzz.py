@@ -4,7 +4,7 @@ import pytest
 
 from sw import fuzz, runtime
 
-from conftest import make_queue
+from tests.conftest import make_queue
 
 
 @pytest.mark.parametrize("config", ["default", "small", "batch2"])

@@ -5,7 +5,7 @@ import pytest
 from sw import programs, runtime
 from sw.pipeline import InsnError
 
-from conftest import make_queue
+from tests.conftest import make_queue
 
 
 @pytest.mark.parametrize("config", ["default", "small", "batch2"])

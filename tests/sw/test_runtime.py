@@ -10,7 +10,7 @@ from sw.isa import AluOp, MemId, Opcode
 from sw.memory import BufferError
 from sw.pipeline import DeadlockError, InsnError, VTAError
 
-from conftest import make_queue
+from tests.conftest import make_queue
 
 
 def kinds(q):
@@ -198,7 +198,7 @@ def test_unknown_memory_type(queue, bufs):
 
 def test_unknown_opcode(queue):
     bad = lambda: rt.push_alu_op(queue.handle, lambda: rt.uop_push(1, 0, 0, 0, 0, 9, 1, 0), 0)
-    unchanged(queue, bad, InsnError, r"opcode = 9; allowed: 0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL")
+    unchanged(queue, bad, InsnError, r"alu_opcode = 9 is not an ALU operation; allowed: 0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL")
     unchanged(queue, lambda: rt.push_gemm_op(queue.handle, lambda: rt.uop_push(2, 0, 0, 0, 0, 0, 0, 0), 0),
               VTAError, "mode = 2")
 

@@ -1,0 +1,127 @@
+"""Element-wise operators on the tensor ALU: vector add, ReLU, bias, requantization."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .. import runtime as rt
+from ..isa import AluOp, MemId
+from .base import TileError, _check_vt, _cfg, _finish, _from_device, _halves, _to_device
+from .kernels import Alu, Load, Store, _alu_rows, _k_alu
+from .layout import pack_bias
+from .schedule import _Tile, run_tiles
+
+
+def _as_grid(x, cfg, name):
+    x = np.asarray(x)
+    B, O = cfg.BATCH, cfg.BLOCK_OUT
+    if x.ndim == 3 and x.shape[1:] == (B, O):
+        return x.reshape(1, x.shape[0], B, O)
+    if x.ndim == 4 and x.shape[2:] == (B, O):
+        return x
+    raise ValueError(f"{name} has shape {x.shape}; expected the packed layout (n, {B}, {O}) or (r, c, {B}, {O})")
+
+
+def _elementwise(a, b, bias, ops, virtual_threads, return_counters):
+    """Run ALU ``ops`` over int32 tensor a (packed), with tensor operand b and per-column bias.
+
+    ops: list of ("imm", opcode, imm) | ("tensor_add",) | ("bias_add",), applied in order.
+    """
+    _check_vt(virtual_threads)
+    cfg = _cfg()
+    shape = np.shape(a)
+    a4 = _as_grid(a, cfg, "a").astype(np.int32)
+    if bias is not None and np.ndim(a) == 3:
+        a4 = a4.reshape(shape[0], 1, cfg.BATCH, cfg.BLOCK_OUT)   # bias per channel block of one column
+    R, C = a4.shape[:2]
+    b4 = None
+    if b is not None:
+        if np.shape(b) != shape:
+            raise ValueError(f"operands have shapes {shape} and {np.shape(b)}")
+        b4 = np.asarray(b, dtype=np.int32).reshape(a4.shape)
+    bias_p = pack_bias(bias, C, cfg) if bias is not None else None
+    h = _halves(cfg, virtual_threads)
+    cap, bases = h["acc"]
+    per = 2 if b4 is not None else 1
+    tc = min(C, cap // (per + (1 if bias_p is not None else 0)))
+    if tc < 1:
+        raise TileError(f"the ACC SRAM ({cfg.ACC_DEPTH} rows, {cap} per virtual thread) cannot hold one "
+                        f"element of each operand")
+    bias_rows = tc if bias_p is not None else 0
+    tr = max(1, min(R, (cap - bias_rows) // (per * tc)))
+    cmd = rt.command_handle()
+    handles = [_to_device(cmd, a4)]
+    bd = _to_device(cmd, b4) if b4 is not None else None
+    pd = _to_device(cmd, bias_p) if bias_p is not None else None
+    yd = rt.buffer_alloc(R * C * cfg.OUT_ELEM_BYTES)
+    handles += [h_ for h_ in (bd, pd, yd) if h_ is not None]
+    tiles = []
+    acc_id = int(MemId.ACC)
+    try:
+        for ti, (r0, c0) in enumerate(itertools.product(range(0, R, tr), range(0, C, tc))):
+            nr, nc = min(tr, R - r0), min(tc, C - c0)
+            a_half = ti % virtual_threads
+            base = bases[a_half]
+            rows = nr * nc
+            other = base + rows
+            bias_base = base + per * rows
+            stride = C if nr > 1 else nc     # (a single row needs no stride; keeps the 16-bit field small)
+            comps = [Load((handles[0], r0 * C + c0, nc, nr, stride, 0, 0, 0, 0, base, acc_id))]
+            if bd is not None:
+                comps.append(Load((bd, r0 * C + c0, nc, nr, stride, 0, 0, 0, 0, other, acc_id)))
+            if pd is not None:
+                comps.append(Load((pd, c0, nc, 1, nc, 0, 0, 0, 0, bias_base, acc_id)))
+            for op in ops:
+                if op[0] == "imm":
+                    comps.append(_alu_rows(op[1], op[2], base, rows))
+                elif op[0] == "tensor_add":
+                    comps.append(Alu(_k_alu(int(AluOp.ADD), 0, 0, base, other, ((rows, 1, 1),)), passes=2))
+                elif op[0] == "bias_add":
+                    comps.append(Alu(_k_alu(int(AluOp.ADD), 0, 0, base, bias_base,
+                                                ((nr, nc, 0), (nc, 1, 1))), passes=2))
+            stores = [Store((base, int(MemId.OUT), yd, r0 * C + c0, nc, nr, stride))]
+            tiles.append(_Tile(acc=a_half, computes=comps, stores=stores))
+        counters = run_tiles(tiles)
+        counters["tiles"] = len(tiles)
+        y = _from_device(cmd, yd, (R, C, cfg.BATCH, cfg.BLOCK_OUT), np.int8).reshape(shape)
+    finally:
+        for h_ in handles:
+            rt.buffer_free(h_)
+    return _finish(y, counters, return_counters)
+
+
+def vadd(a, b, virtual_threads=1, return_counters=False):
+    """a + b on the ALU for int32 tensors in the packed layout (n, BATCH, BLOCK_OUT) (or (r, c, BATCH,
+    BLOCK_OUT)); returns the int8 that STORE writes (the low 8 bits), like VTA's get-started tutorial."""
+    return _elementwise(a, b, None, [("tensor_add",)], virtual_threads, return_counters)
+
+
+def relu(a, virtual_threads=1, return_counters=False):
+    """MAX 0 then MIN 127 on the ALU (VTA's test_relu); int8 result."""
+    return _elementwise(a, None, None, [("imm", AluOp.MAX, 0), ("imm", AluOp.MIN, 127)], virtual_threads,
+                        return_counters)
+
+
+def add_bias(a, bias, virtual_threads=1, return_counters=False):
+    """a + bias per output channel on the ALU; int8 result (the low 8 bits).
+
+    a: int32 (r, c, BATCH, BLOCK_OUT) with bias (c*BLOCK_OUT,) or packed (c, BATCH, BLOCK_OUT);
+    or a: (n, BATCH, BLOCK_OUT) with bias (BLOCK_OUT,) or (1, BATCH, BLOCK_OUT).
+    """
+    return _elementwise(a, None, bias, [("bias_add",)], virtual_threads, return_counters)
+
+
+def requantize(a, shift=8, bias=None, clip=True, virtual_threads=1, return_counters=False):
+    """(a >> shift), optional + bias, clip to [0, 127] as MIN 127 then MAX 0, int8 (reference §6.2)."""
+    if not 0 <= shift <= 31:
+        raise ValueError(f"shift = {shift}; allowed range [0, 31]")
+    ops = [("imm", AluOp.SHR, shift)]
+    if bias is not None:
+        ops.append(("bias_add",))
+    if clip:
+        ops += [("imm", AluOp.MIN, 127), ("imm", AluOp.MAX, 0)]
+    return _elementwise(a, None, bias, ops, virtual_threads, return_counters)
+
+

@@ -1,0 +1,179 @@
+"""Micro-kernels (memoised closures, recorded once by the runtime's JIT cache) and the typed actions that queue them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .. import runtime as rt
+from ..isa import AluOp
+from .base import _cfg, _f
+
+
+# ---------------------------------------------------------------------- actions
+@dataclass(frozen=True)
+class Load:
+    """A ``load_2d`` (its arguments after ``cmd``): a LOAD of INP/WGT in a step, or of ACC (bias) in compute."""
+    args: tuple
+    insns = 1                   # the most instructions it appends
+
+    def emit(self, cmd):
+        rt.load_2d(cmd, *self.args)
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """A GEMM instruction of a micro-kernel (plus the LOAD UOP that makes it resident)."""
+    kernel: object
+    key: int = 0
+    insns = 2
+
+    def emit(self, cmd):
+        rt.push_gemm_op(cmd, self.kernel, self.key)
+
+
+@dataclass(frozen=True)
+class Alu:
+    """An ALU instruction of a micro-kernel; ``passes``: cycles per micro-op (2 with a tensor operand)."""
+    kernel: object
+    key: int = 0
+    passes: int = 1
+    insns = 2
+
+    def emit(self, cmd):
+        rt.push_alu_op(cmd, self.kernel, self.key)
+
+
+@dataclass(frozen=True)
+class Store:
+    """A ``store_2d`` (its arguments after ``cmd``) of a tile's result."""
+    args: tuple
+
+    def emit(self, cmd):
+        rt.store_2d(cmd, *self.args)
+
+@lru_cache(maxsize=None)
+def _k_reset(base: int, rows: int):
+    """GEMM reset of acc rows [base, base + rows)."""
+    def kernel():
+        rt.uop_loop_begin(rows, _f(rows, 1), 0, 0)
+        rt.uop_push(0, 1, base, 0, 0, 0, 0, 0)
+        rt.uop_loop_end()
+    return kernel
+
+
+@lru_cache(maxsize=None)
+def _k_alu(opcode: int, use_imm: int, imm: int, dst: int, src: int, loops: tuple):
+    """One ALU micro-op under up to two loops ((extent, dst_factor, src_factor), outer first)."""
+    def kernel():
+        for e, df, sf in loops:
+            rt.uop_loop_begin(e, _f(e, df), _f(e, sf), 0)
+        rt.uop_push(1, 0, dst, src, 0, int(opcode), use_imm, imm)
+        for _ in loops:
+            rt.uop_loop_end()
+    return kernel
+
+
+def _alu_rows(opcode, imm, base, rows):
+    """An immediate ALU op over acc rows [base, base + rows)."""
+    return Alu(_k_alu(int(opcode), 1, int(imm), base, base, ((rows, 1, 1),)))
+
+
+def _alu_tensor(dst, src, loops):
+    """A tensor ALU ADD (two cycles per micro-op): acc[dst] += acc[src] under ``loops``."""
+    return Alu(_k_alu(int(AluOp.ADD), 0, 0, dst, src, loops), passes=2)
+
+
+def _zero_rows(base, rows):
+    """ALU ops that zero acc rows [base, base + rows): MUL by 0, or (without MUL) x >> 31 in {0, -1},
+    then max with 0."""
+    if _cfg().ALU_MUL:
+        return [_alu_rows(AluOp.MUL, 0, base, rows)]
+    return [_alu_rows(AluOp.SHR, 31, base, rows), _alu_rows(AluOp.MAX, 0, base, rows)]
+
+
+@lru_cache(maxsize=None)
+def _k_dense(acc: int, inp: int, wgt: int, tn: int, tk: int, tm: int):
+    """acc[n*tm + j] += inp[n*tk + k] . wgt[j*tk + k]: loops k (outer), n (inner); uops j.
+
+    Consecutive executions write the rows n*tm + j in a cycle of tn*tm >= 3 distinct rows, so no
+    micro-op writes a row written by one of the two before it.
+    """
+    def kernel():
+        rt.uop_loop_begin(tk, 0, _f(tk, 1), _f(tk, 1))
+        rt.uop_loop_begin(tn, _f(tn, tm), _f(tn, tk), 0)
+        for j in range(tm):
+            rt.uop_push(0, 0, acc + j, inp, wgt + j * tk, 0, 0, 0)
+        rt.uop_loop_end()
+        rt.uop_loop_end()
+    return kernel
+
+
+def _conv_variant(tm, th, tw, tc, kh, kw):
+    """(variant, uops) of the conv kernel with the fewest micro-ops that obeys the hazard rule.
+
+    Every variant makes consecutive micro-op executions write a cycle of at least three distinct acc
+    rows (or move to new rows at a loop step), so no micro-op writes a row that one of the two before
+    it wrote, across loop iterations too:
+      A: loops (c, oh), uops (ky, kx, ow, j)  - needs tw*tm >= 3
+      B: loops (c, ky), uops (kx, oh, ow, j)  - needs th*tw*tm >= 3
+      C: loops (oh, ow), uops (c, ky, kx, j)  - needs tm >= 3; size independent of the spatial tile
+    """
+    options = []
+    if tw * tm >= 3:
+        options.append((kh * kw * tw * tm, "A"))
+    if th * tw * tm >= 3:
+        options.append((kw * th * tw * tm, "B"))
+    if tm >= 3:
+        options.append((tc * kh * kw * tm, "C"))
+    if not options:
+        return None, None
+    uops, v = min(options)
+    return v, uops
+
+
+@lru_cache(maxsize=None)
+def _k_conv(acc, inp, wgt, tm, th, tw, tc, kh, kw, s, ih, iw, sh=None):
+    """acc[j, oh, ow] += inp[c, oh*sh + ky, ow*s + kx] . wgt[j, c, ky, kx] over c, ky, kx.
+
+    SRAM layouts: acc (tm, th, tw), inp (tc, ih, iw), wgt (tm, tc, kh, kw); see :func:`_conv_variant`
+    for the loop orders. ``sh`` (default ``s``) is the row step in the inp tile: 1 when the LOAD
+    already skipped the rows a strided 1x1 kernel does not read.
+    """
+    sh = s if sh is None else sh
+    variant, _ = _conv_variant(tm, th, tw, tc, kh, kw)
+    kk = kh * kw
+
+    def kernel():
+        if variant == "A":
+            rt.uop_loop_begin(tc, 0, _f(tc, ih * iw), _f(tc, kk))
+            rt.uop_loop_begin(th, _f(th, tw), _f(th, sh * iw), 0)
+            for ky in range(kh):
+                for kx in range(kw):
+                    for ow in range(tw):
+                        for j in range(tm):
+                            rt.uop_push(0, 0, acc + j * th * tw + ow, inp + ky * iw + ow * s + kx,
+                                        wgt + j * tc * kk + ky * kw + kx, 0, 0, 0)
+        elif variant == "B":
+            rt.uop_loop_begin(tc, 0, _f(tc, ih * iw), _f(tc, kk))
+            rt.uop_loop_begin(kh, 0, _f(kh, iw), _f(kh, kw))
+            for kx in range(kw):
+                for oh in range(th):
+                    for ow in range(tw):
+                        for j in range(tm):
+                            rt.uop_push(0, 0, acc + j * th * tw + oh * tw + ow, inp + oh * sh * iw + ow * s + kx,
+                                        wgt + j * tc * kk + kx, 0, 0, 0)
+        else:
+            rt.uop_loop_begin(th, _f(th, tw), _f(th, sh * iw), 0)
+            rt.uop_loop_begin(tw, _f(tw, 1), _f(tw, s), 0)
+            for c in range(tc):
+                for ky in range(kh):
+                    for kx in range(kw):
+                        for j in range(tm):
+                            rt.uop_push(0, 0, acc + j * th * tw, inp + c * ih * iw + ky * iw + kx,
+                                        wgt + (j * tc + c) * kk + ky * kw + kx, 0, 0, 0)
+        rt.uop_loop_end()
+        rt.uop_loop_end()
+    return kernel
+
+

@@ -1,0 +1,88 @@
+"""VTA's blocked tensor layouts: packing operands for the SRAMs and unpacking results."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import _cdiv, _cfg
+
+
+def pack_dense_data(x, cfg=None) -> np.ndarray:
+    """(N, K) int8 -> (N/BATCH, K/BLOCK_IN, BATCH, BLOCK_IN), zero-padded."""
+    cfg = cfg or _cfg()
+    x = np.asarray(x)
+    n, k = x.shape
+    B, I = cfg.BATCH, cfg.BLOCK_IN
+    nb, kb = _cdiv(n, B), _cdiv(k, I)
+    p = np.zeros((nb * B, kb * I), dtype=np.int8)
+    p[:n, :k] = x
+    return np.ascontiguousarray(p.reshape(nb, B, kb, I).transpose(0, 2, 1, 3))
+
+
+def pack_dense_weight(w, cfg=None, m_blocks=None) -> np.ndarray:
+    """(M, K) int8 -> (M/BLOCK_OUT, K/BLOCK_IN, BLOCK_OUT, BLOCK_IN), zero-padded."""
+    cfg = cfg or _cfg()
+    w = np.asarray(w)
+    m, k = w.shape
+    O, I = cfg.BLOCK_OUT, cfg.BLOCK_IN
+    mb, kb = max(_cdiv(m, O), m_blocks or 0), _cdiv(k, I)
+    p = np.zeros((mb * O, kb * I), dtype=np.int8)
+    p[:m, :k] = w
+    return np.ascontiguousarray(p.reshape(mb, O, kb, I).transpose(0, 2, 1, 3))
+
+
+def unpack_dense_output(y, n, m) -> np.ndarray:
+    """(N/BATCH, M/BLOCK_OUT, BATCH, BLOCK_OUT) -> (N, M), cropped."""
+    nb, mb, B, O = y.shape
+    return np.ascontiguousarray(y.transpose(0, 2, 1, 3).reshape(nb * B, mb * O)[:n, :m])
+
+
+def pack_bias(bias, blocks, cfg=None) -> np.ndarray:
+    """Per-channel int32 bias (C,) -> (blocks, BATCH, BLOCK_OUT), repeated over the batch lanes.
+
+    An already packed (blocks, BATCH, BLOCK_OUT) array is returned as int32 unchanged.
+    """
+    cfg = cfg or _cfg()
+    bias = np.asarray(bias)
+    B, O = cfg.BATCH, cfg.BLOCK_OUT
+    if bias.ndim == 3:
+        if bias.shape != (blocks, B, O):
+            raise ValueError(f"packed bias has shape {bias.shape}; expected {(blocks, B, O)}")
+        return np.ascontiguousarray(bias, dtype=np.int32)
+    if bias.ndim != 1 or bias.shape[0] > blocks * O:
+        raise ValueError(f"bias has shape {bias.shape}; expected (C,) with C <= {blocks * O} or packed "
+                         f"{(blocks, B, O)}")
+    p = np.zeros(blocks * O, dtype=np.int32)
+    p[:bias.shape[0]] = bias
+    return np.ascontiguousarray(np.broadcast_to(p.reshape(blocks, 1, O), (blocks, B, O)))
+
+
+def pack_conv_data(x, cfg=None) -> np.ndarray:
+    """(N, C, H, W) int8 -> NCHW{BATCH}n{BLOCK_IN}c: (N/BATCH, C/BLOCK_IN, H, W, BATCH, BLOCK_IN)."""
+    cfg = cfg or _cfg()
+    x = np.asarray(x)
+    n, c, h, w = x.shape
+    B, I = cfg.BATCH, cfg.BLOCK_IN
+    nb, cb = _cdiv(n, B), _cdiv(c, I)
+    p = np.zeros((nb * B, cb * I, h, w), dtype=np.int8)
+    p[:n, :c] = x
+    return np.ascontiguousarray(p.reshape(nb, B, cb, I, h, w).transpose(0, 2, 4, 5, 1, 3))
+
+
+def pack_conv_weight(w, cfg=None, o_blocks=None) -> np.ndarray:
+    """(O, C, kh, kw) int8 -> OIHW{BLOCK_OUT}o{BLOCK_IN}i: (O/BLOCK_OUT, C/BLOCK_IN, kh, kw, BLOCK_OUT, BLOCK_IN)."""
+    cfg = cfg or _cfg()
+    w = np.asarray(w)
+    o, c, kh, kw = w.shape
+    O, I = cfg.BLOCK_OUT, cfg.BLOCK_IN
+    ob, cb = max(_cdiv(o, O), o_blocks or 0), _cdiv(c, I)
+    p = np.zeros((ob * O, cb * I, kh, kw), dtype=np.int8)
+    p[:o, :c] = w
+    return np.ascontiguousarray(p.reshape(ob, O, cb, I, kh, kw).transpose(0, 2, 4, 5, 1, 3))
+
+
+def unpack_conv_output(y, n, c) -> np.ndarray:
+    """(N/BATCH, C/BLOCK_OUT, H, W, BATCH, BLOCK_OUT) -> (N, C, H, W), cropped."""
+    nb, cb, h, w, B, O = y.shape
+    return np.ascontiguousarray(y.transpose(0, 4, 1, 5, 2, 3).reshape(nb * B, cb * O, h, w)[:n, :c])
+

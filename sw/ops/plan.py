@@ -1,0 +1,223 @@
+"""Tiling plans: the cheapest tiles under a small cycle model that fit the per-thread SRAMs."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from .base import TileError, _cands, _cdiv, _cfg, _halves
+from .kernels import _conv_variant
+
+# Planning model (estimated cycles): DMA at BUS_WIDTH bits per cycle plus a set-up time per row (a
+# burst) of a 2-D load, one GEMM micro-op per cycle (accumulator resets included), one ALU pass over
+# the tile's rows per requantization op (two for a tensor add), a fixed cost per instruction. One
+# virtual thread runs load, GEMM, ALU and store in turn. Two overlap load with compute, and the
+# compute module runs one tile's requantization (ALU) beside the next tile's GEMMs, so the slowest of
+# the three sets the pace; only the first load and the last tile's requantization and store are
+# exposed. The constants were checked against the RTL co-simulation (64-bit bus, DRAM latency 20).
+_ROW_CYCLES = 2
+_INSN_CYCLES = 8
+
+
+def _plan_cycles(vt, load_bytes, rows, gemm, alu, insns, first_load, tail, cfg, chain=0.0):
+    bus = cfg.BUS_WIDTH // 8
+    load = load_bytes / bus + rows * _ROW_CYCLES
+    overhead = insns * _INSN_CYCLES
+    if vt == 1:
+        return load + gemm + alu + overhead
+    # (a fifth of the load time on top: less DRAM traffic for the same overlap leaves room when the
+    # memory is slower or shared). ``chain``: each tile's requantization and store must end before
+    # its acc region is reused, which with one region per thread is one tile later.
+    return max(load, gemm, alu, chain) + 0.2 * load + first_load / bus + tail + overhead
+
+
+def _requant_passes(bias):
+    """ALU passes over a tile's rows for VTA's requantization: shift, (tensor add of the bias: 2), clip (2)."""
+    return 3 + (2 if bias else 0)
+
+
+def _tail_cycles(rows, bias, cfg):
+    """The last tile's requantization and store, which nothing overlaps."""
+    return rows * _requant_passes(bias) + rows * cfg.OUT_ELEM_BYTES / (cfg.BUS_WIDTH // 8)
+
+
+last_counters: dict = {}
+"""The summed counters of the most recent operator call."""
+
+
+@dataclass(frozen=True)
+class DensePlan:
+    """Tiles in blocks: tn batch blocks x tk reduction blocks x tm output blocks per step."""
+    nb: int
+    kb: int
+    mb: int
+    tn: int
+    tk: int
+    tm: int
+    virtual_threads: int
+    cost: float = 0.0
+
+    @property
+    def steps(self):
+        return _cdiv(self.nb, self.tn) * _cdiv(self.mb, self.tm) * _cdiv(self.kb, self.tk)
+
+
+def _dense_limits(cfg, vt):
+    h = _halves(cfg, vt)
+    return h["inp"][0], h["wgt"][0], h["acc"][0], max(1, cfg.UOP_DEPTH // (4 * vt))
+
+
+def _dense_fits(cfg, vt, tn, tk, tm, bias, planes):
+    ic, wc, ac, uc = _dense_limits(cfg, vt)
+    need = {"inp": tn * tk, "wgt": tm * tk, "acc": tn * tm * planes + (tm if bias else 0), "uop": tm}
+    caps = {"inp": ic, "wgt": wc, "acc": ac, "uop": uc}
+    return [(m, need[m], caps[m]) for m in need if need[m] > caps[m]]
+
+
+_MEM_NAMES = {"inp": "input (INP)", "wgt": "weight (WGT)", "acc": "accumulator (ACC)", "uop": "micro-op (UOP)"}
+
+
+def _limit_message(cfg, vt, over):
+    parts = [f"{_MEM_NAMES[m]} SRAM: needs {need} elements, {cap} available per virtual thread"
+             for m, need, cap in over]
+    return f"config {cfg.name} with virtual_threads = {vt}: " + "; ".join(parts)
+
+
+def plan_dense(nb, kb, mb, virtual_threads=1, bias=False, planes=1, cfg=None, tiles=None) -> DensePlan:
+    """Choose (tn, tk, tm) minimising DRAM traffic plus a per-instruction cost within the SRAMs."""
+    cfg = cfg or _cfg()
+    vt = virtual_threads
+    if tiles is not None:
+        tn, tk, tm = (int(t) for t in tiles)
+        if not (1 <= tn <= nb and 1 <= tk <= kb and 1 <= tm <= mb):
+            raise ValueError(f"tiles = {tiles} must lie within the blocked shape (nb, kb, mb) = {(nb, kb, mb)}")
+        over = _dense_fits(cfg, vt, tn, tk, tm, bias, planes)
+        if over:
+            raise TileError(f"dense tiles (tn, tk, tm) = {(tn, tk, tm)} do not fit: " + _limit_message(cfg, vt, over))
+        if tn * tm < 3 and nb * mb >= 3:
+            raise TileError(f"dense tiles (tn, tk, tm) = {(tn, tk, tm)}: tn * tm must be >= 3 (micro-op hazard rule)")
+        return DensePlan(nb, kb, mb, tn, tk, tm, vt)
+    best = None
+    ie, we = cfg.INP_ELEM_BYTES, cfg.WGT_ELEM_BYTES
+    for tn in _cands(nb):
+        for tm in _cands(mb):
+            if tn * tm < min(3, nb * mb):
+                continue
+            for tk in _cands(kb):
+                if _dense_fits(cfg, vt, tn, tk, tm, bias, planes):
+                    continue
+                nt, mt, kt = _cdiv(nb, tn), _cdiv(mb, tm), _cdiv(kb, tk)
+                steps = nt * mt * kt
+                cost = _plan_cycles(vt, mt * nb * kb * ie + nt * mb * kb * we, steps * (tn + tm),
+                                    nb * mb * (kb + planes), nb * mb * planes * _requant_passes(bias),
+                                    steps * 6 + nt * mt * 8, tn * tk * ie + tm * tk * we,
+                                    _tail_cycles(tn * tm * planes, bias, cfg), cfg)
+                key = (cost, -tn * tk * tm)
+                if best is None or key < best[0]:
+                    best = (key, DensePlan(nb, kb, mb, tn, tk, tm, vt, cost))
+    if best is None:
+        over = _dense_fits(cfg, vt, 1, 1, min(mb, 3), bias, planes)
+        raise TileError("dense cannot be tiled: " + _limit_message(cfg, vt, over or [("acc", 3, 0)]))
+    return best[1]
+
+
+
+@dataclass(frozen=True)
+class ConvPlan:
+    """Tiles: tm output-channel blocks x th output rows x tw output columns, tc input-channel blocks per
+    step; ``slots`` acc regions per virtual thread (tiles cycle through them, so a region is reused
+    only after virtual_threads * slots - 1 other tiles: time for its requantization and store)."""
+    tm: int
+    th: int
+    tw: int
+    tc: int
+    virtual_threads: int
+    cost: float = 0.0
+    slots: int = 1
+
+
+def _in_rows(th, kh, s, pad):
+    """Input rows a conv tile of th output rows loads: a strided 1x1 kernel without padding loads
+    only the rows it reads (the LOAD's DRAM row stride skips the others)."""
+    return th if (kh == 1 and s > 1 and pad == 0) else (th - 1) * s + kh
+
+
+def _conv_need(tm, th, tw, tc, kh, kw, s, bias, pad=None):
+    ih, iw = _in_rows(th, kh, s, pad), (tw - 1) * s + kw
+    _, uops = _conv_variant(tm, th, tw, tc, kh, kw)
+    return {"inp": tc * ih * iw, "wgt": tm * tc * kh * kw, "acc": tm * th * tw + (tm if bias else 0),
+            "uop": uops}
+
+
+def _conv_caps(cfg, vt):
+    h = _halves(cfg, vt)
+    return {"inp": h["inp"][0], "wgt": h["wgt"][0], "acc": h["acc"][0], "uop": max(1, cfg.UOP_DEPTH // (2 * vt))}
+
+
+def plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads=1, bias=False, cfg=None, tiles=None):
+    """Choose conv tiles within the SRAMs, minimising DRAM traffic plus a per-instruction cost."""
+    cfg = cfg or _cfg()
+    vt = virtual_threads
+    ho, wo = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
+    caps = _conv_caps(cfg, vt)
+
+    def over(tm, th, tw, tc):
+        need = _conv_need(tm, th, tw, tc, kh, kw, stride, bias, pad)
+        if need["uop"] is None:
+            return [("acc", "3 distinct rows for the hazard rule", "fewer")]
+        return [(m, need[m], caps[m]) for m in need if need[m] > caps[m]]
+
+    if tiles is not None:
+        tm, th, tw, tc = (int(t) for t in tiles)
+        if not (1 <= tm <= ob and 1 <= th <= ho and 1 <= tw <= wo and 1 <= tc <= cb):
+            raise ValueError(f"tiles = {tiles} must lie within (ob, ho, wo, cb) = {(ob, ho, wo, cb)}")
+        o = over(tm, th, tw, tc)
+        if o:
+            raise TileError(f"conv2d tiles (tm, th, tw, tc) = {tuple(tiles)} do not fit: " + _limit_message(cfg, vt, o))
+        return ConvPlan(tm, th, tw, tc, vt)
+    o = [(m, need, caps[m]) for m, need in _conv_need(1, 1, 1, 1, kh, kw, stride, bias).items()
+         if m in ("inp", "wgt") and need > caps[m]]
+    if o:
+        raise TileError(f"conv2d {kh}x{kw} cannot be tiled: one input-channel block of the kernel "
+                        + _limit_message(cfg, vt, o))
+    ie, we = cfg.INP_ELEM_BYTES, cfg.WGT_ELEM_BYTES
+    best = None
+    kk = kh * kw
+    for slots, tm, tw, th in itertools.product((1, 2) if vt > 1 else (1,), _cands(ob), _cands(wo), _cands(ho)):
+        if tm * th * tw + (tm if bias else 0) > caps["acc"] // slots:
+            continue
+        ih, iw = _in_rows(th, kh, stride, pad), (tw - 1) * stride + kw
+        tc_max = min(caps["inp"] // (ih * iw), caps["wgt"] // (tm * kk), cb)
+        for tc in _cands(cb):
+            v, uops = _conv_variant(tm, th, tw, tc, kh, kw)
+            if tc > tc_max or v is None or uops > caps["uop"]:
+                continue
+            mt, ht, wt, ct = _cdiv(ob, tm), _cdiv(ho, th), _cdiv(wo, tw), _cdiv(cb, tc)
+            spatial = nb * ht * wt
+            tail = _tail_cycles(tm * th * tw, bias, cfg)
+            cost = _plan_cycles(vt, spatial * mt * cb * ih * iw * ie + spatial * ob * cb * kk * we,
+                                spatial * mt * (cb * ih + ct * tm), nb * ob * ho * wo * (cb * kk + 1),
+                                nb * ob * ho * wo * _requant_passes(bias),
+                                spatial * mt * (ct * (tc + 6) + tm + 8), tc * ih * iw * ie + tm * tc * kk * we,
+                                tail, cfg, chain=spatial * mt * tail / max(1, vt * slots - 1))
+            key = (cost, slots, -tc, -tm * th * tw)
+            if best is None or key < best[0]:
+                best = (key, ConvPlan(tm, th, tw, tc, vt, cost, slots))
+    if best is None:
+        raise TileError(f"conv2d {kh}x{kw} stride {stride} cannot be tiled on config {cfg.name} with "
+                        f"virtual_threads = {vt}: no tile fits the SRAMs " + str(caps))
+    return best[1]
+
+
+def _resolve_tiles(tiles, cfg, n, k, m, vt=1):
+    """'blocks256': VTA's matrix_multiply_opt tiling, 256 input and 256 output channels per step
+    (automatic tiling instead when such a step does not fit this config's SRAMs)."""
+    if tiles != "blocks256":
+        raise ValueError(f"tiles = {tiles!r}; allowed: None, 'blocks256' or (tn, tk, tm) in blocks")
+    t = (1, min(_cdiv(k, cfg.BLOCK_IN), max(1, 256 // cfg.BLOCK_IN)),
+         min(_cdiv(m, cfg.BLOCK_OUT), max(1, 256 // cfg.BLOCK_OUT)))
+    nb = _cdiv(n, cfg.BATCH)
+    mb = max(_cdiv(m, cfg.BLOCK_OUT), _cdiv(3, nb))
+    if t[0] * t[2] < min(3, nb * mb) or _dense_fits(cfg, vt, *t, False, 1):
+        return None
+    return t

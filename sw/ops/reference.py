@@ -1,0 +1,89 @@
+"""numpy references of the operators, bit for bit what the accelerator computes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .layout import pack_bias
+
+
+def _wrap32(x):
+    return np.asarray(x, dtype=np.int64).astype(np.int32)
+
+
+def vadd_ref(a, b):
+    """(a + b) in int32 (wrapping), truncated to int8 as VTA's STORE does."""
+    return _wrap32(np.asarray(a, np.int64) + np.asarray(b, np.int64)).astype(np.int8)
+
+
+def relu_ref(a):
+    """MAX 0 then MIN 127, int8 (VTA's test_relu)."""
+    return np.clip(np.asarray(a, np.int64), 0, 127).astype(np.int8)
+
+
+def add_bias_ref(x, bias, cfg=None):
+    """x (R, C, BATCH, BLOCK_OUT) or (R, BATCH, BLOCK_OUT) int32 plus bias per channel, truncated to int8."""
+    x4 = np.asarray(x)[:, None] if np.ndim(x) == 3 else np.asarray(x)
+    b = pack_bias(bias, x4.shape[1], cfg)
+    return _wrap32(x4.astype(np.int64) + b[None]).astype(np.int8).reshape(np.shape(x))
+
+
+def requantize_ref(x, shift=8, bias=None, clip=True, cfg=None):
+    """(x >> shift) [+ bias], clip to [0, 127] (MIN then MAX), int8 (reference §6.2)."""
+    x = np.asarray(x, dtype=np.int64)
+    y = x >> shift
+    if bias is not None:
+        x4 = y[:, None] if y.ndim == 3 else y
+        y = (x4 + pack_bias(bias, x4.shape[1], cfg)[None]).reshape(x.shape)
+    y = _wrap32(y).astype(np.int64)
+    if clip:
+        y = np.maximum(np.minimum(y, 127), 0)
+    return _wrap32(y).astype(np.int8)
+
+
+def gemm_ref(data, weight):
+    """data (N, K) . weight (M, K)^T in int32 (wrapping)."""
+    return _wrap32(np.asarray(data, np.int64) @ np.asarray(weight, np.int64).T)
+
+
+def _requant_plain(acc, bias, shift, clip, axis_shape):
+    y = np.asarray(acc, np.int64) >> shift
+    if bias is not None:
+        y = y + np.asarray(bias, np.int64).reshape(axis_shape)
+    y = _wrap32(y).astype(np.int64)
+    if clip:
+        y = np.clip(y, 0, 127)
+    return _wrap32(y).astype(np.int8)
+
+
+def dense_ref(data, weight, bias=None, shift=8, clip=True):
+    """VTA's dense test: (data . weight^T) >> shift, + bias (M,), clip [0, 127], int8."""
+    return _requant_plain(gemm_ref(data, weight), bias, shift, clip, (1, -1))
+
+
+def conv2d_nchw(data, weight, stride=1, padding=0):
+    """Direct convolution in int32: data (N, C, H, W), weight (O, C, kh, kw) -> (N, O, Ho, Wo)."""
+    data = np.asarray(data)
+    weight = np.asarray(weight)
+    n, c, h, w = data.shape
+    o, c2, kh, kw = weight.shape
+    if c != c2:
+        raise ValueError(f"data has {c} channels, weight {c2}")
+    sh, sw = (stride, stride) if np.isscalar(stride) else stride
+    ph, pw = (padding, padding) if np.isscalar(padding) else padding
+    ho, wo = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+    x = np.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=np.float64)
+    x[:, :, ph:ph + h, pw:pw + w] = data
+    wt = weight.astype(np.float64)
+    out = np.zeros((n, o, ho, wo), dtype=np.float64)   # exact: |sum| < 2^53
+    for ky in range(kh):
+        for kx in range(kw):
+            patch = x[:, :, ky:ky + sh * (ho - 1) + 1:sh, kx:kx + sw * (wo - 1) + 1:sw]   # (n, c, ho, wo)
+            out += np.einsum("nchw,oc->nohw", patch, wt[:, :, ky, kx], optimize=True)
+    return _wrap32(out.astype(np.int64))
+
+
+def conv2d_ref(data, weight, bias=None, stride=1, padding=0, shift=8, clip=True):
+    """VTA's conv2d benchmark: conv2d_nchw >> shift, + bias (O,), clip [0, 127], int8."""
+    return _requant_plain(conv2d_nchw(data, weight, stride, padding), bias, shift, clip, (1, -1, 1, 1))
+

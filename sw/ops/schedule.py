@@ -1,0 +1,203 @@
+"""The tile scheduler: queues tiles with their dependency tokens so two virtual threads overlap."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import runtime as rt
+from .base import QCOMPUTE, QLOAD, QSTORE, TileError, _add_counters, _cdiv
+from .kernels import Gemm, Load, _k_reset, _zero_rows
+
+
+@dataclass
+class _Step:
+    """One reduction step: load-stage loads into inp/wgt half ``buf``, then compute-stage actions."""
+    buf: int
+    loads: list
+    computes: list
+
+
+@dataclass
+class _Tile:
+    """One output tile in acc half ``acc``: reduction steps, then compute actions, then stores."""
+    acc: int
+    steps: list = field(default_factory=list)
+    computes: list = field(default_factory=list)
+    stores: list = field(default_factory=list)
+    reset: tuple = None         # (acc row, rows) zeroed before the first step (GEMM reset, or the ALU)
+    gemm_uops: int = 0          # GEMM micro-ops of the tile (the window for overlapped ALU work)
+
+    def insn_bound(self) -> int:
+        """An upper bound of the instructions this tile appends (dependency NOPs included)."""
+        n = 0
+        for st in self.steps:
+            n += len(st.loads) + 5 + sum(a.insns for a in st.computes)
+        n += sum(a.insns for a in self.computes) + len(self.stores) + 5
+        n += 6 if self.reset else 0
+        return n
+
+
+def _chunks(tiles, budget):
+    chunk, n = [], 0
+    for t in tiles:
+        b = t.insn_bound()
+        if b > budget:
+            raise TileError(f"one tile needs up to {b} instructions, more than the runtime queue holds "
+                            f"({budget}); use smaller tiles")
+        if chunk and n + b > budget:
+            yield chunk
+            chunk, n = [], 0
+        chunk.append(t)
+        n += b
+    if chunk:
+        yield chunk
+
+
+def _neighbours(keys):
+    """For each position: (an earlier position has the same key, a later one has)."""
+    prev, seen = [], set()
+    for k in keys:
+        prev.append(k in seen)
+        seen.add(k)
+    nxt, seen = [], set()
+    for k in reversed(keys):
+        nxt.append(k in seen)
+        seen.add(k)
+    return prev, nxt[::-1]
+
+
+def _check_fifo(keys, nxt):
+    """Counting token queues pair the k-th push with the k-th pop: the reuse order must be monotone."""
+    last = -1
+    for i, k in enumerate(keys):
+        if nxt[i]:
+            j = next(j for j in range(i + 1, len(keys)) if keys[j] == k)
+            if j <= last:
+                raise TileError("internal: the tiles reuse SRAM halves out of order, so counting token queues "
+                                "would pair a push with the wrong pop")
+            last = j
+
+
+def run_tiles(tiles, interleave=None) -> dict:
+    """Queue the tiles with their dependency tokens and synchronize; return the summed counters.
+
+    Token protocol per tile (reference §3.8):
+      load   : [pop g2l if this inp/wgt half was used before] loads; push l2g
+      compute: pop l2g; [pop s2g before the tile's first compute if its acc half was stored before];
+               GEMMs; [push g2l if a later step loads into this half]; ...; ALU; push g2s
+      store  : pop g2s; stores; [push s2g if a later tile computes into this acc half]
+    Every push has exactly one matching pop, so the token queues end empty. The stream is split into
+    several synchronize calls (at tile boundaries) when it would overflow the instruction queue.
+
+    With ``interleave`` (the default when tiles have GEMM steps and alternate between acc halves,
+    i.e. two virtual threads) the compute actions of a tile (requantization) are deferred into the next
+    tile's steps: after each of its GEMM steps comes a share of them, then the deferred tile's g2s
+    push and stores. The compute module runs an ALU instruction beside a GEMM of another acc half,
+    so the requantization of one tile overlaps the GEMMs of the next. A LOAD of the acc (bias) that
+    repeats the last load into the same half is skipped (its rows still hold the data).
+    """
+    cmd = rt.command_handle()
+    q = rt.current()
+    budget = max(64, getattr(q, "max_insns", 1 << 16) - 32)
+    counters = {"synchronize_calls": 0}
+    if interleave is None:
+        interleave = len({t.acc for t in tiles}) > 1 and all(t.steps for t in tiles)
+    acc_loaded = {}
+
+    def emit_computes(t, actions):
+        for a in actions:
+            if isinstance(a, Load):
+                if acc_loaded.get(t.acc) == a.args:
+                    continue
+                acc_loaded[t.acc] = a.args
+            a.emit(cmd)
+
+    def finish_tile(t, actions, store_next):
+        emit_computes(t, actions)
+        rt.dep_push(cmd, QCOMPUTE, QSTORE)
+        rt.dep_pop(cmd, QCOMPUTE, QSTORE)
+        for a in t.stores:
+            a.emit(cmd)
+        if store_next:
+            rt.dep_push(cmd, QSTORE, QCOMPUTE)
+
+    for chunk in _chunks(tiles, budget):
+        step_bufs = [st.buf for t in chunk for st in t.steps]
+        prev_buf, next_buf = _neighbours(step_bufs)
+        accs = [t.acc for t in chunk]
+        prev_acc, next_acc = _neighbours(accs)
+        _check_fifo(step_bufs, next_buf)
+        _check_fifo(accs, next_acc)
+        i = 0
+        deferred = None     # (tile, its acc loads, its other compute actions, store_next)
+        zeroed = set()      # tiles whose accumulators the ALU zeroed (and whose s2g it popped)
+        if interleave:
+            # the first tile of each acc half: zeroed by the ALU while the first loads are in flight
+            for ti, t in enumerate(chunk):
+                if t.reset and not prev_acc[ti] and ti < 2:
+                    for a in _zero_rows(*t.reset):
+                        a.emit(cmd)
+                    zeroed.add(ti)
+        for ti, t in enumerate(chunk):
+            need_s2g = prev_acc[ti] and ti not in zeroed
+            reset = t.reset if ti not in zeroed else None
+            per, last_share = 0, 0
+            if deferred is not None:
+                # one share after each GEMM step, front-loaded: the deferred tile's store then
+                # overlaps this tile's GEMMs and is done long before its acc half is reset again
+                d_alu = deferred[2]
+                per = _cdiv(len(d_alu), len(t.steps))
+                last_share = _cdiv(len(d_alu), per) - 1 if per else 0
+                shares = [d_alu[k * per:(k + 1) * per] for k in range(len(t.steps))]
+            # the next tile's accumulators, zeroed by the ALU beside this tile's GEMMs (after the
+            # store that last read them) when the ALU has the time, instead of a GEMM reset pass
+            nxt = chunk[ti + 1] if ti + 1 < len(chunk) else None
+            zero_ops = None
+            if interleave and deferred is not None and nxt is not None and nxt.reset:
+                zero_ops = _zero_rows(*nxt.reset)
+                alu_rows = sum(a.passes for a in deferred[2]) * deferred[0].reset[1]
+                if alu_rows + len(zero_ops) * nxt.reset[1] > t.gemm_uops:
+                    zero_ops = None
+            k_zero = min(len(t.steps) - 1, last_share + 1)
+            for k, st in enumerate(t.steps):
+                if prev_buf[i]:
+                    rt.dep_pop(cmd, QCOMPUTE, QLOAD)
+                for a in st.loads:
+                    a.emit(cmd)
+                rt.dep_push(cmd, QLOAD, QCOMPUTE)
+                rt.dep_pop(cmd, QLOAD, QCOMPUTE)
+                if need_s2g:
+                    rt.dep_pop(cmd, QSTORE, QCOMPUTE)
+                    need_s2g = False
+                if k == 0 and deferred is not None:
+                    emit_computes(deferred[0], deferred[1])
+                if k == 0 and reset is not None:
+                    Gemm(_k_reset(*reset)).emit(cmd)
+                for a in st.computes:
+                    a.emit(cmd)
+                if next_buf[i]:
+                    rt.dep_push(cmd, QCOMPUTE, QLOAD)
+                if deferred is not None and k == last_share:
+                    # the last share: then the deferred tile's push to store and its stores
+                    finish_tile(deferred[0], shares[k], deferred[3])
+                    deferred = None
+                elif deferred is not None:
+                    emit_computes(deferred[0], shares[k])
+                if zero_ops and k == k_zero:
+                    if prev_acc[ti + 1]:
+                        rt.dep_pop(cmd, QSTORE, QCOMPUTE)
+                    for a in zero_ops:
+                        a.emit(cmd)
+                    zeroed.add(ti + 1)
+                i += 1
+            if need_s2g:
+                rt.dep_pop(cmd, QSTORE, QCOMPUTE)
+            if interleave and nxt is not None:
+                loads = [a for a in t.computes if isinstance(a, Load)]
+                deferred = (t, loads, [a for a in t.computes if not isinstance(a, Load)], next_acc[ti])
+            else:
+                finish_tile(t, t.computes, next_acc[ti])
+        _add_counters(counters, rt.synchronize(cmd, 1 << 31))
+        counters["synchronize_calls"] += 1
+    return counters
+

@@ -1,0 +1,95 @@
+"""sw.ops.conv2d: conv2d against its numpy reference, exactly, on the golden model of each config."""
+import numpy as np
+import pytest
+
+from sw import ops
+
+from tests.conftest import CONFIGS, rand8, rand32
+
+
+# (N, C, H, W, O, k, pad, stride): channels and sizes that are not multiples of the blocks
+CONV_SHAPES = [
+    (1, 20, 9, 11, 19, 3, 1, 1),
+    (3, 16, 8, 8, 24, 3, 1, 2),
+    (1, 8, 5, 5, 8, 1, 0, 1),
+    (2, 5, 7, 6, 3, 3, 0, 1),
+    (1, 24, 12, 10, 16, 5, 2, 2),
+    (1, 3, 1, 1, 4, 1, 0, 1),
+]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("vt", [1, 2])
+def test_conv2d_shapes(on, rng, config, vt):
+    on(config)
+    for n, c, h, w, o, k, pad, stride in CONV_SHAPES:
+        x, wt = rand8(rng, (n, c, h, w)), rand8(rng, (o, c, k, k))
+        bias = rand32(rng, (o,), -(1 << 14), 1 << 14)
+        got = ops.conv2d(x, wt, bias, stride, pad, virtual_threads=vt)
+        np.testing.assert_array_equal(got, ops.conv2d_ref(x, wt, bias, stride, pad), err_msg=str((n, c, h, w, o, k)))
+    x, wt = rand8(rng, (1, 16, 10, 9)), rand8(rng, (16, 16, 3, 3))
+    np.testing.assert_array_equal(ops.conv2d(x, wt, None, 1, 1, shift=4, clip=False, virtual_threads=vt),
+                                  ops.conv2d_ref(x, wt, None, 1, 1, shift=4, clip=False))
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_conv2d_small_resnet_like(on, rng, config):
+    """A reduced ResNet layer on every config (the full C2-C11 run on default above)."""
+    q = on(config)
+    batch = q.cfg.BATCH
+    x, wt = rand8(rng, (batch, 64, 14, 14)), rand8(rng, (64, 64, 3, 3))
+    bias = rand32(rng, (64,), -(1 << 14), 1 << 14)
+    for vt in (1, 2):
+        y, c = ops.conv2d(x, wt, bias, 1, 1, virtual_threads=vt, return_counters=True)
+        np.testing.assert_array_equal(y, ops.conv2d_ref(x, wt, bias, 1, 1))
+
+
+def test_conv2d_explicit_tiles_cover_the_padding(on, rng):
+    """Tiles narrower and shorter than the output: padding on every side of the inner tiles' loads."""
+    on("default")
+    x, wt = rand8(rng, (1, 32, 11, 13)), rand8(rng, (48, 32, 3, 3))
+    ref = ops.conv2d_ref(x, wt, None, 1, 1)
+    for tiles in [(1, 4, 5, 1), (3, 3, 2, 2), (2, 11, 13, 1), (1, 1, 3, 2)]:
+        for vt in (1, 2):
+            np.testing.assert_array_equal(ops.conv2d(x, wt, None, 1, 1, tiles=tiles, virtual_threads=vt), ref,
+                                          err_msg=str(tiles))
+    ref2 = ops.conv2d_ref(x, wt, None, 2, 1)
+    np.testing.assert_array_equal(ops.conv2d(x, wt, None, 2, 1, tiles=(2, 2, 3, 1), virtual_threads=2), ref2)
+
+
+def test_conv2d_untileable_is_a_clear_error(on, rng):
+    q = on("small")
+    x, wt = rand8(rng, (1, 8, 20, 20)), rand8(rng, (8, 8, 17, 17))
+    with pytest.raises(ops.TileError, match=r"weight \(WGT\) SRAM: needs 289 elements, 256 available"):
+        ops.conv2d(x, wt, None, 1, 0, virtual_threads=2)
+    assert issubclass(ops.TileError, ValueError)
+    with pytest.raises(ValueError, match="padding"):
+        ops.conv2d(rand8(rng, (1, 8, 40, 40)), rand8(rng, (8, 8, 3, 3)), None, 1, 16)
+    with pytest.raises(ops.TileError, match=r"accumulator \(ACC\) SRAM"):
+        ops.conv2d(rand8(rng, (1, 8, 20, 20)), rand8(rng, (64, 8, 3, 3)), None, 1, 1, tiles=(8, 18, 18, 1))
+    assert q.runs == 0
+
+
+def test_conv2d_packed_api(on, rng):
+    q = on("default")
+    x, wt = rand8(rng, (1, 32, 6, 6)), rand8(rng, (32, 32, 3, 3))
+    xp, wp = ops.pack_conv_data(x), ops.pack_conv_weight(wt)
+    assert xp.shape == (1, 2, 6, 6, 1, 16) and wp.shape == (2, 2, 3, 3, 16, 16)
+    y = ops.conv2d_packed(xp, wp, None, 1, 1)
+    assert y.shape == (1, 2, 6, 6, 1, 16)
+    np.testing.assert_array_equal(ops.unpack_conv_output(y, 1, 32), ops.conv2d_ref(x, wt, None, 1, 1))
+
+
+def test_conv2d_nchw_reference():
+    """The int32 reference agrees with a direct loop on a tiny case."""
+    rng = np.random.default_rng(3)
+    x, w = rand8(rng, (2, 3, 5, 4)), rand8(rng, (4, 3, 3, 2))
+    got = ops.conv2d_nchw(x, w, stride=2, padding=1)
+    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ho, wo = (5 + 2 - 3) // 2 + 1, (4 + 2 - 2) // 2 + 1
+    ref = np.zeros((2, 4, ho, wo), dtype=np.int64)
+    for i in range(ho):
+        for j in range(wo):
+            patch = xp[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 2]
+            ref[:, :, i, j] = np.einsum("nchw,ochw->no", patch, w.astype(np.int64))
+    np.testing.assert_array_equal(got, ref.astype(np.int32))

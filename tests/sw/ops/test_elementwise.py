@@ -1,0 +1,64 @@
+"""sw.ops.elementwise: vadd, relu, bias and requantize against their numpy references, exactly."""
+import numpy as np
+import pytest
+
+from sw import ops
+
+from tests.conftest import CONFIGS, rand8, rand32
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("vt", [1, 2])
+def test_elementwise(on, rng, config, vt):
+    q = on(config)
+    B, O = q.cfg.BATCH, q.cfg.BLOCK_OUT
+    # more rows than the ACC SRAM holds, so every operator has to tile
+    n = q.cfg.ACC_DEPTH + 37
+    a, b = rand32(rng, (n, B, O)), rand32(rng, (n, B, O))
+    y, c = ops.vadd(a, b, virtual_threads=vt, return_counters=True)
+    np.testing.assert_array_equal(y, ops.vadd_ref(a, b))
+    assert c["tiles"] > 1 and c["alu_counter"] == n
+    assert c["out_store_nbytes"] == n * q.cfg.OUT_ELEM_BYTES
+    r = rand32(rng, (n, B, O), -300, 300)
+    np.testing.assert_array_equal(ops.relu(r, virtual_threads=vt), ops.relu_ref(r))
+    bias = rand32(rng, (O,), -5000, 5000)
+    np.testing.assert_array_equal(ops.add_bias(a, bias, virtual_threads=vt), ops.add_bias_ref(a, bias))
+    for shift, with_bias, clip in ((8, False, True), (8, True, True), (3, True, False), (0, False, True)):
+        x = rand32(rng, (n, B, O))
+        bb = bias if with_bias else None
+        np.testing.assert_array_equal(ops.requantize(x, shift, bb, clip, virtual_threads=vt),
+                                      ops.requantize_ref(x, shift, bb, clip))
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_elementwise_2d_bias(on, rng, config):
+    """Packed (rows, column blocks, BATCH, BLOCK_OUT) with a per-channel bias over the column blocks."""
+    q = on(config)
+    B, O = q.cfg.BATCH, q.cfg.BLOCK_OUT
+    x = rand32(rng, (9, 13, B, O))
+    bias = rand32(rng, (13 * O,), -5000, 5000)
+    np.testing.assert_array_equal(ops.add_bias(x, bias, virtual_threads=2), ops.add_bias_ref(x, bias))
+    np.testing.assert_array_equal(ops.requantize(x, 8, bias), ops.requantize_ref(x, 8, bias))
+    packed = ops.pack_bias(bias, 13, q.cfg)
+    np.testing.assert_array_equal(ops.add_bias(x, packed), ops.add_bias_ref(x, bias))
+
+
+def test_vadd_matches_the_get_started_tutorial(on, rng):
+    q = on("default")
+    a = rand32(rng, (1, 64, 1, 16), -128, 128)
+    b = rand32(rng, (1, 64, 1, 16), -128, 128)
+    np.testing.assert_array_equal(ops.vadd(a, b), (a + b).astype(np.int8))
+
+
+
+def test_bad_arguments(on, rng):
+    on("default")
+    a = rand32(rng, (4, 1, 16))
+    with pytest.raises(ValueError, match="virtual_threads"):
+        ops.vadd(a, a, virtual_threads=3)
+    with pytest.raises(ValueError, match="packed layout"):
+        ops.relu(np.zeros((4, 16), np.int32))
+    with pytest.raises(ValueError, match="bias"):
+        ops.dense(rand8(rng, (2, 16)), rand8(rng, (16, 16)), bias=np.zeros(5, np.int32))
+    with pytest.raises(ValueError, match="shift"):
+        ops.requantize(a, shift=40)
