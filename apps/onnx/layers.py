@@ -20,7 +20,7 @@ from sw import ops
 
 from .graph import QGraph, QNode
 from .numerics import (NumericsError, QParams, Step, apply_steps, dequantize, quantize_float, requant_steps,
-                       rescale_steps)
+                       rescale_reference, rescale_steps)
 
 __all__ = ["Layer", "prepare", "canonical", "to_onnx_dtype", "reference", "VTA_KINDS"]
 
@@ -87,11 +87,8 @@ class Layer:
         if k in ("conv", "dense"):
             return self.finish(self.accumulate(xs[0]))
         if k == "add":
-            a, b = (np.asarray(x, np.int32) for x in xs)
-            ma, mb = p["m0"]
-            s = apply_steps((a + np.int32(-self.inp[0].zero_point)) * np.int32(ma)
-                            + (b + np.int32(-self.inp[1].zero_point)) * np.int32(mb), self.steps)
-            return s.astype(np.int8)
+            a, b = np.broadcast_arrays(*xs)
+            return rescale_reference([a, b], [q.zero_point for q in self.inp], p["factors"], self.steps)
         if k == "relu":
             return self._rescale(np.maximum(xs[0], np.int8(self.inp[0].zero_point)))
         if k == "maxpool":
@@ -105,20 +102,17 @@ class Layer:
         if k == "gap":
             x = xs[0].astype(np.int64) - self.inp[0].zero_point
             acc = x.sum(axis=(2, 3))
-            return apply_steps(acc, self.steps, np.full(acc.shape[1], p["offset"]), 1).astype(
-                np.int8).reshape(acc.shape + (1, 1))
+            return self.finish(acc).reshape(acc.shape + (1, 1))
         raise ValueError(f"layer kind {k!r}")
 
     def finish(self, acc: np.ndarray) -> np.ndarray:
         """conv/dense: requantize int32 accumulators (the ALU steps) to canonical int8."""
-        return apply_steps(acc, self.steps, self.params["vector"], 1).astype(np.int8)
+        return apply_steps(acc, self.steps, self.params["vectors"], 1).astype(np.int8)
 
     def _rescale(self, x):
         if self.params.get("identity", True):
             return x.astype(np.int8)
-        (m0,) = self.params["m0"]
-        return apply_steps((x.astype(np.int32) + np.int32(-self.inp[0].zero_point)) * np.int32(m0),
-                           self.steps).astype(np.int8)
+        return rescale_reference([x], [self.inp[0].zero_point], self.params["factors"], self.steps)
 
 
 def _maxpool(x, kernel, strides, pads):
@@ -163,22 +157,22 @@ def prepare(graph: QGraph, alu_mul: bool = True) -> list[Layer]:
             lay.params = dict(weight=w, pads=a.get("pads", [0, 0, 0, 0]), strides=a.get("strides", [1, 1]),
                               multiplier=M)
             try:
-                lay.steps, off = requant_steps(M, out, bound, alu_mul)
+                lay.steps, extra = requant_steps(M, out, bound, alu_mul)
             except NumericsError as e:
                 lay.cpu_reason = str(e)
-                lay.steps, off = requant_steps(M, out, bound, True)
-            lay.params["vector"] = (vector + off).astype(np.int32)
-            if np.any(np.abs(vector + off) >= 1 << 31):
+                lay.steps, extra = requant_steps(M, out, bound, True)
+            if np.any(np.abs(vector) >= 1 << 31):
                 raise NumericsError(f"node {node.name!r}: the bias vector leaves int32")
+            lay.params["vectors"] = _vectors(vector, extra)
             lay.macs_per_item = int(w.size)      # per output pixel (conv) / per row (dense)
             if node.kind == "conv":
                 st = lay.params["strides"]
                 if st[0] != st[1]:
                     lay.cpu_reason = f"strides {st}: the accelerator's conv2d takes one stride for both axes"
         elif node.kind == "add":
-            m0, s, tail = rescale_steps([ins[0].scale / out.scale, ins[1].scale / out.scale],
-                                        [ins[0].zero_point, ins[1].zero_point], out)
-            lay.params = dict(m0=m0, shift=s)
+            factors, tail = rescale_steps([ins[0].scale / out.scale, ins[1].scale / out.scale],
+                                          [ins[0].zero_point, ins[1].zero_point], out)
+            lay.params = dict(factors=factors)
             lay.steps = tail
             if not alu_mul:
                 lay.cpu_reason = "the config has no ALU MUL"
@@ -187,8 +181,8 @@ def prepare(graph: QGraph, alu_mul: bool = True) -> list[Layer]:
             same = ins[0].scale == out.scale and ins[0].zero_point == out.zero_point
             lay.params["identity"] = same
             if not same:
-                m0, s, tail = rescale_steps([ins[0].scale / out.scale], [ins[0].zero_point], out)
-                lay.params["m0"] = m0
+                factors, tail = rescale_steps([ins[0].scale / out.scale], [ins[0].zero_point], out)
+                lay.params["factors"] = factors
                 lay.steps = tail
         elif node.kind == "gap":
             lay.params = {}
@@ -201,8 +195,16 @@ def prepare(graph: QGraph, alu_mul: bool = True) -> list[Layer]:
 def _prepare_gap(lay: Layer, hw: int):
     """GlobalAveragePool's steps depend on H*W, known at the first run."""
     M = lay.inp[0].scale / (lay.out.scale * hw)
-    steps, off = requant_steps(M, lay.out, 256 * hw, True)
-    lay.steps, lay.params["offset"], lay.params["hw"] = steps, off, hw
+    steps, extra = requant_steps(M, lay.out, 256 * hw, True)
+    lay.steps, lay.params["hw"] = steps, hw
+    lay.params["vectors"] = _vectors(np.zeros(1, np.int64), extra)
+
+
+def _vectors(v0, extra):
+    """The (V, channels) int32 vector operands: v0 plus the clip bounds of ``extra``."""
+    off, clips = extra
+    rows = [np.asarray(v0, np.int64) + off] + [np.full(len(v0), c, np.int64) for c in clips]
+    return np.stack(rows).astype(np.int32)
 
 
 def reference(graph_or_layers, inputs: dict, alu_mul: bool = True, keep: bool = True) -> dict:

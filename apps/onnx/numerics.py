@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Step", "QParams", "NumericsError", "requant_steps", "rescale_steps", "apply_steps", "steps_error",
+__all__ = ["Step", "QParams", "NumericsError", "requant_steps", "rescale_steps", "rescale_reference", "apply_steps", "steps_error",
            "qrange", "quantize_float", "dequantize", "IMM_MAX", "IMM_MIN"]
 
 IMM_MAX = (1 << 15) - 1
@@ -69,7 +69,7 @@ class QParams:
 @dataclass(frozen=True)
 class Step:
     """One ALU pass over the accumulators: op in {'add', 'shr', 'min', 'max', 'mul'}; operand an int
-    immediate, or the string 'vector' for the per-channel int32 vector (the bias)."""
+    immediate, or 'v0' / 'v1' / 'v2' for a per-channel int32 vector (v0: the bias)."""
     op: str
     operand: int | str
 
@@ -77,8 +77,9 @@ class Step:
         if self.op not in ("add", "shr", "min", "max", "mul"):
             raise ValueError(f"step op = {self.op!r}; allowed: add, shr, min, max, mul")
         if isinstance(self.operand, str):
-            if self.operand != "vector" or self.op != "add":
-                raise ValueError(f"step ({self.op}, {self.operand!r}): only 'add' takes the 'vector' operand")
+            if self.operand not in ("v0", "v1", "v2") or self.op == "shr":
+                raise ValueError(f"step ({self.op}, {self.operand!r}): a vector operand is 'v0', 'v1' or "
+                                 f"'v2', of add, min, max or mul")
         elif not IMM_MIN <= int(self.operand) <= IMM_MAX:
             raise ValueError(f"step ({self.op}, {self.operand}): immediate outside [{IMM_MIN}, {IMM_MAX}]")
 
@@ -114,11 +115,12 @@ def _shift_steps(s2: int) -> list[Step]:
 
 
 def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool = True):
-    """ALU steps that map accumulators ``acc`` (|acc + vector| <= acc_bound) to ``round(acc * M) + zp``
-    saturated to the output type, and the rounding constant to add to the bias vector.
+    """ALU steps that map accumulators ``acc`` (|acc + v0| <= acc_bound) to ``round(acc * M) + zp``
+    saturated to the output type.
 
-    Returns (steps, vector_offset): the caller adds ``vector_offset`` to its bias vector (it is the
-    rounding constant of the first shift). Raises :class:`NumericsError` when ``alu_mul`` is False and
+    Returns (steps, extra): ``extra`` = (offset to add to vector v0, clip vectors) where the clip
+    vectors are the constants of the operands 'v1' (lower bound) and 'v2' (upper bound) when they do
+    not fit an immediate (else ``()``). Raises :class:`NumericsError` when ``alu_mul`` is False and
     ``M`` is not a power of two.
     """
     M = float(multiplier)
@@ -126,71 +128,105 @@ def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool
         raise NumericsError(f"requantization multiplier {M}; must be positive and finite")
     qmin, qmax = qrange(out.dtype)
     zp = out.zero_point
+    tail = [Step("add", zp), Step("max", qmin), Step("min", qmax)]
     m_exp = math.frexp(M)
     if not alu_mul:
         if m_exp[0] != 0.5 or M > 1:
             raise NumericsError(f"requantization multiplier {M:.6g} is not a power of two <= 1 and the "
                                 f"config has no ALU MUL (ALU_MUL = 0)")
         s = -(m_exp[1] - 1)
-        pre = [Step("add", "vector")]
-        steps = pre + _shift_steps(s)
-        return steps + [Step("add", zp), Step("max", qmin), Step("min", qmax)], 0
+        return [Step("add", "v0")] + _shift_steps(s) + tail, (0, ())
+    lo = math.floor((qmin - zp - 2) / M)
+    hi = math.ceil((qmax - zp + 2) / M)
+    clip = acc_bound > min(-lo, hi)
+    T = max(-lo, hi) if clip else acc_bound
     best = None
-    for s1 in range(0, 31):
-        u = M * 2.0 ** s1                      # one unit of t = acc >> s1 in output units
-        t_bound = (acc_bound >> s1) + 1
-        lo = math.floor((qmin - zp - 2) / u)
-        hi = math.ceil((qmax - zp + 2) / u)
-        clip = t_bound > min(-lo, hi)
-        if clip and (lo < IMM_MIN or hi > IMM_MAX):
+    for k in range(0, 24):
+        r1 = (1 << (k - 1)) if k else 0
+        m1max = min(IMM_MAX, (_I32 - 1 - r1) // max(T, 1))
+        if m1max < 1:
             continue
-        t_max = max(-lo, hi) if clip else t_bound
-        for s2 in range(30, -1, -1):
-            m0 = round(u * 2.0 ** s2)
-            if m0 > IMM_MAX or m0 < 1 or t_max * m0 >= _I32 - (1 << s2):
+        for m2 in range(1, 257):
+            # the largest S with m1 = round(M 2^(k+S) / m2) <= m1max
+            S = math.floor(math.log2(m1max * m2 / (M * 2.0 ** k)))
+            if S < 0:
                 continue
-            err = (u / 2 if s1 else 0.0) + (qmax - qmin + 2) * abs(m0 - u * 2.0 ** s2) / (u * 2.0 ** s2)
-            if best is None or err < best[0] - 1e-12:
-                best = (err, s1, s2, m0, clip, lo, hi)
-            break                               # the largest feasible s2 is the most precise for this s1
+            S = min(S, 40)
+            m1 = round(M * 2.0 ** (k + S) / m2)
+            while m1 > m1max and S > 0:
+                S -= 1
+                m1 = round(M * 2.0 ** (k + S) / m2)
+            if m1 < 1 or S > 30:
+                continue
+            p2 = (T * m1 + r1) // (1 << k) + 1
+            if p2 * m2 + ((1 << (S - 1)) if S else 0) >= _I32:
+                continue
+            err = (0.5 * m2 / 2.0 ** S if k else 0.0) + \
+                (qmax - qmin + 2) * abs(m1 * m2 / 2.0 ** (k + S) - M) / M
+            if best is None or err < best[0] - 1e-15:
+                best = (err, k, S, m1, m2)
     if best is None:
         raise NumericsError(f"no fixed-point form of multiplier {M:.6g} fits VTA's 32-bit ALU with 16-bit "
                             f"immediates")
-    _, s1, s2, m0, clip, lo, hi = best
-    steps = [Step("add", "vector")]
-    if s1:
-        steps.append(Step("shr", s1))
+    _, k, S, m1, m2 = best
+    steps = [Step("add", "v0")]
+    vectors = ()
     if clip:
-        steps += [Step("max", lo), Step("min", hi)]
-    steps.append(Step("mul", m0))
-    steps += _shift_steps(s2)
-    steps += [Step("add", zp), Step("max", qmin), Step("min", qmax)]
-    return steps, ((1 << (s1 - 1)) if s1 else 0)
+        if IMM_MIN <= lo and hi <= IMM_MAX:
+            steps += [Step("max", lo), Step("min", hi)]
+        else:
+            steps += [Step("max", "v1"), Step("min", "v2")]
+            vectors = (lo, hi)
+    steps.append(Step("mul", m1))
+    steps += _shift_steps(k)
+    if m2 != 1:
+        steps.append(Step("mul", m2))
+    steps += _shift_steps(S)
+    return steps + tail, (0, vectors)
+
+
+def _factor(target: float, m2max: int):
+    """m1 * m2 closest to ``target`` with 1 <= m1 <= IMM_MAX, 1 <= m2 <= m2max."""
+    best = None
+    for m2 in range(1, m2max + 1):
+        m1 = min(IMM_MAX, max(1, round(target / m2)))
+        e = abs(m1 * m2 - target)
+        if best is None or e < best[0]:
+            best = (e, m1, m2)
+    return best[1], best[2]
 
 
 def rescale_steps(multipliers, zero_points, out: QParams):
-    """Integer rescaling of one or two int8/uint8 inputs into ``out`` (Add, or a ReLU / pool whose
-    output scale differs): ``round(sum_i (q_i - z_i) * M_i) + zp_out``, saturated.
+    """Integer rescaling of one or two int8 inputs into ``out`` (Add, or a ReLU / pool / flatten whose
+    output quantization differs): ``round(sum_i (q_i - z_i) * M_i) + zp_out``, saturated.
 
-    Returns (m0s, shift, steps_tail): each input is offset by ``-z_i`` and multiplied by ``m0_i``
-    (immediates), the products summed, then ``steps_tail`` (rounding shift, zero point, saturation).
+    Returns (factors, steps_tail): input i is offset by ``-z_i`` and multiplied by ``m1_i`` then
+    ``m2_i`` (two immediates, so the product approximates ``M_i 2**S`` to about 21 bits), the
+    products are summed, then ``steps_tail`` (rounding shift by S, zero point, saturation).
     """
     ms = [float(m) for m in multipliers]
     qmin, qmax = qrange(out.dtype)
-    best = None
-    for s in range(30, -1, -1):
-        m0s = [round(m * 2.0 ** s) for m in ms]
-        if max(m0s) > IMM_MAX or 256 * sum(m0s) >= _I32 - (1 << s):
-            continue
-        if min(m0s) < 1:
-            break
-        best = (s, m0s)
-        break
-    if best is None:
-        raise NumericsError(f"no fixed-point form of the multipliers {ms} fits 16-bit immediates")
-    s, m0s = best
-    tail = _shift_steps(s) + [Step("add", out.zero_point), Step("max", qmin), Step("min", qmax)]
-    return m0s, s, tail
+    if min(ms) <= 0:
+        raise NumericsError(f"rescale multipliers {ms}; must be positive")
+    # |q - z| <= 255: each product <= 255 * M_i 2^S, their sum and the rounding constant < 2^31
+    S = math.floor(math.log2((_I32 // 2) / (256 * sum(ms))))
+    S = min(S, 30)
+    if S < 0:
+        raise NumericsError(f"rescale multipliers {ms} are too large for 32-bit lanes")
+    factors = [_factor(m * 2.0 ** S, 64) for m in ms]
+    if any(m1 * m2 == 0 for m1, m2 in factors):
+        raise NumericsError(f"rescale multipliers {ms}: one rounds to zero")
+    tail = _shift_steps(S) + [Step("add", out.zero_point), Step("max", qmin), Step("min", qmax)]
+    return factors, tail
+
+
+def rescale_reference(xs, zero_points, factors, tail) -> np.ndarray:
+    """numpy of a rescale: sum_i ((x_i - z_i) * m1_i * m2_i) then the tail steps, int8."""
+    acc = None
+    for x, z, (m1, m2) in zip(xs, zero_points, factors):
+        t = _alu("mul", _alu("mul", _alu("add", np.asarray(x, np.int32), -int(z)), m1), m2)
+        acc = t if acc is None else _alu("add", acc, t)
+    return apply_steps(acc, tail).astype(np.int8)
 
 
 def _alu(op: str, a: np.ndarray, b) -> np.ndarray:
@@ -209,17 +245,19 @@ def _alu(op: str, a: np.ndarray, b) -> np.ndarray:
     return r.astype(np.int32)       # wraps to 32 bits like the ALU
 
 
-def apply_steps(acc, steps, vector=None, channel_axis: int = 1) -> np.ndarray:
-    """Apply ALU steps to int32 accumulators; ``vector`` (int32 per channel along ``channel_axis``) is
-    the operand of ``add vector``. Returns int32 (the caller casts to the 8-bit output type)."""
+def apply_steps(acc, steps, vectors=None, channel_axis: int = 1) -> np.ndarray:
+    """Apply ALU steps to int32 accumulators; ``vectors`` (V, channels) int32 are the operands 'v0',
+    'v1', ... along ``channel_axis``. Returns int32 (the caller casts to the 8-bit output type)."""
     y = np.asarray(acc).astype(np.int32)
     for st in steps:
-        if st.operand == "vector":
-            if vector is None:
-                raise ValueError("the steps add a vector but none was given")
+        if isinstance(st.operand, str):
+            i = int(st.operand[1:])
+            if vectors is None or i >= len(vectors):
+                raise ValueError(f"the steps use vector {st.operand} but {0 if vectors is None else len(vectors)} "
+                                 f"were given")
             shape = [1] * y.ndim
             shape[channel_axis] = -1
-            y = _alu("add", y, np.asarray(vector, np.int64).astype(np.int32).reshape(shape))
+            y = _alu(st.op, y, np.asarray(vectors[i], np.int64).astype(np.int32).reshape(shape))
         else:
             y = _alu(st.op, y, int(st.operand))
     return y

@@ -32,8 +32,12 @@ def _plan_cycles(vt, load_bytes, rows, gemm, alu, insns, first_load, tail, cfg, 
 
 
 def _requant_passes(bias):
-    """ALU passes over a tile's rows for VTA's requantization: shift, (tensor add of the bias: 2), clip (2)."""
-    return 3 + (2 if bias else 0)
+    """ALU passes over a tile's rows for VTA's requantization: shift, (tensor add of the bias: 2), clip (2).
+
+    ``bias`` is a flag, or the number of per-channel vectors of an ALU epilogue (``alu=``), which
+    costs about a dozen passes."""
+    v = int(bias or 0)
+    return 3 + 2 * v if v <= 1 else 10 + 2 * v
 
 
 def _tail_cycles(rows, bias, cfg):
@@ -69,7 +73,7 @@ def _dense_limits(cfg, vt):
 
 def _dense_fits(cfg, vt, tn, tk, tm, bias, planes):
     ic, wc, ac, uc = _dense_limits(cfg, vt)
-    need = {"inp": tn * tk, "wgt": tm * tk, "acc": tn * tm * planes + (tm if bias else 0), "uop": tm}
+    need = {"inp": tn * tk, "wgt": tm * tk, "acc": tn * tm * planes + tm * int(bias), "uop": tm}
     caps = {"inp": ic, "wgt": wc, "acc": ac, "uop": uc}
     return [(m, need[m], caps[m]) for m in need if need[m] > caps[m]]
 
@@ -145,7 +149,7 @@ def _in_rows(th, kh, s, pad):
 def _conv_need(tm, th, tw, tc, kh, kw, s, bias, pad=None):
     ih, iw = _in_rows(th, kh, s, pad), (tw - 1) * s + kw
     _, uops = _conv_variant(tm, th, tw, tc, kh, kw)
-    return {"inp": tc * ih * iw, "wgt": tm * tc * kh * kw, "acc": tm * th * tw + (tm if bias else 0),
+    return {"inp": tc * ih * iw, "wgt": tm * tc * kh * kw, "acc": tm * th * tw + tm * int(bias),
             "uop": uops}
 
 
@@ -184,7 +188,7 @@ def plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads=1, bias=F
     best = None
     kk = kh * kw
     for slots, tm, tw, th in itertools.product((1, 2) if vt > 1 else (1,), _cands(ob), _cands(wo), _cands(ho)):
-        if tm * th * tw + (tm if bias else 0) > caps["acc"] // slots:
+        if tm * th * tw + tm * int(bias) > caps["acc"] // slots:
             continue
         ih, iw = _in_rows(th, kh, stride, pad), (tw - 1) * stride + kw
         tc_max = min(caps["inp"] // (ih * iw), caps["wgt"] // (tm * kk), cb)
