@@ -210,7 +210,7 @@ def rescale_steps(multipliers, zero_points, out: QParams):
         raise NumericsError(f"rescale multipliers {ms}; must be positive")
     # |q - z| <= 255: each product <= 255 * M_i 2^S, their sum and the rounding constant < 2^31
     S = math.floor(math.log2((_I32 // 2) / (256 * sum(ms))))
-    S = min(S, 30)
+    S = min(S, 30, math.floor(math.log2(IMM_MAX * 64 / max(ms))))
     if S < 0:
         raise NumericsError(f"rescale multipliers {ms} are too large for 32-bit lanes")
     factors = [_factor(m * 2.0 ** S, 64) for m in ms]
