@@ -14,13 +14,16 @@ all: test
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,cosim,tvm]'
+	$(PY) -m pip install --quiet -e '.[dev,cosim,tvm,onnx]'
 	touch $(STAMP)
 
 venv: $(STAMP)
 
+# DEMO = default | digits | digits-onnx | resnet18; TARGET = rtl (the Verilated RTL) | fsim (golden model)
+DEMO   ?= default
+TARGET ?= rtl
 sim: $(STAMP)
-	$(PY) -m apps.demo --config $(CONFIG)
+	$(PY) -m apps.demo --config $(CONFIG) --demo $(DEMO) --target $(TARGET)
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -q tests

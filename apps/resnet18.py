@@ -115,7 +115,11 @@ def calibration_images(n: int, image: int = 224, seed: int = 1) -> np.ndarray:
 
 def quantize(model, calibration: np.ndarray, input_name: str = INPUT):
     """quantize_static with its defaults (QDQ, per-tensor, QInt8 activations and weights, MinMax) on
-    the given calibration inputs; returns the QDQ ``onnx.ModelProto``."""
+    the given calibration inputs, one image at a time; returns the QDQ ``onnx.ModelProto``."""
+    return _calibrate(model, calibration, input_name, batch=1)
+
+
+def _calibrate(model, calibration: np.ndarray, input_name: str, batch: int = 1):
     import logging
 
     import onnx
@@ -123,7 +127,7 @@ def quantize(model, calibration: np.ndarray, input_name: str = INPUT):
 
     class Reader(CalibrationDataReader):
         def __init__(self):
-            self.items = iter([{input_name: calibration[i:i + 1]} for i in range(len(calibration))])
+            self.items = iter([{input_name: calibration[i:i + batch]} for i in range(0, len(calibration), batch)])
 
         def get_next(self):
             return next(self.items, None)
