@@ -20,10 +20,11 @@ def _inputs(model: Model, path, seed):
     return {n: rng.normal(0, 1, shape).astype(np.float32) for n, shape in model.graph.inputs.items()}
 
 
-def report_run(model: Model, inputs, target, vt=2, csv_path=None, png_path=None, compare=True, out=sys.stdout,
+def report_run(model: Model, inputs, target, vt=2, csv_path=None, png_path=None, compare=True, out=None,
                title=""):
-    """Run, print placement, the per-layer table, exactness and the onnxruntime agreement; True if
-    the run equals the numpy reference."""
+    """Run, print placement, the per-layer table, exactness and the onnxruntime agreement; returns
+    (RunResult, report rows)."""
+    out = out or sys.stdout
     res = model.run(inputs, target=target, virtual_threads=vt, progress=target != "rtl")
     print(model.placement_table(res.records), file=out)
     rr = rows(res.records, model.cfg)
