@@ -1,6 +1,7 @@
 """ResNet-18 (torchvision's architecture) as an ONNX model built in code, quantized with onnxruntime.
 
     python -m apps.resnet18 [--width 64] [--image 224] [-o build/resnet18_qdq.onnx]
+    python -m apps.resnet18 --compare 8      # onnxruntime vs the int8 reference on 8 generated images
 
 Nothing is downloaded. :func:`build` writes the float graph with the ``onnx`` helper API: conv1 7x7/2
 (pad 3) + ReLU, max pool 3x3/2 (pad 1), four stages of two BasicBlocks (3x3 convs, a 1x1/2
@@ -155,16 +156,51 @@ def quantized_model(width: int = 64, image: int = 224, calib: int = 8, seed: int
     return onnx.ModelProto.FromString(f), onnx.ModelProto.FromString(q)
 
 
+def compare(q, n: int, image: int, out=None) -> int:
+    """Per-layer agreement (each layer fed onnxruntime's input), top-1 and the final int8 differences
+    of the whole network, onnxruntime vs the int8 reference, over n generated images."""
+    from .onnx import ort
+    from .onnx.model import Model
+
+    out = out or sys.stdout
+    m = Model(q)
+    sess = ort.session(q)
+    total = ort.Agreement()
+    same_top1, diffs = 0, []
+    q_out = next(l.node.inputs[0] for l in m.layers if l.kind == "dequantize")
+    for i in range(n):
+        x = calibration_images(1, image, seed=1000 + i)
+        ag, theirs = m.compare_ort({INPUT: x}, sess)
+        total.rows += ag.rows
+        ours = m.reference({INPUT: x})
+        same_top1 += int(np.argmax(ours["logits"]) == np.argmax(theirs["logits"]))
+        diffs.append(np.abs(ours[q_out].astype(np.int32) - theirs[q_out].astype(np.int32)).ravel())
+        print(f"  image {i}: layers {ag.equal_fraction:.4%} equal (worst {ag.worst_layer_fraction:.4%}), "
+              f"max {ag.max_diff} LSB; top-1 ours {np.argmax(ours['logits'])} onnxruntime "
+              f"{np.argmax(theirs['logits'])}", file=out, flush=True)
+    d = np.concatenate(diffs)
+    print(f"{n} images: per-layer int8 outputs equal {total.equal_fraction:.4%} (worst layer-image "
+          f"{total.worst_layer_fraction:.4%}), largest difference {total.max_diff} LSB; top-1 identical "
+          f"{same_top1}/{n}; final int8 logits |ours - onnxruntime|: "
+          + ", ".join(f"{k}: {(d == k).mean():.2%}" for k in range(int(d.max()) + 1)), file=out)
+    return 0 if same_top1 == n and total.max_diff <= 1 else 1
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--image", type=int, default=224)
     parser.add_argument("--calib", type=int, default=8, help="calibration images (default 8)")
     parser.add_argument("-o", "--output", default="build/resnet18_qdq.onnx")
+    parser.add_argument("--compare", type=int, default=0, metavar="N",
+                        help="compare onnxruntime with the numpy int8 reference (which the golden model and "
+                             "the RTL equal bit for bit) on N generated images (seeds 1000...)")
     args = parser.parse_args(argv)
     import onnx
 
     _, q = quantized_model(args.width, args.image, args.calib)
+    if args.compare:
+        return compare(q, args.compare, args.image)
     os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
     onnx.save(q, args.output)
     print(f"wrote {args.output}")
