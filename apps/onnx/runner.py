@@ -39,11 +39,45 @@ def placement(lay: Layer, xs) -> tuple[str, str]:
         return "cpu", lay.cpu_reason
     if lay.kind == "add" and xs[0].shape != xs[1].shape:
         return "cpu", "add with broadcasting"
+    if lay.kind == "conv" and _im2col_pays(lay):
+        return "vta", "im2col on the host (few input channels), GEMM on VTA"
     return "vta", ""
+
+
+def _im2col_pays(lay: Layer) -> bool:
+    """A conv with fewer input channels than a block (an RGB stem) wastes most of each GEMM block;
+    as a GEMM over its im2col matrix (K = C*kh*kw) it fills the blocks."""
+    from sw.ops.base import _cfg
+
+    cfg = _cfg()
+    c, kh, kw = lay.params["weight"].shape[1:]
+    block = cfg.BLOCK_IN
+    direct = c / (-(-c // block) * block)
+    k = c * kh * kw
+    return direct < 0.5 and k / (-(-k // block) * block) > 2 * direct
+
+
+def _im2col(x, kh, kw, stride):
+    """(N, C, H, W) already padded -> (N*Ho*Wo, C*kh*kw), rows in (n, oh, ow) order, columns (c, ky, kx)."""
+    n, c, h, w = x.shape
+    sh, sw = stride
+    ho, wo = (h - kh) // sh + 1, (w - kw) // sw + 1
+    cols = np.empty((n, ho, wo, c, kh, kw), x.dtype)
+    for ky in range(kh):
+        for kx in range(kw):
+            cols[:, :, :, :, ky, kx] = x[:, :, ky:ky + sh * (ho - 1) + 1:sh, kx:kx + sw * (wo - 1) + 1:sw].transpose(
+                0, 2, 3, 1)
+    return cols.reshape(n * ho * wo, c * kh * kw), (n, ho, wo)
 
 
 def _run_vta(lay: Layer, xs, vt):
     p = lay.params
+    if lay.kind == "conv" and _im2col_pays(lay):
+        o, c, kh, kw = p["weight"].shape
+        cols, (n, ho, wo) = _im2col(lay.pad_input(xs[0]), kh, kw, p["strides"])
+        y, counters = ops.dense(cols, p["weight"].reshape(o, -1), p["vectors"], alu=alu_steps(lay.steps),
+                                virtual_threads=vt, return_counters=True)
+        return np.ascontiguousarray(y.reshape(n, ho, wo, o).transpose(0, 3, 1, 2)), counters
     if lay.kind == "conv":
         x = xs[0]
         t, l, b, r = p["pads"]
