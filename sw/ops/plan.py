@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from functools import lru_cache
 from dataclasses import dataclass
 
 from .base import TileError, _cands, _cdiv, _cfg, _halves
@@ -159,8 +160,18 @@ def _conv_caps(cfg, vt):
 
 
 def plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads=1, bias=False, cfg=None, tiles=None):
-    """Choose conv tiles within the SRAMs, minimising DRAM traffic plus a per-instruction cost."""
+    """Choose conv tiles within the SRAMs, minimising DRAM traffic plus a per-instruction cost.
+
+    Plans are memoised per (shape, config): a network repeats its layer shapes, and the search over
+    tile sizes costs tens of milliseconds."""
     cfg = cfg or _cfg()
+    if tiles is not None and not isinstance(tiles, str):
+        tiles = tuple(tiles)
+    return _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, bias, cfg, tiles)
+
+
+@lru_cache(maxsize=1024)
+def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, bias, cfg, tiles):
     vt = virtual_threads
     ho, wo = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
     caps = _conv_caps(cfg, vt)
