@@ -7,7 +7,7 @@ CONFIG ?= configs/default.json
 # WAVES=1 makes co-simulation write an FST waveform (build/waves/) and print its path
 JOBS   ?= auto
 
-.PHONY: all sim test bench fuzz verilog bitstream fpga-report clean distclean venv
+.PHONY: all sim test bench bench-resnet18 fuzz verilog bitstream fpga-report clean distclean venv
 
 all: test
 
@@ -32,6 +32,11 @@ bench: $(STAMP)
 	$(PY) -m sw.bench --config $(CONFIG)
 	$(PY) -m cosim.bench --config $(CONFIG)
 	$(PY) -m cosim.workloads --config $(CONFIG)
+
+# a whole ResNet-18 (1x3x224x224, QDQ) on the golden model, then on the RTL: per-layer tables, build/resnet18_*.csv/png
+bench-resnet18: $(STAMP)
+	$(PY) -m apps.demo --config $(CONFIG) --demo resnet18 --target fsim
+	nice -n 5 $(PY) -m apps.demo --config $(CONFIG) --demo resnet18 --target rtl
 
 N ?= 1000
 fuzz: $(STAMP)
