@@ -114,32 +114,8 @@ def _shift_steps(s2: int) -> list[Step]:
     return [Step("shr", s2 - 15), Step("add", 1 << 14), Step("shr", 15)]
 
 
-def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool = True):
-    """ALU steps that map accumulators ``acc`` (|acc + v0| <= acc_bound) to ``round(acc * M) + zp``
-    saturated to the output type.
-
-    Returns (steps, extra): ``extra`` = (offset to add to vector v0, clip vectors) where the clip
-    vectors are the constants of the operands 'v1' (lower bound) and 'v2' (upper bound) when they do
-    not fit an immediate (else ``()``). Raises :class:`NumericsError` when ``alu_mul`` is False and
-    ``M`` is not a power of two.
-    """
-    M = float(multiplier)
-    if not (M > 0 and math.isfinite(M)):
-        raise NumericsError(f"requantization multiplier {M}; must be positive and finite")
-    qmin, qmax = qrange(out.dtype)
-    zp = out.zero_point
-    tail = [Step("add", zp), Step("max", qmin), Step("min", qmax)]
-    m_exp = math.frexp(M)
-    if not alu_mul:
-        if m_exp[0] != 0.5 or M > 1:
-            raise NumericsError(f"requantization multiplier {M:.6g} is not a power of two <= 1 and the "
-                                f"config has no ALU MUL (ALU_MUL = 0)")
-        s = -(m_exp[1] - 1)
-        return [Step("add", "v0")] + _shift_steps(s) + tail, (0, ())
-    lo = math.floor((qmin - zp - 2) / M)
-    hi = math.ceil((qmax - zp + 2) / M)
-    clip = acc_bound > min(-lo, hi)
-    T = max(-lo, hi) if clip else acc_bound
+def _search(M: float, T: int, qmin: int, qmax: int):
+    """(error, k, S, m1, m2) of the most precise two-multiply form for values |t| <= T, or None."""
     best = None
     for k in range(0, 24):
         r1 = (1 << (k - 1)) if k else 0
@@ -165,6 +141,43 @@ def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool
                 (qmax - qmin + 2) * abs(m1 * m2 / 2.0 ** (k + S) - M) / M
             if best is None or err < best[0] - 1e-15:
                 best = (err, k, S, m1, m2)
+    return best
+
+
+def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool = True):
+    """ALU steps that map accumulators ``acc`` (|acc + v0| <= acc_bound) to ``round(acc * M) + zp``
+    saturated to the output type.
+
+    Returns (steps, extra): ``extra`` = (offset to add to vector v0, clip vectors) where the clip
+    vectors are the constants of the operands 'v1' (lower bound) and 'v2' (upper bound) when they do
+    not fit an immediate (else ``()``). Raises :class:`NumericsError` when ``alu_mul`` is False and
+    ``M`` is not a power of two.
+    """
+    M = float(multiplier)
+    if not (M > 0 and math.isfinite(M)):
+        raise NumericsError(f"requantization multiplier {M}; must be positive and finite")
+    qmin, qmax = qrange(out.dtype)
+    zp = out.zero_point
+    tail = [Step("add", zp), Step("max", qmin), Step("min", qmax)]
+    m_exp = math.frexp(M)
+    if not alu_mul:
+        if m_exp[0] != 0.5 or M > 1:
+            raise NumericsError(f"requantization multiplier {M:.6g} is not a power of two <= 1 and the "
+                                f"config has no ALU MUL (ALU_MUL = 0)")
+        s = -(m_exp[1] - 1)
+        return [Step("add", "v0")] + _shift_steps(s) + tail, (0, ())
+    lo = math.floor((qmin - zp - 2) / M)
+    hi = math.ceil((qmax - zp + 2) / M)
+    unclipped = _search(M, acc_bound, qmin, qmax)
+    clip = acc_bound > min(-lo, hi)
+    best = unclipped
+    if clip:
+        clipped = _search(M, max(-lo, hi), qmin, qmax)
+        # clipping costs two or four ALU passes per row: only when it buys needed precision
+        if unclipped is None or (clipped is not None and unclipped[0] > max(clipped[0], 2.0 ** -12)):
+            best = clipped
+        else:
+            clip = False
     if best is None:
         raise NumericsError(f"no fixed-point form of multiplier {M:.6g} fits VTA's 32-bit ALU with 16-bit "
                             f"immediates")
