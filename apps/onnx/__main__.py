@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from .model import TARGETS, Model
-from .report import format_table, rows, totals, write_csv, write_png
+from .report import format_table, rows, write_csv, write_png
 
 
 def _inputs(model: Model, path, seed):

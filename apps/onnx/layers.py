@@ -80,8 +80,8 @@ class Layer:
         """The layer in numpy integers (canonical int8 in, canonical int8 out)."""
         k, p = self.kind, self.params
         if k == "quantize":
-            q = quantize_float(xs[0], self.node_qp)
-            return from_onnx_dtype(q, self.node_qp)
+            qp = self.params["qp"]          # the ONNX type of the quantized input
+            return from_onnx_dtype(quantize_float(xs[0], qp), qp)
         if k == "dequantize":
             return dequantize(xs[0], self.inp[0])
         if k in ("conv", "dense"):
@@ -139,7 +139,7 @@ def prepare(graph: QGraph, alu_mul: bool = True) -> list[Layer]:
         lay = Layer(node, ins, out)
         a = node.attrs
         if node.kind == "quantize":
-            lay.node_qp = graph.qparams[node.output]
+            lay.params = {"qp": graph.qparams[node.output]}
         elif node.kind in ("conv", "dense"):
             w = a["weight"].astype(np.int8)
             sx, zx = ins[0].scale, ins[0].zero_point

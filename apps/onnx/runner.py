@@ -92,7 +92,6 @@ def _run_vta(lay: Layer, xs, vt):
         x = xs[0].reshape(xs[0].shape[0], -1)
         return ops.dense(x, p["weight"], p["vectors"], alu=alu_steps(lay.steps), virtual_threads=vt,
                          return_counters=True)
-    (m1a, m2a), (m1b, m2b) = p["factors"]
     pre = [[(AluOp.ADD, -q.zero_point), (AluOp.MUL, m1), (AluOp.MUL, m2)]
            for q, (m1, m2) in zip(lay.inp, p["factors"])]
     pre = [[s for s in st if not (s[0] == AluOp.MUL and s[1] == 1) and not (s[0] == AluOp.ADD and s[1] == 0)]
