@@ -7,7 +7,7 @@ CONFIG ?= configs/default.json
 # WAVES=1 makes co-simulation write an FST waveform (build/waves/) and print its path
 JOBS   ?= auto
 
-.PHONY: all sim test bench bench-resnet18 fuzz verilog bitstream fpga-report clean distclean venv
+.PHONY: all sim test test-fast bench bench-resnet18 fuzz verilog bitstream fpga-report clean distclean venv
 
 all: test
 
@@ -27,6 +27,10 @@ sim: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -q tests
+
+# the fast tier for your own loop: no RTL, no slow tests, no FPGA tooling (under a minute)
+test-fast: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) -q -m "not rtl and not slow and not fpga" tests
 
 bench: $(STAMP)
 	$(PY) -m sw.bench --config $(CONFIG)

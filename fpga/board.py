@@ -44,6 +44,7 @@ from sw.config import load_config
 from sw.isa import AluOp, MemId, Opcode, isa_for  # noqa: F401  (AluOp: for extending the program)
 
 from hw.axi import axi4_lite_signature, axi4_signature
+from hw.control import REGISTERS
 from hw.top import CTL_ADDR_BITS, Top
 
 __all__ = ["AxiRam", "Launcher", "BoardSoC", "test_program", "pll_params", "build", "parse_nextpnr_report"]
@@ -159,7 +160,7 @@ class AxiRam(wiring.Component):
 # ------------------------------------------------------------------------------------------- launcher
 class Launcher(wiring.Component):
     """An AXI4-Lite master doing the runtime's launch sequence once after reset: write ``writes``
-    (offset, value) in order, then poll ``control`` (0x00) until bit 1 (finish), then read ``status`` (0x40).
+    (offset, value) in order, then poll ``control`` until bit 1 (finish), then read ``status``.
     ``launched``, ``finished``, ``error`` (status bit 2) are levels."""
 
     def __init__(self, writes, addr_width: int = CTL_ADDR_BITS):
@@ -197,7 +198,7 @@ class Launcher(wiring.Component):
                 with m.If(bus.bvalid):
                     m.d.sync += [aw_done.eq(0), w_done.eq(0), idx.eq(idx + 1)]
                     with m.If(idx == n - 1):
-                        m.d.sync += [self.launched.eq(1), raddr.eq(0x00)]
+                        m.d.sync += [self.launched.eq(1), raddr.eq(REGISTERS["control"])]
                         m.next = "POLL"
                     with m.Else():
                         m.next = "WRITE"
@@ -209,7 +210,7 @@ class Launcher(wiring.Component):
                 m.d.comb += bus.rready.eq(1)
                 with m.If(bus.rvalid):
                     with m.If(bus.rdata[1]):
-                        m.d.sync += raddr.eq(0x40)
+                        m.d.sync += raddr.eq(REGISTERS["status"])
                         m.next = "STATUS"
                     with m.Else():
                         m.next = "POLL"
@@ -243,7 +244,9 @@ class BoardSoC(wiring.Component):
         image, count, out_at, expected = test_program(cfg, self.ram_bytes)
         m.submodules.vta = vta = Top(cfg)
         m.submodules.ram = ram = AxiRam(cfg.BUS_WIDTH, self.ram_bytes, image)
-        writes = [(0x08, count), (0x0C, INSN_AT)] + [(a, 0) for a in (0x10, 0x14, 0x18, 0x1C, 0x20)] + [(0x00, 1)]
+        writes = ([(REGISTERS["insn_count"], count), (REGISTERS["insn_addr"], INSN_AT)]
+                  + [(REGISTERS[f"{mem}_addr"], 0) for mem in ("uop", "inp", "wgt", "acc", "out")]
+                  + [(REGISTERS["control"], 1)])
         m.submodules.launcher = launcher = Launcher(writes)
         for name in axi4_signature(cfg.BUS_WIDTH).members:
             port, slave = getattr(vta, f"m_axi_{name}"), getattr(ram.axi, name)

@@ -13,17 +13,19 @@ __all__ = ["Alu", "alu_lane", "shift_amount"]
 
 
 def shift_amount(b):
-    """SHR's shift of a 32-bit lane by signed ``b``: ``(left, amount)``. b >= 0: right (arithmetic) by
-    min(b, 31); b < 0: left by min(-b, 31). Built from bit tests and a 5-bit negation (no 32-bit
-    compare), for timing."""
-    lo, hi, sign = b[:5], b[5:31], b[31]
-    small_neg = hi.all() & lo.any()              # b in [-31, -1]
-    amount = Mux(sign, Mux(small_neg, (-lo)[:5], 31), Mux(hi.any(), 31, lo))
+    """SHR's shift of a lane of w = len(b) bits (the accumulator width) by signed ``b``: ``(left, amount)``.
+    b >= 0: right (arithmetic) by min(b, w - 1); b < 0: left by min(-b, w - 1). Built from bit tests and a
+    log2(w)-bit negation (no w-bit compare), for timing."""
+    w = len(b)
+    lw = w.bit_length() - 1
+    lo, hi, sign = b[:lw], b[lw:w - 1], b[w - 1]
+    small_neg = hi.all() & lo.any()              # b in [-(w - 1), -1]
+    amount = Mux(sign, Mux(small_neg, (-lo)[:lw], w - 1), Mux(hi.any(), w - 1, lo))
     return sign, amount
 
 
 def alu_lane(m, ops, a, b, left, amount, *, repeat=False):
-    """The result of one 32-bit lane of MIN, MAX, ADD or SHR applied to signed ``a`` and ``b``. ``ops``:
+    """The result of one accumulator lane of MIN, MAX, ADD or SHR applied to signed ``a`` and ``b``. ``ops``:
     one-hot registers ``{"max", "add", "shr"}`` (none set: MIN); ``(left, amount)`` =
     :func:`shift_amount` of ``b`` (computed a stage earlier). MUL is not here (see :class:`Alu`).
 
@@ -38,9 +40,10 @@ def alu_lane(m, ops, a, b, left, amount, *, repeat=False):
         take_a = Signal()
         m.d.comb += take_a.eq((sa < sb) ^ ops["max"])
         minmax = Mux(take_a, sa, sb)
-    shifted = Mux(left, (sa << amount)[:32], (sa >> amount)[:32])
-    res = Signal(32)
-    m.d.comb += res.eq(Mux(ops["add"], (sa + sb)[:32], Mux(ops["shr"], shifted, minmax)))
+    w = len(a)
+    shifted = Mux(left, (sa << amount)[:w], (sa >> amount)[:w])
+    res = Signal(w)
+    m.d.comb += res.eq(Mux(ops["add"], (sa + sb)[:w], Mux(ops["shr"], shifted, minmax)))
     return res
 
 
@@ -113,7 +116,8 @@ class Alu(wiring.Component):
                          getattr(seq, f"{name}_factor_in").eq(getattr(insn, f"{name}_factor_in"))]
 
         use_imm = Signal()
-        imm = Signal(signed(32))
+        lane_w = cfg.ACC_WIDTH
+        imm = Signal(signed(lane_w))
         active = Signal()
         toggle = Signal()
         ok = Signal()
@@ -124,9 +128,9 @@ class Alu(wiring.Component):
         # ``may_step`` = use_imm | ~toggle, kept as a register (the step fans out to the sequencer);
         # SHR's shift of the immediate is computed once, at the start
         may_step = Signal()
-        imm_in = Signal(signed(32))
+        imm_in = Signal(signed(lane_w))
         m.d.comb += imm_in.eq(insn.imm)
-        imm_left, imm_amount = Signal(), Signal(5)
+        imm_left, imm_amount = Signal(), Signal(cfg.LOG_ACC_WIDTH)
         with m.If(self.start):
             m.d.sync += [use_imm.eq(insn.use_imm), imm.eq(insn.imm), toggle.eq(0), may_step.eq(1)]
             m.d.sync += Cat(imm_left, imm_amount).eq(Cat(*shift_amount(imm_in.as_unsigned())))
@@ -203,14 +207,14 @@ class Alu(wiring.Component):
         m.d.sync += a_row.eq(merge_rows(d_sel, [*hist, raw_q], lanes_n))
         s_late = Signal()
         m.d.sync += s_late.eq(valid[W - 1] & (dst[W - 1] == src[5]))
-        b_q = [Signal(32, name=f"x_{i}", reset_less=True) for i in range(lanes_n)]
+        b_q = [Signal(lane_w, name=f"x_{i}", reset_less=True) for i in range(lanes_n)]
         left_q = [Signal(name=f"shl_{i}", reset_less=True) for i in range(lanes_n)]
-        amt_q = [Signal(5, name=f"sh_{i}", reset_less=True) for i in range(lanes_n)]
+        amt_q = [Signal(cfg.LOG_ACC_WIDTH, name=f"sh_{i}", reset_less=True) for i in range(lanes_n)]
         # (copies of the shift controls for the second candidate of C: fan-out, timing)
         left_c = [Signal(name=f"shl_{i}_copy", reset_less=True) for i in range(lanes_n)]
-        amt_c = [Signal(5, name=f"sh_{i}_copy", reset_less=True) for i in range(lanes_n)]
+        amt_c = [Signal(cfg.LOG_ACC_WIDTH, name=f"sh_{i}_copy", reset_less=True) for i in range(lanes_n)]
         for i in range(lanes_n):
-            lane = slice(i * 32, (i + 1) * 32)
+            lane = slice(i * lane_w, (i + 1) * lane_w)
             def take(x, left, amount, i=i):
                 return [b_q[i].eq(x), Cat(left_q[i], amt_q[i]).eq(Cat(left, amount)),
                         Cat(left_c[i], amt_c[i]).eq(Cat(left, amount))]
@@ -238,15 +242,15 @@ class Alu(wiring.Component):
         m.d.sync += [d.eq(valid[C] & (dst[C] == dst[6])) for d in d_w_lane]
         lanes = []
         for i in range(lanes_n):
-            lane = slice(i * 32, (i + 1) * 32)
+            lane = slice(i * lane_w, (i + 1) * lane_w)
             ops = lane_ops[i]
             from_w = alu_lane(m, ops, wr_f[lane], b_q[i], left_c[i], amt_c[i], repeat=True)
             from_row = alu_lane(m, ops, a_row[lane], b_q[i], left_q[i], amt_q[i])
             res = Mux(d_w_lane[i], from_w, from_row)
             if cfg.ALU_MUL:     # one multiplier per lane, on the selected operand
                 a_fin = Mux(d_w_lane[i], wr_f[lane], a_row[lane]).as_signed()
-                res = Mux(ops["mul"], (a_fin * b_q[i].as_signed())[:32], res)
-            lanes.append(res[:32])
+                res = Mux(ops["mul"], (a_fin * b_q[i].as_signed())[:lane_w], res)
+            lanes.append(res[:lane_w])
         m.d.sync += [wr_q.eq(Cat(*lanes)), wr_f.eq(Cat(*lanes))]
         # W: write acc[d]
         m.d.comb += [

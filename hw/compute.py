@@ -5,7 +5,7 @@ from amaranth.lib import memory
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.isa import MemId, Opcode, alu_opcodes
+from sw.isa import INS_WIDTH, MemId, Opcode, alu_opcodes
 from .alu import Alu
 from .footprint import AccFootprint
 from .gemm import Gemm
@@ -86,7 +86,7 @@ class Compute(wiring.Component):
         check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
-            "insn": In(stream.Signature(128)),
+            "insn": In(stream.Signature(INS_WIDTH)),
             "dma": Out(dma_read_signature(cfg.BUS_WIDTH)),
             "inp_rd": In(read_signature(cfg, "inp")),
             "wgt_rd": In(read_signature(cfg, "wgt")),
@@ -137,7 +137,7 @@ class Compute(wiring.Component):
         for user in (gemm, alu, fp):
             wiring.connect(m, user.uop_rd, self.uop_mem.read_port())
 
-        word = Signal(128, reset_less=True)
+        word = Signal(INS_WIDTH, reset_less=True)
         layouts = insn_layouts(cfg)
         mem = layouts["mem"](word)
         gem = layouts["gemm"](word)
@@ -217,8 +217,8 @@ class Compute(wiring.Component):
 
         acc8_lanes = []
         for i in range(lanes):
-            byte = ld_acc8.wr.data[i * 8:(i + 1) * 8]
-            acc8_lanes.append(Cat(byte, byte[7].replicate(24)))
+            byte = ld_acc8.wr.data.word_select(i, cfg.OUT_WIDTH)      # sign-extended to an acc lane
+            acc8_lanes.append(Cat(byte, byte[-1].replicate(cfg.ACC_WIDTH - cfg.OUT_WIDTH)))
         # the acc loaders' writes pass through a register (timing: the DMA data path ends there,
         # not at the bank muxes) and then the bank's write register, and their ``done`` is delayed
         # to match (``load_done`` below)
@@ -254,15 +254,15 @@ class Compute(wiring.Component):
             m.d.sync += [r.eq(owner) for r in (own, *own_lane)]
             lane_data = []
             for i in range(lanes):
-                lane_data.append(and_or([(own_lane[i][k], data[i * 32:(i + 1) * 32])
-                                         for k, (_, _, data) in enumerate(writers)], 32))
+                lane_data.append(and_or([(own_lane[i][k], data.word_select(i, cfg.ACC_WIDTH))
+                                         for k, (_, _, data) in enumerate(writers)], cfg.ACC_WIDTH))
             # The write register (hw/sram.py): the selected write reaches the bank a cycle later,
             # from flip-flops that the placer can put beside the block RAMs (the acc bank and its
             # OUT mirror each have their own copy). Readers merge the writes their reads missed.
             w_en = Cat(*(own[k] & en & (bank_bit(addr) == b) for k, (en, addr, _) in enumerate(writers))).any()
             w_addr = and_or([(own[k], addr[:bw]) for k, (_, addr, _) in enumerate(writers)], bw)
             w_data = Cat(*lane_data)
-            for port, data, tag in ((wr, w_data, "acc"), (owr, Cat(*(w_data[i * 32:i * 32 + 8] for i in range(lanes))), "out")):
+            for port, data, tag in ((wr, w_data, "acc"), (owr, Cat(*(w_data.word_select(i, cfg.ACC_WIDTH)[:cfg.OUT_WIDTH] for i in range(lanes))), "out")):
                 q_en = Signal(name=f"bank{b}_{tag}_wen_copy")
                 q_addr = Signal(bw, name=f"bank{b}_{tag}_waddr_copy", reset_less=True)
                 q_data = Signal(len(data), name=f"bank{b}_{tag}_wdata_copy", reset_less=True)

@@ -156,8 +156,8 @@ REGISTERS = {r.name: r.offset for r in REGISTER_MAP}
 
 def _check_map():
     offsets = [r.offset for r in REGISTER_MAP]
-    assert len(set(offsets)) == len(offsets) and all(o % 4 == 0 for o in offsets)
-    assert len(REGISTERS) == len(REGISTER_MAP)
+    if len(set(offsets)) != len(offsets) or any(o % 4 for o in offsets) or len(REGISTERS) != len(REGISTER_MAP):
+        raise ValueError("REGISTER_MAP: offsets and names must be unique and offsets word-aligned")
 
 
 _check_map()

@@ -265,8 +265,8 @@ class Gemm(wiring.Component):
             for oc in range(bo):
                 row = []
                 for k in range(bi):
-                    row.append(registered_mul(m, platform, inp_q[(b * bi + k) * 8:(b * bi + k + 1) * 8],
-                                              wgt_q[(oc * bi + k) * 8:(oc * bi + k + 1) * 8], f"prod_{b}_{oc}_{k}"))
+                    row.append(registered_mul(m, platform, inp_q.word_select(b * bi + k, cfg.INP_WIDTH),
+                                              wgt_q.word_select(oc * bi + k, cfg.WGT_WIDTH), f"prod_{b}_{oc}_{k}"))
                 rows.append(row)
         # T1..Tt: adder trees, two levels per stage, into registers
         for t in range(nt):
@@ -312,8 +312,9 @@ class Gemm(wiring.Component):
         # the row: both sums are computed and the match selects at the end (its fan-out in parallel).
         hit_w = [Signal(name=f"hit_w_copy{i}") for i in range(lanes)]
         m.d.sync += [h.eq(valid[C] & (dst[C] == dst[C - 1])) for h in hit_w]
-        from_w = [(wr_f[i * 32:(i + 1) * 32].as_signed() + dots[i])[:32] for i in range(lanes)]
-        from_row = [(row_q[i * 32:(i + 1) * 32].as_signed() + dots[i])[:32] for i in range(lanes)]
+        aw_ = cfg.ACC_WIDTH
+        from_w = [(wr_f.word_select(i, aw_).as_signed() + dots[i])[:aw_] for i in range(lanes)]
+        from_row = [(row_q.word_select(i, aw_).as_signed() + dots[i])[:aw_] for i in range(lanes)]
         with m.If(reset):
             m.d.sync += [wr_q.eq(0), wr_f.eq(0)]
         with m.Else():

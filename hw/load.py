@@ -10,7 +10,7 @@ from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from sw.isa import MemId
+from sw.isa import INS_WIDTH, MemId
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_read_signature
 from .isa import insn_layouts
 from .sram import check_config, parameter_error, write_signature
@@ -280,7 +280,7 @@ class Load(wiring.Component):
         check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
-            "insn": In(stream.Signature(128)),
+            "insn": In(stream.Signature(INS_WIDTH)),
             "dma": Out(dma_read_signature(cfg.BUS_WIDTH)),
             "inp_wr": In(write_signature(cfg, "inp")),
             "wgt_wr": In(write_signature(cfg, "wgt")),
@@ -302,7 +302,7 @@ class Load(wiring.Component):
         wiring.connect(m, inp.wr, wiring.flipped(self.inp_wr))
         wiring.connect(m, wgt.wr, wiring.flipped(self.wgt_wr))
 
-        word = Signal(128, reset_less=True)
+        word = Signal(INS_WIDTH, reset_less=True)
         insn = insn_layouts(cfg)["mem"](word)
         sel = Signal()   # 0 inp, 1 wgt
         dma_read_mux(m, self.dma, [inp.dma, wgt.dma], sel)

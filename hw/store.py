@@ -5,7 +5,7 @@ from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from sw.isa import MemId
+from sw.isa import INS_WIDTH, MemId
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_write_signature
 from .isa import insn_layouts
 from .sram import check_config, read_signature
@@ -47,7 +47,7 @@ class Store(wiring.Component):
         check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
-            "insn": In(stream.Signature(128)),
+            "insn": In(stream.Signature(INS_WIDTH)),
             "out_rd": In(read_signature(cfg, "out")),
             "dma": Out(dma_write_signature(cfg.BUS_WIDTH)),
             "g2s": Out(TokenPopSignature),
@@ -69,7 +69,7 @@ class Store(wiring.Component):
         log_eb, log_bb = exact_log2(eb), exact_log2(bb)
         aw = cfg.LOG_ACC_DEPTH
 
-        word = Signal(128, reset_less=True)
+        word = Signal(INS_WIDTH, reset_less=True)
         insn = insn_layouts(cfg)["mem"](word)
         start = Signal()
         base = Signal(ADDR_BITS)

@@ -25,7 +25,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.config import load_config
-from sw.isa import MemId, Opcode
+from sw.isa import TOKEN_QUEUE_DEPTH, MemId, Opcode
 
 from .axi import AxiMaster, axi4_lite_signature, axi4_signature
 from .compute import Compute
@@ -55,7 +55,7 @@ def _flat_members(prefix, signature, flip):
 class Top(wiring.Component):
     """The whole accelerator for one configuration."""
 
-    def __init__(self, cfg=None, *, token_depth: int = 255, queue_depth: int = 512):
+    def __init__(self, cfg=None, *, token_depth: int = TOKEN_QUEUE_DEPTH, queue_depth: int = 512):
         self.cfg = cfg = load_config(cfg)
         self.token_depth = token_depth
         self.queue_depth = queue_depth

@@ -93,7 +93,8 @@ class _Gen:
         return True
 
     def _kernel_shape(self, gemm):
-        """Random micro-ops and loops whose indices stay in range and obey the hazard rule."""
+        """Random micro-ops and loops whose indices stay in range (and keep VTA's hazard rule, so the programs
+        also suit VTA's pipelines; sw.programs.same_row covers rewriting a row)."""
         r = self.rng
         n_uops = int(r.integers(1, 6))
         loops = [(int(r.integers(1, 5)), int(r.integers(0, 4)), int(r.integers(0, 4)), int(r.integers(0, 4)))

@@ -15,11 +15,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .config import Config
-
 # The fixed widths of the ISA (docs/isa.md); they do not depend on the JSON.
 INS_WIDTH = 128
 UOP_WIDTH = 32
@@ -33,6 +28,11 @@ MEMOP_STRIDE_BITS = 16
 MEMOP_PAD_BITS = 4
 LOOP_ITER_BITS = 14
 ALUOP_IMM_BITS = 16
+
+
+# The most tokens a dependency queue holds (VTA's 8-bit semaphore; hw.top builds its queues this deep).
+# A push into a full queue would be lost, so the runtime refuses a stream that could fill one.
+TOKEN_QUEUE_DEPTH = 255
 
 
 class FormatError(ValueError):
@@ -69,7 +69,7 @@ class AluOp(IntEnum):
     MUL = 4
 
 
-def alu_opcodes(cfg: "Config") -> tuple[AluOp, ...]:
+def alu_opcodes(cfg) -> tuple[AluOp, ...]:
     """The ALU operations a config builds: MIN, MAX, ADD, SHR, and MUL when ``ALU_MUL`` = 1.
 
     The one definition used by the golden model, the runtime, the instruction checks, the random
@@ -77,7 +77,7 @@ def alu_opcodes(cfg: "Config") -> tuple[AluOp, ...]:
     return tuple(op for op in AluOp if op != AluOp.MUL or cfg.ALU_MUL)
 
 
-def alu_opcode_error(cfg: "Config", opcode) -> str | None:
+def alu_opcode_error(cfg, opcode) -> str | None:
     """Why ``opcode`` is not an ALU operation of ``cfg`` (naming the allowed ones), or None when it is."""
     allowed = alu_opcodes(cfg)
     if opcode in [int(a) for a in allowed]:
@@ -106,7 +106,7 @@ def expand_uops(uops, f: dict, gemm: bool):
     return walk(u[:, 0], "dst"), walk(u[:, 1], "src"), (walk(u[:, 2], "wgt") if gemm else None)
 
 
-def uop_index_error(cfg: "Config", dst, src, wgt, gemm: bool) -> str | None:
+def uop_index_error(cfg, dst, src, wgt, gemm: bool) -> str | None:
     """Which expanded micro-op index leaves its SRAM (naming the field and the allowed range), or None."""
     checks = [("dst", dst, cfg.ACC_DEPTH, "acc")]
     if gemm:
@@ -265,7 +265,7 @@ class Insn:
 class ISA:
     """The instruction formats for one configuration."""
 
-    def __init__(self, cfg: "Config"):
+    def __init__(self, cfg):
         self.cfg = cfg
         header = list(_HEADER)
         self.mem = Format("mem", INS_WIDTH, header + [
@@ -426,5 +426,5 @@ class ISA:
 
 
 @lru_cache(maxsize=None)
-def isa_for(cfg: "Config") -> ISA:
+def isa_for(cfg) -> ISA:
     return ISA(cfg)

@@ -5,20 +5,81 @@ types, reserved dependency flags, SRAM ranges, padding rules). :func:`schedule` 
 three in-order cores (load, compute, store) with the four token queues of reference §3.8, calling
 an ``execute`` callback per instruction; with no callback it is the runtime's deadlock check.
 Both the golden model and the runtime use them, so they report the same errors in the same words.
+:func:`check_int` is the argument check every API entry point uses. Every subclass of
+:class:`VTAError`, wherever it is defined (the RTL target defines its own), is announced to the
+hooks of :func:`on_error_class`; the runtime uses that to register them with tvm-ffi.
 """
 
 from __future__ import annotations
 
+import operator
+import threading
 from functools import lru_cache
 
-from .isa import Insn, alu_opcode_error, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE
+from .isa import TOKEN_QUEUE_DEPTH, Insn, alu_opcode_error, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE
 
-__all__ = ["VTAError", "InsnError", "DeadlockError", "check_insn", "schedule", "TOKEN_QUEUES",
-           "elem_bytes", "sram_depth"]
+__all__ = ["VTAError", "InsnError", "DeadlockError", "check_insn", "schedule", "force_serial", "TOKEN_QUEUES",
+           "elem_bytes", "sram_depth", "check_int", "on_error_class", "error_classes", "format_stream"]
+
+_ERROR_CLASSES: list[type] = []
+_ERROR_HOOKS: list = []
+_ERROR_LOCK = threading.Lock()
 
 
 class VTAError(RuntimeError):
-    """Base of the errors raised by the runtime and the simulators."""
+    """Base of the errors raised by the runtime and the simulators.
+
+    Defining a subclass announces it to every hook given to :func:`on_error_class`.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        with _ERROR_LOCK:
+            _ERROR_CLASSES.append(cls)
+            hooks = list(_ERROR_HOOKS)
+        for hook in hooks:
+            hook(cls)
+
+
+def error_classes() -> list[type]:
+    """:class:`VTAError` and every subclass defined so far, in definition order."""
+    with _ERROR_LOCK:
+        return [VTAError, *_ERROR_CLASSES]
+
+
+def on_error_class(hook) -> None:
+    """Call ``hook(cls)`` for :class:`VTAError`, each subclass defined so far, and each one defined later."""
+    with _ERROR_LOCK:
+        _ERROR_HOOKS.append(hook)
+        known = [VTAError, *_ERROR_CLASSES]
+    for cls in known:
+        hook(cls)
+
+
+def check_int(what: str, name: str, value, lo: int | None = 0, hi: int | None = None, exc=None) -> int:
+    """``value`` as a Python int, or ``exc`` (default :class:`VTAError`) naming ``what``'s argument ``name``.
+
+    Python and numpy integers are accepted; bool, float, str, None and everything else are errors,
+    as is a value outside ``[lo, hi]`` (either bound may be None). A non-integer (or a negative one
+    where ``lo = 0``) "must be a non-negative integer", or "must be an integer" with the range;
+    an integer out of range gets "``name = value``; allowed range [lo, hi]".
+    """
+    ok = not isinstance(value, bool) and type(value).__name__ != "bool_"
+    if ok:
+        try:
+            v = operator.index(value)
+        except TypeError:
+            ok = False
+    if ok and (lo is None or v >= lo) and (hi is None or v <= hi):
+        return v
+    span = f"allowed range [{'...' if lo is None else lo}, {'...' if hi is None else hi}]"
+    if ok and not (lo == 0 and v < 0):
+        msg = f"{what}: {name} = {v}; {span}"
+    elif lo == 0:
+        msg = f"{what}: {name} = {value!r} must be a non-negative integer" + (f" ({span})" if hi is not None else "")
+    else:
+        msg = f"{what}: {name} = {value!r} must be an integer; {span}"
+    raise (exc or VTAError)(msg)
 
 
 class InsnError(VTAError, ValueError):
@@ -129,7 +190,39 @@ def check_insn(cfg, insn: Insn, dram_size: int | None = None, where: str = "inst
                 raise InsnError(f"{where}: {problem}")
 
 
-def schedule(cfg, insns: list[Insn], execute=None, disasm=None) -> dict:
+def format_stream(insns: list[Insn], disasm, title: str) -> str:
+    """``title``, then one line per instruction: index, module, ``disasm(insn)``, token counts after it."""
+    tokens = {q: 0 for q in TOKEN_QUEUES}
+    lines = [title]
+    for i, insn in enumerate(insns):
+        for flag, q in _FLAG_QUEUES[insn.stage].items():
+            if q is not None:
+                tokens[q] += insn.f[flag] if flag.startswith("push") else -insn.f[flag]
+        counts = " ".join(f"{q}={n}" for q, n in tokens.items())
+        lines.append(f"{i:6d} {STAGE_NAMES[insn.stage]:7s} {disasm(insn):90s} {counts}")
+    return "\n".join(lines)
+
+
+def force_serial(insns: list[Insn]) -> None:
+    """Rewrite the dependency flags of ``insns`` in place so the modules run them strictly in order
+    (VTA's ``DEBUG_FORCE_SERIAL``).
+
+    Every pair of consecutive instructions of neighbouring stages is chained by one token (the first
+    pushes towards the second's stage, the second pops it); every other flag is cleared. Pairs of the
+    same module already run in order; a load followed directly by a store has no queue between them
+    (as in VTA). The caller appends the closing handshake that makes FINISH wait for every module.
+    """
+    for insn in insns:
+        for flag in ("pop_prev", "pop_next", "push_prev", "push_next"):
+            insn.f[flag] = 0
+    for prev, nxt in zip(insns, insns[1:]):
+        a, b = prev.stage, nxt.stage
+        if abs(a - b) == 1:
+            prev.f["push_next" if b > a else "push_prev"] = 1
+            nxt.f["pop_prev" if b > a else "pop_next"] = 1
+
+
+def schedule(cfg, insns: list[Insn], execute=None, disasm=None, order=None, peaks=None) -> dict:
     """Run ``insns`` on three in-order cores with token queues; return the final token counts.
 
     Each core runs the instructions at the head of its queue as long as their pops can be served
@@ -165,7 +258,8 @@ def schedule(cfg, insns: list[Insn], execute=None, disasm=None) -> dict:
         return {"heads": {STAGE_NAMES[s]: (queues[s][heads[s]] if heads[s] < len(queues[s]) else None)
                           for s in queues}, "tokens": dict(tokens)}
 
-    order = (STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE)
+    order = order or (STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE)
+    peak = {q: 0 for q in TOKEN_QUEUES}
     while not finished:
         progress = False
         for s in order:
@@ -184,6 +278,7 @@ def schedule(cfg, insns: list[Insn], execute=None, disasm=None) -> dict:
                 for flag, qn in pushes:
                     if insn.f[flag]:
                         tokens[qn] += 1
+                        peak[qn] = max(peak[qn], tokens[qn])
                 heads[s] += 1
                 progress = True
                 if insn.opcode == Opcode.FINISH:
@@ -199,4 +294,34 @@ def schedule(cfg, insns: list[Insn], execute=None, disasm=None) -> dict:
     if left or any(tokens.values()):
         raise DeadlockError("FINISH ran while work or tokens were left over (a correct stream makes FINISH "
                             "wait for every module and leaves every token queue empty):\n" + describe(), state())
+    if peaks is not None:
+        peaks.update(peak)
+        return tokens
+    _check_token_depth(cfg, insns, disasm)
     return tokens
+
+
+def _check_token_depth(cfg, insns, disasm):
+    """Refuse a stream that could hold more than TOKEN_QUEUE_DEPTH tokens in a queue at some point.
+
+    Only a queue with more pushes than the depth can overflow. For such a queue, its consumer is
+    made to wait as long as the stream allows (the other modules run first whenever they can): the
+    count it then reaches is the most any timing of the hardware can reach."""
+    pushes = {q: 0 for q in TOKEN_QUEUES}
+    for insn in insns:
+        for flag, q in _FLAG_QUEUES[insn.stage].items():
+            if q is not None and flag.startswith("push") and insn.f[flag]:
+                pushes[q] += 1
+    for q, n in pushes.items():
+        if n <= TOKEN_QUEUE_DEPTH:
+            continue
+        consumer = TOKEN_QUEUES[q][1]
+        order = tuple(s for s in (STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE) if s != consumer) + (consumer,)
+        peaks = {}
+        schedule(cfg, insns, None, disasm, order=order, peaks=peaks)
+        if peaks[q] > TOKEN_QUEUE_DEPTH:
+            producer = STAGE_NAMES[TOKEN_QUEUES[q][0]]
+            raise InsnError(f"token queue {q} could hold {peaks[q]} tokens; the hardware holds at most "
+                            f"{TOKEN_QUEUE_DEPTH} (the {producer} module may run that far ahead of "
+                            f"{STAGE_NAMES[consumer]}); pop a token from the other direction now and then "
+                            f"(a WAR dependency) or synchronize more often")

@@ -16,7 +16,7 @@ import numpy as np
 from .isa import AluOp, MemId
 
 __all__ = ["api", "to_device", "from_device", "runtime_array", "save_load_out", "padded_load", "gemm", "alu",
-           "relu", "shift_and_scale", "vector_add", "PADDING_CASES", "ALU_CASES", "PROGRAMS"]
+           "relu", "shift_and_scale", "vector_add", "same_row", "PADDING_CASES", "ALU_CASES", "PROGRAMS"]
 
 QLOAD, QCOMPUTE, QSTORE = 1, 2, 3
 
@@ -109,6 +109,62 @@ def save_load_out(api_kind="python", seed=0):
     y = from_device(rt, cmd, dst, x.shape, np.int8)
     rt.buffer_free(src), rt.buffer_free(dst)
     return {"result": y, "expected": x.astype(np.int8), "counters": counters}
+
+
+def same_row(api_kind="python", depth=5, seed=0):
+    """Micro-ops that write the acc row an earlier one just wrote, at distance 1 and 2 (no hazard rule:
+    the GEMM and ALU pipelines forward every earlier write).
+
+    GEMM: a one-micro-op reduction into row 0 (distance 1) and a two-micro-op one into rows 1 and 2
+    (distance 2), ``depth`` steps each; ALU: ``depth`` immediate ADDs into row 3, tensor ADDs of row 0
+    into row 4, and a row doubled by tensor ADDs of itself (row 5). The immediate ADDs are recorded with
+    ``reset_out`` = 1, which the ALU instruction carries (as VTA's runtime writes it) and ignores."""
+    rt = api(api_kind)
+    cfg = _cfg()
+    B, I, O = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, size=(depth, B, I), dtype=np.int8)
+    w = rng.integers(-128, 128, size=(depth, O, I), dtype=np.int8)
+    cmd = rt.command_handle()
+    xd, wd = to_device(rt, cmd, x), to_device(rt, cmd, w)
+    yd = rt.buffer_alloc(6 * cfg.OUT_ELEM_BYTES)
+    rt.load_2d(cmd, xd, 0, depth, 1, depth, 0, 0, 0, 0, 0, int(MemId.INP))
+    rt.load_2d(cmd, wd, 0, depth, 1, depth, 0, 0, 0, 0, 0, int(MemId.WGT))
+    rt.dep_push(cmd, QLOAD, QCOMPUTE)
+    rt.dep_pop(cmd, QLOAD, QCOMPUTE)
+
+    def reduce(rows):
+        def kernel():
+            rt.uop_loop_begin(depth, 0, 1, 1)              # dst factor 0: every step writes the same rows
+            for r in rows:
+                rt.uop_push(0, 0, r, 0, 0, 0, 0, 0)
+            rt.uop_loop_end()
+        return kernel
+
+    def reset():
+        rt.uop_loop_begin(6, 1, 0, 0)
+        rt.uop_push(0, 1, 0, 0, 0, 0, 0, 0)
+        rt.uop_loop_end()
+
+    def repeat(dst, src, use_imm, imm, n, reset_out=0):
+        def kernel():
+            rt.uop_loop_begin(n, 0, 0, 0)
+            rt.uop_push(1, reset_out, dst, src, 0, int(AluOp.ADD), use_imm, imm)
+            rt.uop_loop_end()
+        return kernel
+
+    rt.push_gemm_op(cmd, reset, 0)
+    rt.push_gemm_op(cmd, reduce((0,)), 0)
+    rt.push_gemm_op(cmd, reduce((1, 2)), 0)
+    rt.push_gemm_op(cmd, reduce((5,)), 0)
+    rt.push_alu_op(cmd, repeat(3, 3, 1, 3, depth, reset_out=1), 0)    # an ALU instruction ignores reset
+    rt.push_alu_op(cmd, repeat(4, 0, 0, 0, 3), 0)
+    rt.push_alu_op(cmd, repeat(5, 5, 0, 0, 3), 0)
+    y, counters = _store_and_sync(rt, cmd, yd, 6, (6, B, O))
+    s = np.einsum("kbi,koi->bo", x.astype(np.int64), w.astype(np.int64))
+    expected = np.stack([s, s, s, np.full_like(s, 3 * depth), 3 * s, 8 * s]).astype(np.int32).astype(np.int8)
+    rt.buffer_free(xd), rt.buffer_free(wd), rt.buffer_free(yd)
+    return {"result": y, "expected": expected, "counters": counters}
 
 
 # (y_pad_0, x_pad_0, y_pad_1, x_pad_1) of test_padded_load's cases
@@ -318,6 +374,7 @@ PROGRAMS = {
     "gemm[smt]": (gemm, {"virtual_threads": 2}),
     "gemm[blocked-smt]": (gemm, {"virtual_threads": 2, "rows": 8, "cols": 4, "blocks": 3}),
     **{f"alu[{c}]": (alu, {"case": c}) for c in ALU_CASES},
+    "same_row": (same_row, {}),
     "relu": (relu, {}),
     "shift_and_scale": (shift_and_scale, {}),
 }

@@ -7,16 +7,41 @@ target; cosim provides the RTL one. The module-level functions are VTA's C API i
 this module registers each of them as a tvm-ffi global function under the same name (and with a
 ``vta.`` prefix).
 
-Everything a user passes is checked here, before it reaches a target: fields that do not fit,
-SRAM and DRAM ranges, memory types, dependency directions, the micro-op hazard rule, and (at
+Everything a user passes is checked here, before it reaches a target: every integer argument
+(Python or numpy integers only: bool, float and str are errors that name the argument), fields
+that do not fit, SRAM and DRAM ranges, memory types, dependency directions, and (at
 ``synchronize``) a token-level dry run of the whole stream that reports a deadlock by naming what
-each module would wait for.
+each module would wait for, or a token queue that could overflow. (There is no micro-op hazard
+rule: docs/architecture.md §2.10.)
+
+Addresses: a ``src``/``dst`` is a handle from ``buffer_alloc`` (its range is the whole buffer) or
+a contiguous DLPack tensor that views device memory (its range is the tensor's bytes, which must
+lie in one live buffer); an access must stay inside that range. Queued work holds the buffers it
+uses: a buffer freed before ``synchronize`` keeps its pages until the stream has run, so no new
+buffer is placed where the queued work still reads or writes (its handle is dead at once).
+
+Micro-kernels are cached per command handle by (Python callable, key): through tvm-ffi the key is
+the Python callable inside the ``tvm_ffi.Function`` wrapper (:func:`sw.ffi.python_callable`), so
+a kernel is recorded once on both paths. The cache and the device memory it stages micro-ops in
+are bounded (``uop_stage_bytes``, ``max_kernels``): when full, the cache is emptied and kernels
+are recorded again on their next use; if the previous staging area is still used by queued work,
+the stream is run first, as when the instruction queue fills.
+
+Threads: the device allocator is thread-safe, micro-kernel recording is per thread, and each
+command handle has a lock (``CommandQueue.lock``, re-entrant) that every API call on it takes, so
+a handle shared by threads never corrupts its state. A handle is *one* instruction stream, though:
+calls from several threads interleave in it, and a ``synchronize`` runs whatever the others have
+queued so far. A thread that builds a program on a shared handle holds ``with queue.lock:`` around
+it; otherwise each thread uses its own handle (``with use_target(...)`` makes a runtime current
+for the calling thread only, so ``buffer_alloc`` and ``command_handle`` in that thread use it).
+``set_current`` sets the process-wide runtime that threads without their own use.
 """
 
 from __future__ import annotations
 
 import itertools
 import sys
+import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -25,8 +50,12 @@ from .config import Config, load_config
 from .fsim import FsimDevice
 from .isa import (AluOp, Insn, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE, EncodeError,
                   alu_opcode_error, expand_uops, isa_for, uop_index_error)
+from . import session
+from .ffi import python_callable, register
 from .memory import BufferError, DeviceMemory
-from .pipeline import InsnError, VTAError, check_insn, elem_bytes, schedule
+from .pipeline import InsnError, VTAError, check_insn, check_int, force_serial, elem_bytes, format_stream, schedule
+from .uopcache import STAGE_CHUNK, KernelCache
+from .views import check_barrier, copy_bytes, device_range
 
 __all__ = [
     "CommandQueue", "UopKernel", "RuntimeError_", "current", "set_current", "use_target", "make_target",
@@ -48,8 +77,8 @@ QID_LOAD, QID_COMPUTE, QID_STORE = STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE
 DEFAULT_MAX_INSNS = 1 << 16
 # the most instructions one API call can append (2 compute NOPs, 2 memory NOPs, 1 NOP, FINISH)
 _MAX_INSNS_PER_CALL = 6
-_UOP_STAGE_CHUNK = 1 << 16
-_KIND_FROM_VTA, _KIND_TO_VTA = 2, 1
+DEFAULT_UOP_STAGE_BYTES = 4 * STAGE_CHUNK        # device memory for staged micro-ops (at most twice this)
+DEFAULT_MAX_KERNELS = 4096                        # cached micro-kernels per command handle
 
 RuntimeError_ = VTAError  # the base class of every error the runtime raises
 
@@ -66,7 +95,9 @@ class UopKernel:
         self.alu_opcode = 0
         self.use_imm = 0
         self.imm = 0
+        self.open_loops = 0       # uop_loop_begin calls not yet closed by uop_loop_end
         self.dram_addr = None     # where its encoded micro-ops live in device memory
+        self.chunk = None         # the handle of the staging buffer that holds them
         self.sram_begin = None    # its range in the uop SRAM while resident
 
     @property
@@ -103,54 +134,58 @@ class CommandQueue:
 
     _handles = itertools.count(1)
 
-    def __init__(self, target, max_insns: int = DEFAULT_MAX_INSNS, debug: int = 0):
-        if max_insns < 2 * _MAX_INSNS_PER_CALL:
-            raise VTAError(f"max_insns = {max_insns}; allowed range [{2 * _MAX_INSNS_PER_CALL}, ...)")
+    def __init__(self, target, max_insns: int = DEFAULT_MAX_INSNS, debug: int = 0,
+                 uop_stage_bytes: int = DEFAULT_UOP_STAGE_BYTES, max_kernels: int = DEFAULT_MAX_KERNELS):
         self.target = target
         self.cfg: Config = target.cfg
         self.isa = isa_for(self.cfg)
+        self.max_insns = check_int("CommandQueue", "max_insns", max_insns, 2 * _MAX_INSNS_PER_CALL)
+        self.uop_stage_bytes = check_int("CommandQueue", "uop_stage_bytes", uop_stage_bytes,
+                                         self.cfg.UOP_DEPTH * self.cfg.UOP_ELEM_BYTES)
+        self.max_kernels = check_int("CommandQueue", "max_kernels", max_kernels, 1)
+        self.debug = check_int("CommandQueue", "debug", debug)
         self.memory = DeviceMemory(len(target.dram))
         self.handle = next(self._handles)
-        self.max_insns = max_insns
-        self.debug = debug
+        self.lock = threading.RLock()     # every API call on this handle holds it; see the module docstring
         self.out = sys.stdout
         self.insns: list[Insn] = []
         self.pending_pop_prev = {s: 0 for s in STAGE_NAMES}
         self.pending_pop_next = {s: 0 for s in STAGE_NAMES}
-        self.kernels: dict = {}
+        self.cache = KernelCache(self.memory, target.dram, self.isa, self.uop_stage_bytes, self.max_kernels,
+                                 in_use=lambda h: h in self._held, flush=lambda: self.synchronize(1 << 31))
         self.uop_cache: list[UopKernel] = []
         self.uop_sram_end = 0
-        self._uop_chunk = None        # (buffer, used bytes) of the current uop staging chunk
+        self._held: set[int] = set()         # buffers the queued stream uses (released by synchronize)
         self._insn_buf = None
-        self.recording: UopKernel | None = None
         self.last_counters: dict = {}
         self.runs = 0
 
     # ------------------------------------------------------------------ buffers
+    @property
+    def kernels(self) -> dict:
+        """The cached micro-kernels by (Python callable, key)."""
+        return self.cache.kernels
+
     @property
     def dram(self) -> np.ndarray:
         return self.target.dram
 
     def resolve(self, obj, what: str) -> tuple[int, object]:
         """(device address, buffer) of a handle or of a tensor that views device memory."""
-        if isinstance(obj, (int, np.integer)) and not isinstance(obj, bool):
-            buf = self.memory.get(int(obj), what)
-            return buf.phys, buf
-        try:
-            arr = np.from_dlpack(obj)
-        except Exception:
-            raise BufferError(f"{what}: {type(obj).__name__} is neither a buffer handle nor a DLPack tensor "
-                              f"that views device memory") from None
-        ptr = arr.ctypes.data
-        base = self.dram.ctypes.data
-        phys = ptr - base
-        if not 0 <= phys < len(self.dram):
-            raise BufferError(f"{what}: the tensor at host address {ptr:#x} is not device memory (device memory "
-                              f"is [{base:#x}, {base + len(self.dram):#x}); allocate with buffer_alloc and view it "
-                              f"with buffer_cpu_ptr)")
-        return phys, self.memory.find(phys, what)
+        phys, _, buf = self.region(obj, what)
+        return phys, buf
 
-    def alloc(self, nbytes: int) -> int:
+    def region(self, obj, what: str) -> tuple[int, int, object]:
+        """(start, end, buffer): the device byte range a handle or a tensor view names (:func:`sw.views.device_range`)."""
+        return device_range(self.memory, self.dram, obj, what)
+
+    def _hold(self, buf, what):
+        """Keep ``buf``'s pages for the queued stream until it has run (a free meanwhile is deferred)."""
+        if buf.handle not in self._held:
+            self.memory.hold(buf.handle, what)
+            self._held.add(buf.handle)
+
+    def alloc(self, nbytes) -> int:
         return self.memory.alloc(nbytes).handle
 
     def free(self, handle: int) -> None:
@@ -195,7 +230,7 @@ class CommandQueue:
 
     def _check_qids(self, what, from_qid, to_qid):
         for name, q in (("from_qid", from_qid), ("to_qid", to_qid)):
-            if q not in STAGE_NAMES:
+            if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, np.integer)) or q not in STAGE_NAMES:
                 raise VTAError(f"{what}: {name} = {q!r}; allowed: 1 (load), 2 (compute), 3 (store)")
         if abs(from_qid - to_qid) != 1:
             raise VTAError(f"{what}: no token queue from {STAGE_NAMES[from_qid]} ({from_qid}) to "
@@ -204,6 +239,7 @@ class CommandQueue:
 
     def dep_pop(self, from_qid: int, to_qid: int):
         self._check_qids("dep_pop", from_qid, to_qid)
+        from_qid, to_qid = int(from_qid), int(to_qid)
         pending = self.pending_pop_prev if from_qid < to_qid else self.pending_pop_next
         if pending[to_qid]:
             self._nop(to_qid)   # commit the older pop of the same kind first
@@ -211,6 +247,7 @@ class CommandQueue:
 
     def dep_push(self, from_qid: int, to_qid: int):
         self._check_qids("dep_push", from_qid, to_qid)
+        from_qid, to_qid = int(from_qid), int(to_qid)
         self._commit_pending_pops(from_qid)
         flag = "push_next" if from_qid < to_qid else "push_prev"
         if self.insns and self.insns[-1].stage == from_qid and not self.insns[-1].f[flag]:
@@ -222,28 +259,37 @@ class CommandQueue:
     def load_2d(self, src, src_elem_offset, x_size, y_size, x_stride, x_pad_before, y_pad_before,
                 x_pad_after, y_pad_after, dst_sram_index, dst_memory_type):
         allowed = (MemId.INP, MemId.WGT, MemId.ACC, MemId.ACC_8BIT)
-        if dst_memory_type not in [int(m) for m in allowed]:
+        if (isinstance(dst_memory_type, (bool, np.bool_)) or not isinstance(dst_memory_type, (int, np.integer))
+                or dst_memory_type not in [int(m) for m in allowed]):
             raise InsnError(f"load_2d: dst_memory_type = {dst_memory_type!r}; allowed: "
                             + ", ".join(f"{int(m)} {m.name}" for m in allowed))
-        mem = MemId(dst_memory_type)
-        dram_base = self._dram_base("load_2d", src, src_elem_offset, mem, x_size, y_size, x_stride)
+        mem = MemId(int(dst_memory_type))
+        n = _naturals("load_2d", src_elem_offset=src_elem_offset, x_size=x_size, y_size=y_size, x_stride=x_stride,
+                      x_pad_before=x_pad_before, y_pad_before=y_pad_before, x_pad_after=x_pad_after,
+                      y_pad_after=y_pad_after, dst_sram_index=dst_sram_index)
+        dram_base, buf = self._dram_base("load_2d", src, n["src_elem_offset"], mem, n["x_size"], n["y_size"],
+                                         n["x_stride"])
         stage = STAGE_LOAD if mem in (MemId.INP, MemId.WGT) else STAGE_COMPUTE
-        fields = dict(opcode=Opcode.LOAD, memory_type=mem, sram_base=dst_sram_index, dram_base=dram_base,
-                      y_size=y_size, x_size=x_size, x_stride=x_stride, y_pad_0=y_pad_before,
-                      y_pad_1=y_pad_after, x_pad_0=x_pad_before, x_pad_1=x_pad_after)
-        self._checked_insn("load_2d", stage, fields)
+        fields = dict(opcode=Opcode.LOAD, memory_type=mem, sram_base=n["dst_sram_index"], dram_base=dram_base,
+                      y_size=n["y_size"], x_size=n["x_size"], x_stride=n["x_stride"], y_pad_0=n["y_pad_before"],
+                      y_pad_1=n["y_pad_after"], x_pad_0=n["x_pad_before"], x_pad_1=n["x_pad_after"])
+        self._checked_insn("load_2d", stage, fields, buf)
         self._check_overflow()
 
     def store_2d(self, src_sram_index, src_memory_type, dst, dst_elem_offset, x_size, y_size, x_stride):
-        if src_memory_type != MemId.OUT:
+        if (isinstance(src_memory_type, (bool, np.bool_)) or not isinstance(src_memory_type, (int, np.integer))
+                or src_memory_type != MemId.OUT):
             raise InsnError(f"store_2d: src_memory_type = {src_memory_type!r}; allowed: 4 OUT")
-        dram_base = self._dram_base("store_2d", dst, dst_elem_offset, MemId.OUT, x_size, y_size, x_stride)
-        fields = dict(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=src_sram_index, dram_base=dram_base,
-                      y_size=y_size, x_size=x_size, x_stride=x_stride)
-        self._checked_insn("store_2d", STAGE_STORE, fields)
+        n = _naturals("store_2d", src_sram_index=src_sram_index, dst_elem_offset=dst_elem_offset, x_size=x_size,
+                      y_size=y_size, x_stride=x_stride)
+        dram_base, buf = self._dram_base("store_2d", dst, n["dst_elem_offset"], MemId.OUT, n["x_size"], n["y_size"],
+                                         n["x_stride"])
+        fields = dict(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=n["src_sram_index"], dram_base=dram_base,
+                      y_size=n["y_size"], x_size=n["x_size"], x_stride=n["x_stride"])
+        self._checked_insn("store_2d", STAGE_STORE, fields, buf)
         self._check_overflow()
 
-    def _checked_insn(self, what, stage, fields):
+    def _checked_insn(self, what, stage, fields, buf):
         # validate a copy first so that a bad call leaves the queue and its pending pops untouched
         kind = self.isa.kind_of(fields["opcode"])
         probe = dict.fromkeys(self.isa.formats[kind].fields, 0)
@@ -253,65 +299,74 @@ class CommandQueue:
             check_insn(self.cfg, Insn(kind, probe), where=what)
         except EncodeError as err:
             raise InsnError(f"{what}: {err}") from None
+        self._hold(buf, what)     # raises if another thread freed the buffer meanwhile
         return self._new_insn(stage, _checked=True, **fields)
 
-    def _dram_base(self, what, obj, elem_offset, mem, x_size, y_size, x_stride) -> int:
-        for name, v in (("elem_offset", elem_offset), ("x_size", x_size), ("y_size", y_size), ("x_stride", x_stride)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-                raise InsnError(f"{what}: {name} = {v!r} must be a non-negative integer")
-        phys, buf = self.resolve(obj, what)
+    def _dram_base(self, what, obj, elem_offset, mem, x_size, y_size, x_stride) -> tuple[int, object]:
+        """The DRAM element address of an access, checked against the range ``obj`` names, and its buffer."""
+        phys, end_ok, buf = self.region(obj, what)
         eb = elem_bytes(self.cfg, mem)
         if phys % eb:
             raise BufferError(f"{what}: device address {phys:#x} is not aligned to the {mem.name} element size "
                               f"({eb} bytes)")
-        dram_base = phys // eb + int(elem_offset)
+        dram_base = phys // eb + elem_offset
         if x_size:
             start = dram_base * eb
             end = (dram_base + (y_size - 1) * x_stride + x_size) * eb if y_size else start
-            if start < buf.phys or end > buf.end:
+            if start < phys or end > end_ok:
+                kind = "buffer" if end_ok == buf.end and phys == buf.phys else "tensor view"
                 raise BufferError(
-                    f"{what}: the access covers device bytes [{start:#x}, {end:#x}) but the buffer is "
-                    f"[{buf.phys:#x}, {buf.end:#x}) ({buf.nbytes} bytes); elem_offset = {elem_offset}, "
+                    f"{what}: the access covers device bytes [{start:#x}, {end:#x}) but the {kind} is "
+                    f"[{phys:#x}, {end_ok:#x}) ({end_ok - phys} bytes); elem_offset = {elem_offset}, "
                     f"x_size = {x_size}, y_size = {y_size}, x_stride = {x_stride} in {eb}-byte elements")
-        return dram_base
+        return dram_base, buf
 
     # ------------------------------------------------------------------ micro-kernels
     def push_op(self, mode: int, kernel, key):
         name = "push_gemm_op" if mode == 0 else "push_alu_op"
         if not callable(kernel):
             raise VTAError(f"{name}: kernel must be a callable that records micro-ops, got {type(kernel).__name__}")
+        inner = python_callable(kernel)       # through tvm-ffi: the Python callable, not this call's wrapper
         try:
-            cache_key = (kernel, key)
-            k = self.kernels.get(cache_key)
+            cache_key = (kernel if inner is None else inner, key)
+            k = self.cache.get(cache_key)
         except TypeError:
             raise VTAError(f"{name}: key {key!r} is not hashable") from None
         if k is None:
             k = self._record(name, kernel, mode)
-            self.kernels[cache_key] = k
+            self.cache.put(cache_key, k)
         elif k.mode != mode:
             raise VTAError(f"{name}: the kernel for key {key!r} was recorded as "
                            f"{'GEMM' if k.mode == 0 else 'ALU'}")
         fields = k.loop_fields()
         self._check_kernel_indices(name, k, fields)
-        self._make_resident(k)
         if mode == 0:
-            self._new_insn(STAGE_COMPUTE, opcode=Opcode.GEMM, reset=k.reset, uop_bgn=k.sram_begin,
-                           uop_end=k.sram_end, **fields)
+            op = dict(opcode=Opcode.GEMM, reset=k.reset, **fields)
         else:
-            self._new_insn(STAGE_COMPUTE, opcode=Opcode.ALU, uop_bgn=k.sram_begin, uop_end=k.sram_end,
-                           alu_opcode=k.alu_opcode, use_imm=k.use_imm, imm=k.imm, **fields)
+            # (the reset bit is written as VTA's runtime writes it; an ALU instruction ignores it)
+            op = dict(opcode=Opcode.ALU, reset=k.reset, alu_opcode=k.alu_opcode, use_imm=k.use_imm, imm=k.imm,
+                      **fields)
+        try:       # the loop fields must fit before anything is queued
+            self.isa.formats[self.isa.kind_of(op["opcode"])].encode(op)
+        except EncodeError as err:
+            raise InsnError(f"{name}: {err}") from None
+        self._make_resident(k)
+        self._new_insn(STAGE_COMPUTE, uop_bgn=k.sram_begin, uop_end=k.sram_end, **op)
         self._check_overflow()
 
     def _record(self, name, kernel, mode) -> UopKernel:
-        global _RECORDING
-        if _RECORDING is not None:
-            raise VTAError(f"{name}: called while another micro-kernel is being recorded")
+        if getattr(_THREAD, "recording", None) is not None:
+            raise VTAError(f"{name}: called while another micro-kernel is being recorded (by this thread)")
         k = UopKernel(self.cfg)
-        _RECORDING = k
+        _THREAD.recording = k
         try:
             kernel()
         finally:
-            _RECORDING = None
+            _THREAD.recording = None
+        if k.open_loops:
+            raise VTAError(f"{name}: the kernel left {k.open_loops} loop(s) open; close each uop_loop_begin "
+                           f"with uop_loop_end")
+
         if not k.uops:
             raise VTAError(f"{name}: the kernel recorded no micro-ops")
         if k.mode != mode:
@@ -328,32 +383,19 @@ class CommandQueue:
         return k
 
     def _stage_uops(self, k: UopKernel):
-        """Append the kernel's encoded micro-ops to device memory once (never relocated)."""
-        words = np.array([self.isa.encode_uop(*u) for u in k.uops], dtype=np.uint32)
-        nbytes = words.nbytes
-        if self._uop_chunk is None or self._uop_chunk[1] + nbytes > self.memory.buffers[self._uop_chunk[0]].nbytes:
-            handle = self.alloc(max(_UOP_STAGE_CHUNK, nbytes))
-            self._uop_chunk = [handle, 0]
-        buf = self.memory.buffers[self._uop_chunk[0]]
-        addr = buf.phys + self._uop_chunk[1]
-        self.dram[addr:addr + nbytes] = words.view(np.uint8)
-        self._uop_chunk[1] += nbytes
-        k.dram_addr = addr
+        """Append the kernel's encoded micro-ops to device memory once (never relocated; see sw.uopcache)."""
+        self.cache.stage(k)
 
     def _check_kernel_indices(self, name, k: UopKernel, f: dict):
-        """Every index the instruction will touch is in range, and the hazard rule holds across loops."""
+        """Every index the instruction will touch is in range.
+
+        There is no micro-op hazard rule: the GEMM and ALU pipelines forward an acc row written by
+        any earlier micro-op, so a micro-op may write the row the one before it wrote
+        (docs/architecture.md §2.10)."""
         d, s, w = expand_uops(k.uops, f, k.mode == 0)
         problem = uop_index_error(self.cfg, d, s, w, k.mode == 0)
         if problem:
             raise InsnError(f"{name}: {problem}")
-        if not (k.mode == 0 and k.reset):
-            for lag in (1, 2):
-                hit = np.flatnonzero(d[lag:] == d[:-lag]) if d.size > lag else []
-                if len(hit):
-                    j = int(hit[0]) + lag
-                    raise InsnError(f"{name}: micro-op hazard: execution {j} writes acc row {int(d[j])}, which the "
-                                    f"micro-op {lag} before it also writes (reference §3.3: a micro-op may not write "
-                                    f"the acc row written by either of the two previous ones; reorder the loops)")
 
     def _make_resident(self, k: UopKernel):
         if k.sram_begin is not None:
@@ -367,12 +409,20 @@ class CommandQueue:
         k.sram_begin = self.uop_sram_end
         self.uop_sram_end += n
         self.uop_cache.append(k)
+        self._hold(self.memory.get(k.chunk), "push_op")
         self._new_insn(STAGE_COMPUTE, opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=k.sram_begin,
                        dram_base=k.dram_addr // self.cfg.UOP_ELEM_BYTES, y_size=1, x_size=n, x_stride=n)
 
     # ------------------------------------------------------------------ running
     def synchronize(self, wait_cycles: int = 1 << 31) -> dict:
-        """Close the stream (DESIGN §5: final tokens and FINISH), check it, run it and wait."""
+        """Close the stream (DESIGN §5: final tokens and FINISH), check it, run it and wait.
+
+        With ``DEBUG_FORCE_SERIAL`` the dependency flags are first rewritten so the modules run the
+        stream strictly in order (:func:`sw.pipeline.force_serial`); the results are the same."""
+        if self.debug & DEBUG_FORCE_SERIAL:
+            force_serial(self.insns)
+            for s in STAGE_NAMES:
+                self.pending_pop_prev[s] = self.pending_pop_next[s] = 0
         self.dep_push(QID_STORE, QID_COMPUTE)
         self.dep_push(QID_LOAD, QID_COMPUTE)
         self.dep_pop(QID_STORE, QID_COMPUTE)
@@ -387,7 +437,8 @@ class CommandQueue:
                 print(self.dump(), file=self.out)
             schedule(self.cfg, insns, None, self.isa.disasm)   # token-level dry run: deadlocks never reach a target
             addr = self._write_insns(insns)
-            counters = self.target.run(addr, len(insns), wait_cycles)
+            with session.run_lock(self.target):      # one run at a time on a device, whichever handle queued it
+                counters = self.target.run(addr, len(insns), wait_cycles)
         finally:
             self._reset_stream()
         self.last_counters = dict(counters)
@@ -396,11 +447,11 @@ class CommandQueue:
 
     def _write_insns(self, insns) -> int:
         raw = self.isa.words_to_array(self.isa.formats[i.kind].encode(i.f) for i in insns)
-        if self._insn_buf is None or self.memory.buffers[self._insn_buf].nbytes < raw.nbytes:
+        if self._insn_buf is None or self.memory.get(self._insn_buf).nbytes < raw.nbytes:
             if self._insn_buf is not None:
                 self.free(self._insn_buf)
             self._insn_buf = self.alloc(max(raw.nbytes, self.max_insns * self.isa.insn_bytes))
-        buf = self.memory.buffers[self._insn_buf]
+        buf = self.memory.get(self._insn_buf)
         self.dram[buf.phys:buf.phys + raw.nbytes] = raw
         return buf.phys
 
@@ -412,29 +463,20 @@ class CommandQueue:
             k.sram_begin = None
         self.uop_cache = []
         self.uop_sram_end = 0
+        held, self._held = self._held, set()
+        for h in held:
+            self.memory.release(h)
+        self.cache.stream_ran()
 
     def dump(self) -> str:
         """The queued stream, one instruction a line, with the token counts after each."""
-        tokens = {"l2g": 0, "g2l": 0, "g2s": 0, "s2g": 0}
-        push = {STAGE_LOAD: {"push_next": "l2g"}, STAGE_COMPUTE: {"push_prev": "g2l", "push_next": "g2s"},
-                STAGE_STORE: {"push_prev": "s2g"}}
-        pop = {STAGE_LOAD: {"pop_next": "g2l"}, STAGE_COMPUTE: {"pop_prev": "l2g", "pop_next": "s2g"},
-               STAGE_STORE: {"pop_prev": "g2s"}}
-        lines = [f"instruction stream ({len(self.insns)} instructions, config {self.cfg.name})"]
-        for i, insn in enumerate(self.insns):
-            for flag, q in pop[insn.stage].items():
-                tokens[q] -= insn.f[flag]
-            for flag, q in push[insn.stage].items():
-                tokens[q] += insn.f[flag]
-            counts = " ".join(f"{q}={n}" for q, n in tokens.items())
-            lines.append(f"{i:6d} {STAGE_NAMES[insn.stage]:7s} {self.isa.disasm(insn):90s} {counts}")
-        return "\n".join(lines)
+        title = f"instruction stream ({len(self.insns)} instructions, config {self.cfg.name})"
+        return format_stream(self.insns, self.isa.disasm, title)
 
 
 # ---------------------------------------------------------------------- the current runtime
-_RECORDING: UopKernel | None = None
-_QUEUES: dict[int, CommandQueue] = {}
-_CURRENT: CommandQueue | None = None
+_THREAD = threading.local()      # per thread: .recording, the micro-kernel being recorded
+set_current = session.set_current
 
 
 def make_target(config=None):
@@ -442,50 +484,45 @@ def make_target(config=None):
     return FsimDevice(load_config(config))
 
 
-def set_current(queue: CommandQueue | None) -> CommandQueue | None:
-    """Make ``queue`` the runtime that the API functions use; return the previous one."""
-    global _CURRENT
-    previous = _CURRENT
-    _CURRENT = queue
-    if queue is not None:
-        _QUEUES[queue.handle] = queue
-    return previous
-
-
 def current() -> CommandQueue:
-    """The current runtime, created on first use on the golden model of the default config."""
-    if _CURRENT is None:
-        set_current(CommandQueue(make_target()))
-    return _CURRENT
+    """The calling thread's runtime (innermost ``use_target``), else the process-wide one (``set_current``).
+
+    The process-wide runtime is created on first use, on the golden model of the default config.
+    """
+    return session.current(lambda: CommandQueue(make_target()))
 
 
 @contextmanager
 def use_target(target, **kwargs):
-    """Run the API functions on ``target`` (or a config for a fresh golden model) inside the block."""
+    """Run the calling thread's API calls on ``target`` (or a config for a fresh golden model) in the block."""
     if target is None or isinstance(target, (Config, str, dict)):
         target = make_target(target)
-    queue = CommandQueue(target, **kwargs)
-    previous = set_current(queue)
-    try:
+    with session.thread_current(CommandQueue(target, **kwargs)) as queue:
         yield queue
-    finally:
-        set_current(previous)
-        _QUEUES.pop(queue.handle, None)
 
 
 def _queue(cmd) -> CommandQueue:
     if isinstance(cmd, CommandQueue):
         return cmd
-    if isinstance(cmd, bool) or not isinstance(cmd, (int, np.integer)) or int(cmd) not in _QUEUES:
+    q = None
+    if isinstance(cmd, (int, np.integer)) and not isinstance(cmd, (bool, np.bool_)):
+        q = session.lookup(int(cmd))
+    if q is None:
         raise VTAError(f"cmd = {cmd!r} is not a live command handle; get one from command_handle()")
-    return _QUEUES[int(cmd)]
+    return q
 
 
 def _recording(what) -> UopKernel:
-    if _RECORDING is None:
+    k = getattr(_THREAD, "recording", None)
+    if k is None:
         raise VTAError(f"{what}: no micro-kernel is being recorded; call it from the kernel passed to "
                        f"push_gemm_op or push_alu_op")
-    return _RECORDING
+    return k
+
+
+def _naturals(what, **args) -> dict:
+    """Each named argument as an int, or an InsnError: "``name = value`` must be a non-negative integer"."""
+    return {name: check_int(what, name, v, exc=InsnError) for name, v in args.items()}
 
 
 # ---------------------------------------------------------------------- the API (DESIGN §5)
@@ -494,7 +531,7 @@ def command_handle() -> int:
 
 
 def buffer_alloc(nbytes: int) -> int:
-    return current().alloc(int(nbytes))
+    return current().alloc(nbytes)
 
 
 def buffer_free(handle: int) -> None:
@@ -506,55 +543,15 @@ def buffer_cpu_ptr(cmd, handle) -> np.ndarray:
     return _queue(cmd).cpu_view(handle)
 
 
-def _host_bytes(obj, what, writable):
-    try:
-        arr = np.from_dlpack(obj) if not isinstance(obj, np.ndarray) else obj
-    except Exception:
-        try:
-            arr = np.frombuffer(obj, dtype=np.uint8) if not writable else None
-        except TypeError:
-            arr = None
-        if arr is None:
-            raise BufferError(f"buffer_copy: {what} is a {type(obj).__name__}, not a host array or DLPack tensor") from None
-    if not arr.flags.c_contiguous:
-        raise BufferError(f"buffer_copy: {what} must be contiguous")
-    if writable and not arr.flags.writeable:
-        raise BufferError(f"buffer_copy: {what} is read-only")
-    return arr.reshape(-1).view(np.uint8)
-
-
 def buffer_copy(src, src_offset, dst, dst_offset, nbytes, kind_mask) -> None:
     """Copy bytes; kind_mask bit 1 (2): ``src`` is a device buffer, bit 0 (1): ``dst`` is one."""
     q = current()
-    if isinstance(kind_mask, bool) or kind_mask not in (0, 1, 2, 3):
-        raise VTAError(f"buffer_copy: kind_mask = {kind_mask!r}; allowed range [0, 3]")
-    for name, v in (("src_offset", src_offset), ("dst_offset", dst_offset), ("nbytes", nbytes)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise VTAError(f"buffer_copy: {name} = {v!r} must be a non-negative integer")
-
-    def side(obj, offset, is_device, what, writable):
-        if is_device:
-            phys, buf = q.resolve(obj, f"buffer_copy {what}")
-            arr = q.dram[phys:buf.end]
-        else:
-            arr = _host_bytes(obj, what, writable)
-        if offset + nbytes > arr.size:
-            raise BufferError(f"buffer_copy: {what} range [{offset}, {offset + nbytes}) exceeds its "
-                              f"{arr.size} bytes")
-        return arr[offset:offset + nbytes]
-
-    s = side(src, src_offset, kind_mask & _KIND_FROM_VTA, "src", False)
-    d = side(dst, dst_offset, kind_mask & _KIND_TO_VTA, "dst", True)
-    d[...] = s
+    copy_bytes(q.region, q.dram, src, src_offset, dst, dst_offset, nbytes, kind_mask)
 
 
 def _barrier(what, cmd, handle, elem_bits, start, extent):
     q = _queue(cmd)
-    phys, buf = q.resolve(handle, what)
-    nbytes = (int(start) + int(extent)) * ((int(elem_bits) + 7) // 8)
-    if start < 0 or extent < 0 or phys + nbytes > buf.end:
-        raise BufferError(f"{what}: range start = {start}, extent = {extent} of {elem_bits}-bit elements "
-                          f"exceeds the buffer ({buf.nbytes} bytes)")
+    check_barrier(what, q.region, handle, elem_bits, start, extent)
     # Device memory is coherent on every target of this project: nothing to flush or invalidate.
 
 
@@ -567,37 +564,60 @@ def read_barrier(cmd, handle, elem_bits, start, extent) -> None:
 
 
 def set_debug_mode(cmd, flag) -> None:
-    _queue(cmd).debug = int(flag)
+    _queue(cmd).debug = check_int("set_debug_mode", "flag", flag)
 
 
 def load_2d(cmd, src, src_elem_offset, x_size, y_size, x_stride, x_pad_before, y_pad_before, x_pad_after,
             y_pad_after, dst_sram_index, dst_memory_type) -> None:
-    _queue(cmd).load_2d(src, src_elem_offset, x_size, y_size, x_stride, x_pad_before, y_pad_before,
-                        x_pad_after, y_pad_after, dst_sram_index, dst_memory_type)
+    q = _queue(cmd)
+    with q.lock:
+        q.load_2d(src, src_elem_offset, x_size, y_size, x_stride, x_pad_before, y_pad_before,
+                  x_pad_after, y_pad_after, dst_sram_index, dst_memory_type)
 
 
 def store_2d(cmd, src_sram_index, src_memory_type, dst, dst_elem_offset, x_size, y_size, x_stride) -> None:
-    _queue(cmd).store_2d(src_sram_index, src_memory_type, dst, dst_elem_offset, x_size, y_size, x_stride)
+    q = _queue(cmd)
+    with q.lock:
+        q.store_2d(src_sram_index, src_memory_type, dst, dst_elem_offset, x_size, y_size, x_stride)
 
 
 def uop_loop_begin(extent, dst_factor, src_factor, wgt_factor) -> None:
+    """Open a loop around the kernel's micro-ops (loops nest: begin, begin, micro-ops, end, end)."""
     k = _recording("uop_loop_begin")
     if k.uops:
         raise VTAError("uop_loop_begin: loops must begin before the first uop_push of a kernel")
+    if len(k.loops) > k.open_loops:
+        raise VTAError("uop_loop_begin: called after uop_loop_end; a kernel's loops nest around all of its "
+                       "micro-ops (uop_loop_begin calls, then the uop_push calls, then one uop_loop_end per loop)")
     if len(k.loops) >= 2:
         raise VTAError("uop_loop_begin: a kernel has at most 2 loops (allowed range [0, 2])")
-    if int(extent) < 1:
-        raise InsnError(f"uop_loop_begin: extent = {extent}; allowed range [1, 16383]")
-    k.loops.append((int(extent), int(dst_factor), int(src_factor), int(wgt_factor)))
+    extent = check_int("uop_loop_begin", "extent", extent, 1, isa_for(k.cfg).gemm["iter_out"].hi, InsnError)
+    factors = _naturals("uop_loop_begin", dst_factor=dst_factor, src_factor=src_factor, wgt_factor=wgt_factor)
+    k.loops.append((extent, *factors.values()))
+    k.open_loops += 1
 
 
 def uop_loop_end() -> None:
-    _recording("uop_loop_end")
+    """Close the innermost open loop of the kernel being recorded."""
+    k = _recording("uop_loop_end")
+    if not k.open_loops:
+        raise VTAError(f"uop_loop_end: no loop is open (the kernel opened {len(k.loops)} and closed them all); "
+                       f"each uop_loop_end closes one uop_loop_begin")
+    k.open_loops -= 1
 
 
 def uop_push(mode, reset_out, dst_index, src_index, wgt_index, opcode, use_imm, imm_val) -> None:
     k = _recording("uop_push")
-    mode, reset_out, use_imm = int(mode), int(reset_out), int(use_imm)
+    if len(k.loops) > k.open_loops:
+        raise VTAError("uop_push: called after uop_loop_end closed a loop of this kernel; every micro-op of a "
+                       "kernel runs under all of its loops, so push them all before the first uop_loop_end")
+    imm_field = isa_for(k.cfg).alu["imm"]
+    n = _naturals("uop_push", mode=mode, dst_index=dst_index, src_index=src_index, wgt_index=wgt_index,
+                  opcode=opcode)
+    mode, dst_index, src_index, wgt_index, opcode = n.values()
+    reset_out = check_int("uop_push", "reset_out", reset_out, 0, 1, InsnError)
+    use_imm = check_int("uop_push", "use_imm", use_imm, 0, 1, InsnError)
+    imm_val = check_int("uop_push", "imm_val", imm_val, imm_field.lo, imm_field.hi, InsnError)
     if mode not in (0, 1):
         raise VTAError(f"uop_push: mode = {mode}; allowed: 0 GEMM, 1 ALU")
     cfg = k.cfg
@@ -624,41 +644,43 @@ def uop_push(mode, reset_out, dst_index, src_index, wgt_index, opcode, use_imm, 
         if mode == 1 and (int(opcode), use_imm, int(imm_val)) != (k.alu_opcode, k.use_imm, k.imm):
             raise VTAError("uop_push: an ALU kernel has one opcode and one immediate; they must equal the first "
                            "micro-op's")
-        if not (mode == 0 and reset_out):
-            for lag in (1, 2):
-                if len(k.uops) >= lag and k.uops[-lag][0] == int(dst_index):
-                    raise InsnError(f"uop_push: micro-op hazard: dst_index {dst_index} is also written by the micro-op "
-                                    f"{lag} before it (reference §3.3: a micro-op may not write the acc row written "
-                                    f"by either of the two previous ones)")
     k.uops.append((int(dst_index), int(src_index), int(wgt_index)))
 
 
 def push_gemm_op(cmd, kernel, key=0) -> None:
-    _queue(cmd).push_op(0, kernel, key)
+    q = _queue(cmd)
+    with q.lock:
+        q.push_op(0, kernel, key)
 
 
 def push_alu_op(cmd, kernel, key=0) -> None:
-    _queue(cmd).push_op(1, kernel, key)
+    q = _queue(cmd)
+    with q.lock:
+        q.push_op(1, kernel, key)
 
 
 def dep_push(cmd, from_qid, to_qid) -> None:
-    _queue(cmd).dep_push(int(from_qid), int(to_qid))
+    q = _queue(cmd)
+    with q.lock:
+        q.dep_push(from_qid, to_qid)
 
 
 def dep_pop(cmd, from_qid, to_qid) -> None:
-    _queue(cmd).dep_pop(int(from_qid), int(to_qid))
+    q = _queue(cmd)
+    with q.lock:
+        q.dep_pop(from_qid, to_qid)
 
 
 def synchronize(cmd, wait_cycles=1 << 31) -> dict:
-    return _queue(cmd).synchronize(int(wait_cycles))
+    q = _queue(cmd)
+    wait_cycles = check_int("synchronize", "wait_cycles", wait_cycles)
+    with q.lock:
+        return q.synchronize(wait_cycles)
 
 
 def runtime_shutdown() -> None:
-    """Drop the current runtime (its device memory and kernels); the next call makes a fresh one."""
-    global _CURRENT
-    if _CURRENT is not None:
-        _QUEUES.pop(_CURRENT.handle, None)
-    _CURRENT = None
+    """Drop the process-wide runtime (its device memory and kernels); the next call makes a fresh one."""
+    session.shutdown()
 
 
 # ---------------------------------------------------------------------- tvm-ffi registration
@@ -667,19 +689,4 @@ _API = ("command_handle", "buffer_alloc", "buffer_free", "buffer_copy", "buffer_
         "synchronize", "write_barrier", "read_barrier", "set_debug_mode", "runtime_shutdown")
 
 
-def _register_ffi():
-    import tvm_ffi
-
-    from .config import ConfigError
-    from .pipeline import DeadlockError
-
-    for cls in (VTAError, InsnError, DeadlockError, BufferError, ConfigError, EncodeError):
-        tvm_ffi.register_error(cls.__name__, cls)   # errors keep their type through tvm-ffi calls
-    module = sys.modules[__name__]
-    for name in _API:
-        fn = getattr(module, name)
-        tvm_ffi.register_global_func(name, fn, override=True)
-        tvm_ffi.register_global_func(f"vta.{name}", fn, override=True)
-
-
-_register_ffi()
+register(sys.modules[__name__], _API)

@@ -5,6 +5,17 @@ from sw.config import load_config
 from sw.fsim import FsimDevice
 from sw import runtime
 
+_DIR_MARKS = {"cosim": "rtl", "fpga": "fpga"}   # every test below tests/cosim runs the RTL
+
+
+def pytest_collection_modifyitems(items):
+    """Tiers: ``pytest -m "not rtl and not slow and not fpga"`` is the fast one (README)."""
+    for item in items:
+        parts = item.path.relative_to(item.config.rootpath).parts
+        if len(parts) > 2 and parts[0] == "tests" and parts[1] in _DIR_MARKS:
+            item.add_marker(_DIR_MARKS[parts[1]])
+
+
 CONFIG_NAMES = CONFIGS = ("default", "small", "batch2")
 
 

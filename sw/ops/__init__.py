@@ -20,7 +20,8 @@ runs on the golden model or, inside ``cosim.run``, on the RTL. An operator:
 Micro-kernels are closures made once per distinct shape and SRAM base (memoised factories), so the
 runtime's JIT cache (keyed by the callable object and the key) records each one once and reuses it
 for every tile. GEMM kernels keep at least three distinct accumulator rows between repeated writes,
-so they obey the micro-op hazard rule (docs/architecture.md) across loop iterations too.
+so they obey VTA's micro-op hazard rule across loop iterations too (this hardware does not need it,
+docs/architecture.md §2.10; the operators keep it so their streams also suit VTA's pipelines).
 
 Operators (all take ``virtual_threads=1|2`` and ``return_counters=False``):
 

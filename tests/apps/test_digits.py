@@ -59,6 +59,7 @@ def test_golden_model_equals_reference(net, data):
     assert counters["gemm_counter"] > 0
 
 
+@pytest.mark.rtl
 def test_rtl_equals_reference(data):
     """The whole test split (360 images, about 4 s of simulation) on the RTL of the default config."""
     x_q, y = data

@@ -89,6 +89,7 @@ def test_unsupported_is_a_clear_error(xshape, wshape, clip, conv, message):
     assert "call_dps_packed" not in lenient.script()
 
 
+@pytest.mark.rtl
 def test_relax_vm_on_rtl(x_q):
     """The Relax VM inside the co-simulation: the offloaded layers run on the RTL, equal to TVM's CPU."""
     import cosim

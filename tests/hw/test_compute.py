@@ -15,6 +15,8 @@ from tests.hw.test_alu import alu_insn, ref_alu
 from tests.hw.test_gemm import gemm_insn, ref_gemm
 from tests.hw.test_load import mem_insn, ref_load
 
+pytestmark = pytest.mark.slow        # whole-module Amaranth simulations: seconds each
+
 SMALL = load_config("small")
 UOP_BASE, ACC_BASE = 0x4000, 0x8000
 DRAM_BYTES = 0x10000
@@ -334,138 +336,6 @@ def test_against_fsim():
     np.testing.assert_array_equal(got, dev.acc)
     assert log["gemm_uops"] == counters["gemm_counter"]
     assert log["alu_uops"] == counters["alu_counter"]
-
-
-# ---------------------------------------------------------------------------------------------
-# Compute with Load and Store: the programs of sw.programs, recorded on the golden model, replayed
-# on Load + Compute + Store joined by token queues and SRAMs (no fetch: the instructions are fed
-# to each module's stream in program order), with base pointers 0. The DRAM after the replay must
-# equal the golden model's.
-
-class RecordingDevice:
-    """A target for sw.runtime that runs the golden model and records each run (DRAM before,
-    instruction words, DRAM after)."""
-
-    name = "recorder"
-
-    def __init__(self, cfg, dram_bytes):
-        from sw.fsim import FsimDevice
-        self.dev = FsimDevice(cfg, dram_bytes=dram_bytes)
-        self.cfg = cfg
-        self.runs = []
-
-    @property
-    def dram(self):
-        return self.dev.dram
-
-    def run(self, insn_addr, insn_count, wait_cycles=None):
-        before = self.dev.dram.copy()
-        counters = self.dev.run(insn_addr, insn_count, wait_cycles)
-        raw = before[insn_addr:insn_addr + 16 * insn_count]
-        words = [int.from_bytes(raw[i * 16:(i + 1) * 16].tobytes(), "little") for i in range(insn_count)]
-        self.runs.append((before, words, self.dev.dram.copy(), counters))
-        return counters
-
-
-def replay(cfg, dram, words, *, seed=0, max_cycles=200000):
-    """Run ``words`` on Load + Compute + Store over ``dram`` (updated in place); return the compute
-    counters."""
-    from hw.load import Load
-    from hw.queues import TokenQueue
-    from hw.store import Store
-    isa = isa_for(cfg)
-    streams = {1: [], 2: [], 3: []}
-    for w in words:
-        streams[isa.decode(w).stage].append(w)
-    m = Module()
-    m.submodules.load = load = Load(cfg)
-    m.submodules.compute = compute = Compute(cfg)
-    m.submodules.store = store = Store(cfg)
-    mems = {}
-    for name in ("inp", "wgt"):
-        m.submodules[f"{name}_mem"] = mems[name] = make_memory(cfg, name)
-    wiring.connect(m, load.inp_wr, mems["inp"].write_port())
-    wiring.connect(m, load.wgt_wr, mems["wgt"].write_port())
-    wiring.connect(m, compute.inp_rd, mems["inp"].read_port())
-    wiring.connect(m, compute.wgt_rd, mems["wgt"].read_port())
-    wiring.connect(m, store.out_rd, compute.out_rd)
-    for name, producer, consumer in (("l2g", load.l2g, compute.l2g), ("g2l", compute.g2l, load.g2l),
-                                     ("g2s", compute.g2s, store.g2s), ("s2g", store.s2g, compute.s2g)):
-        m.submodules[name] = q = TokenQueue()
-        wiring.connect(m, producer, q.producer)
-        wiring.connect(m, consumer, q.consumer)
-    sim = Simulator(m)
-    sim.add_clock(1e-6)
-    DmaModel(dram, cfg.BUS_WIDTH, seed=seed).add_read(sim, load.dma)
-    DmaModel(dram, cfg.BUS_WIDTH, seed=seed + 1).add_read(sim, compute.dma)
-    DmaModel(dram, cfg.BUS_WIDTH, seed=seed + 2).add_write(sim, store.dma)
-
-    def feeder(port, stream_words):
-        async def bench(ctx):
-            for w in stream_words:
-                ctx.set(port.payload, w)
-                ctx.set(port.valid, 1)
-                await ctx.tick().until(port.ready)
-            ctx.set(port.valid, 0)
-        return bench
-
-    for stage, mod in ((1, load), (2, compute), (3, store)):
-        sim.add_testbench(feeder(mod.insn, streams[stage]), background=True)
-    res = {}
-
-    async def bench(ctx):
-        finished = False
-        for cycle in range(max_cycles):
-            await ctx.tick()
-            for mod in (load, compute, store):
-                assert not ctx.get(mod.error), f"{type(mod).__name__} reported an error"
-            finished = finished or ctx.get(compute.finish)
-            if finished and not (ctx.get(load.busy) or ctx.get(compute.busy) or ctx.get(store.busy)):
-                break
-        else:
-            raise AssertionError(f"no FINISH after {max_cycles} cycles")
-        res.update(cycles=cycle, gemm_counter=ctx.get(compute.gemm_uops), alu_counter=ctx.get(compute.alu_uops))
-
-    sim.add_testbench(bench)
-    sim.run()
-    return res
-
-
-def _program_names():
-    from sw import programs
-    return [name for name in programs.PROGRAMS if name != "runtime_array"]   # that one runs no instructions
-
-
-@pytest.mark.parametrize("config", ["small"])
-@pytest.mark.parametrize("program", _program_names())
-def test_programs_with_load_and_store(program, config):
-    run_program(program, load_config(config).with_changes(ALU_MUL=1))
-
-
-@pytest.mark.parametrize("program", ["gemm[smt]", "alu[mul_tensor]"])
-def test_programs_default_config(program):
-    run_program(program, load_config("default"))
-
-
-def run_program(program, cfg):
-    from sw import programs, runtime
-    device = RecordingDevice(cfg, dram_bytes=4 << 20)
-    queue = runtime.CommandQueue(device)
-    previous = runtime.set_current(queue)
-    try:
-        fn, kwargs = programs.PROGRAMS[program]
-        out = fn(**kwargs)
-    finally:
-        runtime.set_current(previous)
-    np.testing.assert_array_equal(out["result"], out["expected"])   # the golden model itself
-    assert device.runs
-    for i, (before, words, after, counters) in enumerate(device.runs):
-        assert not np.array_equal(before, after), "the program stored nothing"
-        dram = before.copy()
-        res = replay(cfg, dram, words, seed=i)
-        np.testing.assert_array_equal(dram, after)
-        assert res["gemm_counter"] == counters["gemm_counter"]
-        assert res["alu_counter"] == counters["alu_counter"]
 
 
 def test_clear_after_error():

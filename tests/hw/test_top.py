@@ -21,6 +21,7 @@ def verilog(name):
     return top_verilog(load_config(name))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["default", "small", "batch2"])
 def test_verilog_lints_clean(name, tmp_path):
     path = tmp_path / "vta.v"
@@ -32,6 +33,7 @@ def test_verilog_lints_clean(name, tmp_path):
     assert res.returncode == 0 and not messages, "\n".join(messages[:20])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["default", "small", "batch2"])
 def test_ports_follow_axi_naming(name):
     cfg = load_config(name)
@@ -52,6 +54,7 @@ def test_register_docs_are_current():
     assert docs.read_text() == registers_markdown(load_config("default")), "run: python -m hw --docs"
 
 
+@pytest.mark.slow
 def test_cli_writes_verilog(tmp_path):
     from hw.__main__ import main
     out = tmp_path / "v.v"

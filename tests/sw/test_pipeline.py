@@ -52,3 +52,21 @@ def test_check_insn_accepts_nops_of_any_stage():
         check_insn(CFG, i)
     with pytest.raises(InsnError, match="y_size = 0 with x_size = 1"):
         check_insn(CFG, LOAD(x_size=1, y_size=0))
+
+
+def test_a_stream_that_could_overflow_a_token_queue_is_refused():
+    """300 loads each push l2g before compute pops any: the 255-deep hardware queue would drop tokens."""
+    n = 300
+    stream = [LOAD(push_next=1) for _ in range(n)] + [NOP_C(pop_prev=1) for _ in range(n)]
+    stream.append(insn(opcode=Opcode.FINISH))
+    with pytest.raises(InsnError, match=r"token queue l2g could hold 300 tokens; the hardware holds at most 255"):
+        schedule(CFG, stream)
+
+
+def test_many_tokens_in_flight_one_at_a_time_are_accepted():
+    """300 l2g tokens, each load waiting for compute's g2l token first: never more than one held."""
+    n = 300
+    stream = [LOAD(push_next=1)] + [LOAD(pop_next=1, push_next=1) for _ in range(n - 1)]
+    stream += [NOP_C(pop_prev=1, push_prev=1) for _ in range(n - 1)] + [NOP_C(pop_prev=1)]
+    stream.append(insn(opcode=Opcode.FINISH))
+    assert all(v == 0 for v in schedule(CFG, stream).values())
