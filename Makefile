@@ -7,7 +7,7 @@ CONFIG ?= configs/default.json
 # WAVES=1 makes co-simulation write an FST waveform (build/waves/) and print its path
 JOBS   ?= auto
 
-.PHONY: all sim test test-fast bench fuzz verilog bitstream fpga-report clean distclean venv
+.PHONY: all sim test test-fast bench bench-resnet18 fuzz verilog bitstream fpga-report clean distclean venv
 
 all: test
 
@@ -17,7 +17,7 @@ LZ4_VERSION := 4.4.5
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,cosim,tvm]'
+	$(PY) -m pip install --quiet -e '.[dev,cosim,tvm,onnx]'
 	rm -rf $(VENV)/lz4 && mkdir -p $(VENV)/lz4/sdist
 	$(PY) -m pip download --quiet --no-deps --no-binary :all: lz4==$(LZ4_VERSION) -d $(VENV)/lz4/sdist
 	tar -xzf $(VENV)/lz4/sdist/lz4-$(LZ4_VERSION).tar.gz -C $(VENV)/lz4/sdist
@@ -28,8 +28,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# DEMO = default | digits | digits-onnx | resnet18; TARGET = rtl (the Verilated RTL) | fsim (golden model)
+DEMO   ?= default
+TARGET ?= rtl
 sim: $(STAMP)
-	$(PY) -m apps.demo --config $(CONFIG)
+	$(PY) -m apps.demo --config $(CONFIG) --demo $(DEMO) --target $(TARGET)
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -q tests
@@ -44,6 +47,11 @@ bench: $(STAMP)
 	$(PY) -m sw.bench --config $(CONFIG)
 	$(PY) -m cosim.bench --config $(BENCH_CONFIGS)
 	$(PY) -m cosim.workloads --config $(CONFIG)
+
+# a whole ResNet-18 (1x3x224x224, QDQ) on the golden model, then on the RTL: per-layer tables, build/resnet18_*.csv/png
+bench-resnet18: $(STAMP)
+	$(PY) -m apps.demo --config $(CONFIG) --demo resnet18 --target fsim
+	nice -n 5 $(PY) -m apps.demo --config $(CONFIG) --demo resnet18 --target rtl
 
 # make fuzz N=100000 SCHEDULER=tcp://host:8786 FUZZ_CONFIGS="configs/default.json configs/small.json"
 # (without SCHEDULER: a local Dask cluster over this machine's cores); failures -> build/replays/

@@ -1,6 +1,11 @@
 """The default demo (``make sim``): VTA's get-started vector add and a blocked GEMM, checked against numpy.
 
-    python -m apps.demo [--config configs/default.json] [--target rtl|fsim] [--demo default|digits] [--images N]
+    python -m apps.demo [--config configs/default.json] [--target rtl|fsim] [--demo default|digits|digits-onnx|resnet18]
+                        [--images N] [--width 64 --image 224]
+
+``resnet18``: the QDQ ResNet-18 of apps.resnet18 (built and quantized in code) on one generated image, with
+the per-layer report (also build/resnet18_<target>.csv and .png) and the onnxruntime comparison;
+``digits-onnx``: the digits MLP and CNN through ONNX (apps.digits_onnx), test-split accuracies.
 """
 
 from __future__ import annotations
@@ -83,13 +88,48 @@ def run_digits(cfg, target_name: str, images: int = 360, out=sys.stdout) -> bool
     return ok_all
 
 
+def run_resnet18(cfg, target_name: str, width: int = 64, image: int = 224, out=sys.stdout) -> bool:
+    """ResNet-18 (QDQ, quantize_static) on one generated image: per-layer report, onnxruntime check."""
+    from . import resnet18
+    from .onnx.__main__ import report_run
+    from .onnx.model import Model
+
+    t = time.perf_counter()
+    _, q = resnet18.quantized_model(width, image)
+    model = Model(q, cfg)
+    print(f"config {cfg}; target {target_name}; ResNet-18 width {width}, image {image}x{image}: built and "
+          f"quantized (quantize_static, 8 generated calibration images) in {time.perf_counter() - t:.1f} s",
+          file=out)
+    x = resnet18.calibration_images(1, image, seed=1000)
+    tag = f"resnet18_{target_name}" + ("" if (width, image) == (64, 224) else f"_w{width}_i{image}")
+    res, _ = report_run(model, {resnet18.INPUT: x}, target_name, 2, f"build/{tag}.csv", f"build/{tag}.png",
+                        out=out, title=f"ResNet-18 on {target_name}")
+    return bool(res.exact)
+
+
+def run_digits_onnx(cfg, target_name: str, images: int = 360, out=sys.stdout) -> bool:
+    """The digits MLP and CNN exported to ONNX, quantized with quantize_static, on the target."""
+    from . import digits, digits_onnx
+
+    print(f"config {cfg}; target {target_name}; {images} test digits per network", file=out)
+    ok = True
+    for net in digits.NETS:
+        r = digits_onnx.evaluate(net, target_name, images, cfg)
+        print("  " + digits_onnx.describe(r), file=out)
+        ok &= bool(r["exact"])
+    return ok
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None, help="config JSON (default: $VTA_CONFIG or configs/default.json)")
     parser.add_argument("--target", default="rtl", choices=["rtl", "fsim"],
                         help="rtl = the Verilated accelerator (default), fsim = the numpy golden model")
-    parser.add_argument("--demo", default="default", choices=["default", "digits"],
-                        help="default = vector add and GEMM; digits = int8 digit classifiers (apps.digits)")
+    parser.add_argument("--demo", default="default", choices=["default", "digits", "digits-onnx", "resnet18"],
+                        help="default = vector add and GEMM; digits = int8 digit classifiers (apps.digits); "
+                             "digits-onnx = the same through ONNX; resnet18 = a whole QDQ ResNet-18")
+    parser.add_argument("--width", type=int, default=64, help="resnet18: base channels (64 = torchvision)")
+    parser.add_argument("--image", type=int, default=224, help="resnet18: image size (224 = ImageNet)")
     parser.add_argument("--images", type=int, default=360,
                         help="test images per network for --demo digits (default: the whole test split, 360)")
     args = parser.parse_args(argv)
@@ -99,6 +139,10 @@ def main(argv=None) -> int:
               "build/cosim)", flush=True)
     if args.demo == "digits":
         ok = run_digits(cfg, args.target, args.images)
+    elif args.demo == "digits-onnx":
+        ok = run_digits_onnx(cfg, args.target, args.images)
+    elif args.demo == "resnet18":
+        ok = run_resnet18(cfg, args.target, args.width, args.image)
     else:
         ok = run_demos(cfg, args.target)
     print("ALL PASS" if ok else "FAILED")

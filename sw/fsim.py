@@ -159,7 +159,13 @@ class FsimDevice:
         op, use_imm, imm = f["alu_opcode"], f["use_imm"], f["imm"]
         acc = self.acc
         n = d.size
-        independent = np.unique(d).size == n
+        increasing = n == 1 or bool(np.all(d[1:] > d[:-1]))
+        if increasing and use_imm and d[-1] - d[0] == n - 1:
+            # the common case: an immediate op over a run of consecutive rows, in place on a view
+            rows = acc[d[0]:d[-1] + 1]
+            rows[...] = alu_op(op, rows, np.int64(imm))
+            return
+        independent = increasing or np.unique(d).size == n
         if independent and not use_imm:
             # every operand must be read before any earlier micro-op of this instruction writes it
             first_write = np.full(acc.shape[0], n, dtype=np.int64)
@@ -184,6 +190,8 @@ def alu_op(op: int, a: np.ndarray, b) -> np.ndarray:
         r = np.maximum(a, b)
     elif op == AluOp.ADD:
         r = a + b
+    elif op == AluOp.SHR and b.ndim == 0:
+        r = np.right_shift(a, min(int(b), 31)) if b >= 0 else np.left_shift(a, min(-int(b), 31))
     elif op == AluOp.SHR:
         right = np.right_shift(a, np.clip(b, 0, 31))
         left = np.left_shift(a, np.clip(-b, 0, 31))

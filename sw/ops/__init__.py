@@ -34,7 +34,14 @@ clip=True, tiles=None)``
 ``conv2d(data, weight, bias=None, stride=1,         int8 (N, C, H, W), (O, C, kh, kw), int32 (O,)
 padding=0, shift=8, clip=True, tiles=None)``        -> int8 (N, O, Ho, Wo)
 ``dense_packed``, ``conv2d_packed``                 the same on already packed operands
+``add_rescaled(a, b, a_alu, b_alu, alu)``           int8 a, b of one shape -> int8: ALU steps on
+                                                    each, a + b, ALU steps (a residual add)
 =================================================  ==============================================
+
+``conv2d``/``dense`` (and the packed forms) take ``alu=``: an epilogue of ALU steps
+``(AluOp, immediate | "vI")`` that replaces shift / bias / clip, with ``bias`` then holding its
+per-channel vectors (V, channels) (:mod:`sw.ops.epilogue`): fixed-point requantization with a
+multiplier, zero points and int8/uint8 saturation.
 
 Tiling: dense steps are (tn batch blocks, tk reduction blocks, tm output blocks); conv2d steps are
 (tm output-channel blocks, th output rows, tw output columns, tc input-channel blocks, with the
@@ -48,7 +55,8 @@ raises :class:`TileError` (a ValueError) naming the SRAM, what it needs and what
 The package, one module per concern: :mod:`~sw.ops.layout` (packing), :mod:`~sw.ops.reference`
 (numpy references), :mod:`~sw.ops.kernels` (micro-kernels and the typed actions that queue them),
 :mod:`~sw.ops.plan` (tiling plans), :mod:`~sw.ops.schedule` (the tile scheduler),
-:mod:`~sw.ops.elementwise`, :mod:`~sw.ops.dense` and :mod:`~sw.ops.conv2d` (the operators). The
+:mod:`~sw.ops.elementwise`, :mod:`~sw.ops.dense` and :mod:`~sw.ops.conv2d` (the operators),
+:mod:`~sw.ops.epilogue` (ALU epilogues). The
 benchmark workloads built on them are in :mod:`sw.workloads`.
 """
 
@@ -58,7 +66,7 @@ from . import base as _base
 from .base import TileError
 from .conv2d import conv2d, conv2d_packed
 from .dense import dense, dense_packed, gemm
-from .elementwise import add_bias, relu, requantize, vadd
+from .elementwise import add_bias, add_rescaled, relu, requantize, vadd
 from .layout import (pack_bias, pack_conv_data, pack_conv_weight, pack_dense_data, pack_dense_weight,
                      unpack_conv_output, unpack_dense_output)
 from .plan import ConvPlan, DensePlan, plan_conv2d, plan_dense
@@ -67,7 +75,7 @@ from .reference import (add_bias_ref, conv2d_nchw, conv2d_ref, dense_ref, gemm_r
 
 __all__ = [
     # operators
-    "vadd", "relu", "add_bias", "requantize", "dense", "gemm", "dense_packed", "conv2d", "conv2d_packed",
+    "vadd", "relu", "add_bias", "requantize", "add_rescaled", "dense", "gemm", "dense_packed", "conv2d", "conv2d_packed",
     # numpy references
     "vadd_ref", "relu_ref", "add_bias_ref", "requantize_ref", "gemm_ref", "dense_ref", "conv2d_nchw",
     "conv2d_ref",

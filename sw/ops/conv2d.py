@@ -9,13 +9,14 @@ import numpy as np
 from .. import runtime as rt
 from ..isa import AluOp, MemId
 from .base import MAX_PAD, TileError, _cdiv, _cfg, _check_vt, _finish, _from_device, _halves, _operands_on_device
+from .epilogue import check_alu, epilogue_actions, vectors_2d
 from .kernels import Gemm, Load, Store, _alu_rows, _alu_tensor, _conv_variant, _k_conv
 from .layout import pack_bias, pack_conv_data, pack_conv_weight, unpack_conv_output
 from .plan import ConvPlan, _conv_caps, _in_rows, plan_conv2d
 from .schedule import _Step, _Tile, run_tiles
 
 
-def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, shift, clip):
+def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, shift, clip, alu=None, nvec=0):
     nb, cb, ob, h, w, kh, kw, s, pad = shape
     vt = plan.virtual_threads
     hv = _halves(cfg, vt)
@@ -65,13 +66,18 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, shift, clip):
             comps = []
             comps.append(Gemm(_k_conv(acc, inp, wgt, tm, th, tw, tc, kh, kw, s, ih, iw, 1 if skip else s)))
             t.steps.append(_Step(b, loads, comps))
-        if shift:
+        if alu is not None:
+            vec_base = acc + rows
+            for i in range(nvec):
+                t.computes.append(Load((pd, i * ob + m0, tm, 1, tm, 0, 0, 0, 0, vec_base + i * tm, ACC)))
+            t.computes += epilogue_actions(alu, acc, rows, vec_base, tm, ((tm, th * tw, 1), (th * tw, 1, 0)))
+        elif shift:
             t.computes.append(_alu_rows(AluOp.SHR, shift, acc, rows))
-        if pd is not None:
+        if pd is not None and alu is None:
             bias_base = acc + rows
             t.computes.append(Load((pd, m0, tm, 1, tm, 0, 0, 0, 0, bias_base, ACC)))
             t.computes.append(_alu_tensor(acc, bias_base, ((tm, th * tw, 1), (th * tw, 1, 0))))
-        if clip:
+        if clip and alu is None:
             t.computes.append(_alu_rows(AluOp.MIN, 127, acc, rows))
             t.computes.append(_alu_rows(AluOp.MAX, 0, acc, rows))
         for j in range(tm):
@@ -82,10 +88,13 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, shift, clip):
 
 
 def conv2d_packed(data, weight, bias=None, stride=1, padding=0, shift=8, clip=True, virtual_threads=1,
-                  tiles=None, return_counters=False):
+                  tiles=None, return_counters=False, alu=None):
     """conv2d on packed operands: data (nb, cb, H, W, BATCH, BLOCK_IN), weight (ob, cb, kh, kw, BLOCK_OUT,
     BLOCK_IN) int8, bias None or packed (ob, BATCH, BLOCK_OUT) int32; returns (nb, ob, Ho, Wo, BATCH,
-    BLOCK_OUT) int8 after >> shift, + bias, clip [0, 127]."""
+    BLOCK_OUT) int8 after >> shift, + bias, clip [0, 127].
+
+    With ``alu`` (an epilogue, :mod:`sw.ops.epilogue`) the accumulators get those ALU steps instead,
+    and ``bias`` holds its vectors packed as (V, ob, BATCH, BLOCK_OUT)."""
     _check_vt(virtual_threads)
     cfg = _cfg()
     B, I, O = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
@@ -111,11 +120,23 @@ def conv2d_packed(data, weight, bias=None, stride=1, padding=0, shift=8, clip=Tr
                          f"(pad the output channels: conv2d() does this)")
     if not 0 <= shift <= 31:
         raise ValueError(f"shift = {shift}; allowed range [0, 31]")
-    plan = plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, padding, virtual_threads, bias is not None, cfg, tiles)
+    nvec = 0
+    if alu is not None:
+        bias = np.zeros((0, ob, B, O), np.int32) if bias is None else np.asarray(bias, np.int32)
+        if bias.ndim != 4 or bias.shape[1:] != (ob, B, O):
+            raise ValueError(f"packed vectors have shape {bias.shape}; expected (V, {ob}, {B}, {O}) with alu=")
+        nvec = bias.shape[0]
+        alu = check_alu(alu, nvec)
+        bias = bias.reshape(nvec * ob, B, O) if nvec else None
+    elif bias is not None:
+        bias = pack_bias(bias, ob, cfg)
+    plan = plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, padding, virtual_threads,
+                       nvec if alu is not None else bias is not None, cfg, tiles)
     cmd = rt.command_handle()
-    with _operands_on_device(cmd, data, weight, None if bias is None else pack_bias(bias, ob, cfg), nb * ob * ho * wo * cfg.OUT_ELEM_BYTES) as (
+    with _operands_on_device(cmd, data, weight, bias, nb * ob * ho * wo * cfg.OUT_ELEM_BYTES) as (
             xd, wd, pd, yd):
-        tl = _conv_tiles(plan, cfg, (nb, cb, ob, h, w, kh, kw, stride, padding), xd, wd, yd, pd, shift, clip)
+        tl = _conv_tiles(plan, cfg, (nb, cb, ob, h, w, kh, kw, stride, padding), xd, wd, yd, pd, shift, clip,
+                         alu, nvec)
         counters = run_tiles(tl)
         counters["tiles"] = len(tl)
         y = _from_device(cmd, yd, (nb, ob, ho, wo, B, O), np.int8)
@@ -123,13 +144,14 @@ def conv2d_packed(data, weight, bias=None, stride=1, padding=0, shift=8, clip=Tr
 
 
 def conv2d(data, weight, bias=None, stride=1, padding=0, shift=8, clip=True, virtual_threads=1, tiles=None,
-           return_counters=False):
+           return_counters=False, alu=None):
     """VTA's conv2d benchmark: data (N, C, H, W) int8, weight (O, C, kh, kw) int8, bias (O,) int32 or
     None; conv2d_nchw in int32, >> shift, + bias, clip [0, 127], int8 (N, O, Ho, Wo).
 
     The operands are packed to NCHW{BATCH}n{BLOCK_IN}c / OIHW{BLOCK_OUT}o{BLOCK_IN}i (zero-padded to
     whole blocks); the spatial padding is done by the LOADs. ``tiles`` = (tm, th, tw, tc) overrides
-    the automatic tiling.
+    the automatic tiling. ``alu``: an epilogue of ALU steps instead of shift / bias / clip
+    (:mod:`sw.ops.epilogue`); then ``bias`` is its vectors, (O,) or (V, O) int32.
     """
     cfg = _cfg()
     data, weight = np.asarray(data), np.asarray(weight)
@@ -141,11 +163,14 @@ def conv2d(data, weight, bias=None, stride=1, padding=0, shift=8, clip=True, vir
     wo = (w + 2 * padding - kw) // stride + 1
     ob = max(_cdiv(o, cfg.BLOCK_OUT), _cdiv(3, max(1, ho * wo)))
     bp = None
-    if bias is not None:
+    if alu is not None:
+        if bias is not None:
+            bp = np.stack([pack_bias(v, ob, cfg) for v in vectors_2d(bias, o)])
+    elif bias is not None:
         bias = np.asarray(bias)
         if bias.shape != (o,):
             raise ValueError(f"bias has shape {bias.shape}; expected ({o},)")
         bp = pack_bias(bias, ob, cfg)
     y, counters = conv2d_packed(pack_conv_data(data, cfg), pack_conv_weight(weight, cfg, ob), bp, stride,
-                                padding, shift, clip, virtual_threads, tiles, True)
+                                padding, shift, clip, virtual_threads, tiles, True, alu)
     return _finish(unpack_conv_output(y, n, o), counters, return_counters)

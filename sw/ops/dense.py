@@ -9,13 +9,14 @@ import numpy as np
 from .. import runtime as rt
 from ..isa import AluOp, MemId
 from .base import _cdiv, _cfg, _check_vt, _finish, _from_device, _halves, _operands_on_device
+from .epilogue import check_alu, epilogue_actions, vectors_2d
 from .kernels import Gemm, Load, Store, _alu_rows, _alu_tensor, _k_dense
 from .layout import pack_bias, pack_dense_data, pack_dense_weight, unpack_dense_output
 from .plan import DensePlan, _resolve_tiles, plan_dense
 from .schedule import _Step, _Tile, run_tiles
 
 
-def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, shift, clip, planes):
+def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, shift, clip, planes, alu=None, nvec=0):
     """Tiles of a blocked dense layer (data (nb, kb), weights (mb, kb), output planes of (nb, mb))."""
     vt = plan.virtual_threads
     h = _halves(cfg, vt)
@@ -60,6 +61,12 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, shift, clip, planes):
                 t.computes.append(_alu_rows(AluOp.SHR, 8 * p, acc + p * rows, rows))
             for p in range(4):
                 t.stores.append(Store((acc + p * rows, OUT, yd, p * nb * mb + n0 * mb + m0, tm, tn, mb)))
+        elif alu is not None:
+            vec_base = acc + rows
+            for i in range(nvec):
+                t.computes.append(Load((pd, i * mb + m0, tm, 1, tm, 0, 0, 0, 0, vec_base + i * tm, ACC)))
+            t.computes += epilogue_actions(alu, acc, rows, vec_base, tm, ((tn, tm, 0), (tm, 1, 1)))
+            t.stores.append(Store((acc, OUT, yd, n0 * mb + m0, tm, tn, mb)))
         else:
             if shift:
                 t.computes.append(_alu_rows(AluOp.SHR, shift, acc, rows))
@@ -77,9 +84,11 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, shift, clip, planes):
 
 
 def dense_packed(data, weight, bias=None, shift=8, clip=True, virtual_threads=1, tiles=None,
-                 return_counters=False, _planes=1):
+                 return_counters=False, _planes=1, alu=None):
     """Dense on packed operands: data (nb, kb, BATCH, BLOCK_IN), weight (mb, kb, BLOCK_OUT, BLOCK_IN)
-    int8, bias None or packed (mb, BATCH, BLOCK_OUT) int32; returns (nb, mb, BATCH, BLOCK_OUT) int8."""
+    int8, bias None or packed (mb, BATCH, BLOCK_OUT) int32; returns (nb, mb, BATCH, BLOCK_OUT) int8.
+    With ``alu`` (an epilogue, :mod:`sw.ops.epilogue`), ``bias`` is its vectors packed as (V, mb,
+    BATCH, BLOCK_OUT)."""
     _check_vt(virtual_threads)
     cfg = _cfg()
     B, I, O = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
@@ -96,11 +105,24 @@ def dense_packed(data, weight, bias=None, shift=8, clip=True, virtual_threads=1,
     if nb * mb < 3:
         raise ValueError(f"the output has {nb * mb} blocks; the GEMM micro-kernel needs at least 3 "
                          f"(pad the output channels: dense() does this)")
-    plan = plan_dense(nb, kb, mb, virtual_threads, bias is not None, _planes, cfg, tiles)
+    nvec = 0
+    if alu is not None:
+        if _planes != 1:
+            raise ValueError("alu= applies to requantized outputs (one plane)")
+        bias = np.zeros((0, mb, B, O), np.int32) if bias is None else np.asarray(bias, np.int32)
+        if bias.ndim != 4 or bias.shape[1:] != (mb, B, O):
+            raise ValueError(f"packed vectors have shape {bias.shape}; expected (V, {mb}, {B}, {O}) with alu=")
+        nvec = bias.shape[0]
+        alu = check_alu(alu, nvec)
+        bias = bias.reshape(nvec * mb, B, O) if nvec else None
+    elif bias is not None:
+        bias = pack_bias(bias, mb, cfg)
+    plan = plan_dense(nb, kb, mb, virtual_threads, nvec if alu is not None else bias is not None, _planes, cfg,
+                      tiles)
     cmd = rt.command_handle()
-    with _operands_on_device(cmd, data, weight, None if bias is None else pack_bias(bias, mb, cfg), _planes * nb * mb * cfg.OUT_ELEM_BYTES) as (
+    with _operands_on_device(cmd, data, weight, bias, _planes * nb * mb * cfg.OUT_ELEM_BYTES) as (
             xd, wd, pd, yd):
-        tl = _dense_tiles(plan, cfg, xd, wd, yd, pd, shift, clip, _planes)
+        tl = _dense_tiles(plan, cfg, xd, wd, yd, pd, shift, clip, _planes, alu, nvec)
         counters = run_tiles(tl)
         counters["tiles"] = len(tl)
         y = _from_device(cmd, yd, (_planes, nb, mb, B, O), np.int8)
@@ -108,7 +130,7 @@ def dense_packed(data, weight, bias=None, shift=8, clip=True, virtual_threads=1,
     return _finish(y, counters, return_counters)
 
 
-def _dense_common(data, weight, bias, shift, clip, virtual_threads, tiles, return_counters, planes):
+def _dense_common(data, weight, bias, shift, clip, virtual_threads, tiles, return_counters, planes, alu=None):
     cfg = _cfg()
     data, weight = np.asarray(data), np.asarray(weight)
     if data.ndim != 2 or weight.ndim != 2 or data.shape[1] != weight.shape[1]:
@@ -122,12 +144,15 @@ def _dense_common(data, weight, bias, shift, clip, virtual_threads, tiles, retur
     xp = pack_dense_data(data, cfg)
     wp = pack_dense_weight(weight, cfg, mb)
     bp = None
-    if bias is not None:
+    if alu is not None:
+        if bias is not None:
+            bp = np.stack([pack_bias(v, mb, cfg) for v in vectors_2d(bias, m)])
+    elif bias is not None:
         bias = np.asarray(bias)
         if bias.shape != (m,):
             raise ValueError(f"bias has shape {bias.shape}; expected ({m},)")
         bp = pack_bias(bias, mb, cfg)
-    y, counters = dense_packed(xp, wp, bp, shift, clip, virtual_threads, tiles, True, planes)
+    y, counters = dense_packed(xp, wp, bp, shift, clip, virtual_threads, tiles, True, planes, alu)
     if planes == 4:
         u = y.astype(np.uint8).astype(np.uint32)
         y = (u[0] | (u[1] << 8) | (u[2] << 16) | (u[3] << 24)).view(np.int32)
@@ -135,16 +160,17 @@ def _dense_common(data, weight, bias, shift, clip, virtual_threads, tiles, retur
 
 
 def dense(data, weight, bias=None, shift=8, clip=True, virtual_threads=1, tiles=None, relu=None,
-          return_counters=False):
+          return_counters=False, alu=None):
     """VTA's dense: data (N, K) int8 . weight (M, K)^T int8 in int32, >> shift, + bias (M,) int32,
     clip to [0, 127] (MIN then MAX; ``relu`` is an alias of ``clip``), int8 (N, M).
 
     ``tiles`` = (tn, tk, tm) in blocks overrides the automatic tiling (e.g. (1, 16, 16) for VTA's
-    matrix_multiply_opt blocks of 256 channels).
+    matrix_multiply_opt blocks of 256 channels). ``alu``: an epilogue of ALU steps instead of shift /
+    bias / clip (:mod:`sw.ops.epilogue`); then ``bias`` is its vectors, (M,) or (V, M) int32.
     """
     if relu is not None:
         clip = relu
-    return _dense_common(data, weight, bias, shift, clip, virtual_threads, tiles, return_counters, 1)
+    return _dense_common(data, weight, bias, shift, clip, virtual_threads, tiles, return_counters, 1, alu)
 
 
 def gemm(data, weight, virtual_threads=1, tiles=None, return_counters=False):

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import runtime as rt
 from ..isa import AluOp, MemId
+from .epilogue import check_alu
 from .base import TileError, _check_vt, _cfg, _finish, _from_device, _halves, _to_device
 from .kernels import Alu, Load, Store, _alu_rows, _k_alu
 from .layout import pack_bias
@@ -27,7 +28,8 @@ def _as_grid(x, cfg, name):
 def _elementwise(a, b, bias, ops, virtual_threads, return_counters):
     """Run ALU ``ops`` over int32 tensor a (packed), with tensor operand b and per-column bias.
 
-    ops: list of ("imm", opcode, imm) | ("tensor_add",) | ("bias_add",), applied in order.
+    ops: list of ("imm", opcode, imm) | ("imm_b", opcode, imm) (on b) | ("tensor_add",) | ("bias_add",),
+    applied in order.
     """
     _check_vt(virtual_threads)
     cfg = _cfg()
@@ -76,6 +78,8 @@ def _elementwise(a, b, bias, ops, virtual_threads, return_counters):
             for op in ops:
                 if op[0] == "imm":
                     comps.append(_alu_rows(op[1], op[2], base, rows))
+                elif op[0] == "imm_b":
+                    comps.append(_alu_rows(op[1], op[2], other, rows))
                 elif op[0] == "tensor_add":
                     comps.append(Alu(_k_alu(int(AluOp.ADD), 0, 0, base, other, ((rows, 1, 1),)), passes=2))
                 elif op[0] == "bias_add":
@@ -125,3 +129,27 @@ def requantize(a, shift=8, bias=None, clip=True, virtual_threads=1, return_count
     return _elementwise(a, None, bias, ops, virtual_threads, return_counters)
 
 
+
+
+def add_rescaled(a, b, a_alu=(), b_alu=(), alu=(), virtual_threads=1, return_counters=False):
+    """A residual add at two scales on the ALU: int8 a and b of one shape (any), loaded as int32;
+    ALU steps ``a_alu`` on a and ``b_alu`` on b (e.g. subtract the zero point, multiply), then
+    a + b, then ``alu`` (rounding shift, zero point, saturation); returns the int8 that STORE writes
+    (the low 8 bits), in the shape of a. Steps are (AluOp, immediate) (:mod:`sw.ops.epilogue`)."""
+    cfg = _cfg()
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        raise ValueError(f"operands have shapes {a.shape} and {b.shape}; add_rescaled needs one shape")
+    steps = [check_alu(s, 0) for s in (a_alu, b_alu, alu)]
+    blk = cfg.BATCH * cfg.BLOCK_OUT
+    n = max(1, -(-a.size // blk))
+
+    def grid(x):
+        g = np.zeros(n * blk, np.int32)
+        g[:x.size] = x.ravel()
+        return g.reshape(n, cfg.BATCH, cfg.BLOCK_OUT)
+
+    ops = ([("imm", op, v) for op, v in steps[0]] + [("imm_b", op, v) for op, v in steps[1]]
+           + [("tensor_add",)] + [("imm", op, v) for op, v in steps[2]])
+    y, counters = _elementwise(grid(a), grid(b), None, ops, virtual_threads, True)
+    return _finish(y.ravel()[:a.size].reshape(a.shape), counters, return_counters)

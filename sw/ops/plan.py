@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from functools import lru_cache
 from dataclasses import dataclass
 
 from .base import TileError, _cands, _cdiv, _cfg, _halves
@@ -32,8 +33,12 @@ def _plan_cycles(vt, load_bytes, rows, gemm, alu, insns, first_load, tail, cfg, 
 
 
 def _requant_passes(bias):
-    """ALU passes over a tile's rows for VTA's requantization: shift, (tensor add of the bias: 2), clip (2)."""
-    return 3 + (2 if bias else 0)
+    """ALU passes over a tile's rows for VTA's requantization: shift, (tensor add of the bias: 2), clip (2).
+
+    ``bias`` is a flag, or the number of per-channel vectors of an ALU epilogue (``alu=``), which
+    costs about a dozen passes."""
+    v = int(bias or 0)
+    return 3 + 2 * v if v <= 1 else 10 + 2 * v
 
 
 def _tail_cycles(rows, bias, cfg):
@@ -69,7 +74,7 @@ def _dense_limits(cfg, vt):
 
 def _dense_fits(cfg, vt, tn, tk, tm, bias, planes):
     ic, wc, ac, uc = _dense_limits(cfg, vt)
-    need = {"inp": tn * tk, "wgt": tm * tk, "acc": tn * tm * planes + (tm if bias else 0), "uop": tm}
+    need = {"inp": tn * tk, "wgt": tm * tk, "acc": tn * tm * planes + tm * int(bias), "uop": tm}
     caps = {"inp": ic, "wgt": wc, "acc": ac, "uop": uc}
     return [(m, need[m], caps[m]) for m in need if need[m] > caps[m]]
 
@@ -145,7 +150,7 @@ def _in_rows(th, kh, s, pad):
 def _conv_need(tm, th, tw, tc, kh, kw, s, bias, pad=None):
     ih, iw = _in_rows(th, kh, s, pad), (tw - 1) * s + kw
     _, uops = _conv_variant(tm, th, tw, tc, kh, kw)
-    return {"inp": tc * ih * iw, "wgt": tm * tc * kh * kw, "acc": tm * th * tw + (tm if bias else 0),
+    return {"inp": tc * ih * iw, "wgt": tm * tc * kh * kw, "acc": tm * th * tw + tm * int(bias),
             "uop": uops}
 
 
@@ -155,8 +160,18 @@ def _conv_caps(cfg, vt):
 
 
 def plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads=1, bias=False, cfg=None, tiles=None):
-    """Choose conv tiles within the SRAMs, minimising DRAM traffic plus a per-instruction cost."""
+    """Choose conv tiles within the SRAMs, minimising DRAM traffic plus a per-instruction cost.
+
+    Plans are memoised per (shape, config): a network repeats its layer shapes, and the search over
+    tile sizes costs tens of milliseconds."""
     cfg = cfg or _cfg()
+    if tiles is not None and not isinstance(tiles, str):
+        tiles = tuple(tiles)
+    return _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, bias, cfg, tiles)
+
+
+@lru_cache(maxsize=1024)
+def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, bias, cfg, tiles):
     vt = virtual_threads
     ho, wo = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
     caps = _conv_caps(cfg, vt)
@@ -184,7 +199,7 @@ def plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads=1, bias=F
     best = None
     kk = kh * kw
     for slots, tm, tw, th in itertools.product((1, 2) if vt > 1 else (1,), _cands(ob), _cands(wo), _cands(ho)):
-        if tm * th * tw + (tm if bias else 0) > caps["acc"] // slots:
+        if tm * th * tw + tm * int(bias) > caps["acc"] // slots:
             continue
         ih, iw = _in_rows(th, kh, stride, pad), (tw - 1) * stride + kw
         tc_max = min(caps["inp"] // (ih * iw), caps["wgt"] // (tm * kk), cb)

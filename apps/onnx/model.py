@@ -1,0 +1,86 @@
+"""One imported QDQ model: load, prepare, run on a target (golden model or RTL), check, compare.
+
+    m = Model(path_or_modelproto, config)          # import + integer preparation
+    out = m.run({"input": x}, target="fsim")        # or "rtl" (cosim.run), "cpu" (the reference)
+    out.tensors, out.records, out.exact             # exact: equal to the numpy reference bit for bit
+    m.compare_ort(inputs)                           # Agreement with onnxruntime, layer by layer
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from sw import runtime
+from sw.config import load_config
+
+from . import graph as _graph
+from . import layers as _layers
+from . import ort as _ort
+from . import runner as _runner
+
+__all__ = ["Model", "RunResult", "TARGETS"]
+
+TARGETS = ("fsim", "rtl", "cpu")
+
+
+@dataclass
+class RunResult:
+    tensors: dict
+    records: list
+    exact: bool | None          # equal to the numpy reference (None when not checked)
+    seconds: float
+    target: str
+
+
+class Model:
+    """An imported int8 QDQ ONNX model prepared for ``config`` (default: $VTA_CONFIG or default)."""
+
+    def __init__(self, model, config=None):
+        self.cfg = load_config(config)
+        self.onnx_model = model
+        self.graph = _graph.load(model)
+        self.layers = _layers.prepare(self.graph, alu_mul=bool(self.cfg.ALU_MUL))
+        self.input_names = list(self.graph.inputs)
+        self.output_names = list(self.graph.outputs)
+
+    def reference(self, inputs: dict) -> dict:
+        return _layers.reference(self.layers, inputs)
+
+    def run(self, inputs: dict, target: str = "fsim", virtual_threads: int = 2, check: bool = True,
+            progress: bool = False) -> RunResult:
+        """Run on ``target``; with ``check`` compare every tensor with the numpy reference."""
+        if target not in TARGETS:
+            raise ValueError(f"target = {target!r}; allowed: {', '.join(TARGETS)}")
+        t = time.perf_counter()
+        if target == "rtl":
+            import cosim
+
+            tensors, records = cosim.run(_runner.run, self.layers, inputs, virtual_threads, False,
+                                         config=self.cfg)
+        elif target == "fsim":
+            with runtime.use_target(self.cfg):
+                tensors, records = _runner.run(self.layers, inputs, virtual_threads, progress)
+        else:
+            tensors, records = _runner.run(self.layers, inputs, virtual_threads, progress, force_cpu=True)
+        dt = time.perf_counter() - t
+        exact = None
+        if check:
+            ref = self.reference(inputs)
+            exact = all(np.array_equal(ref[k], tensors[k]) for k in ref)
+        return RunResult(tensors, records, exact, dt, target)
+
+    def compare_ort(self, inputs: dict, session=None):
+        """Agreement of every layer with onnxruntime (fed onnxruntime's own inputs) and onnxruntime's
+        tensors; returns (Agreement, ort_tensors)."""
+        sess = session or _ort.session(self.onnx_model)
+        theirs = _ort.run_all(sess, inputs, self.graph)
+        return _ort.layer_agreement(self.layers, theirs, inputs), theirs
+
+    def placement_table(self, records) -> str:
+        lines = [f"{'node':34s} {'kind':10s} {'ran on':6s} why"]
+        for r in records:
+            lines.append(f"{r['name'][:34]:34s} {r['kind']:10s} {r['where']:6s} {r['reason']}")
+        return "\n".join(lines)

@@ -1,0 +1,287 @@
+"""Integer requantization as VTA's tensor ALU computes it: the steps, how they are chosen, and numpy.
+
+A quantized layer's real result is ``acc * M`` in output units, where ``acc`` is the exact int32
+accumulator (with the zero-point and bias corrections folded in) and ``M = s_in * s_w / s_out`` is a
+float that is rarely a power of two. VTA's ALU works on 32-bit lanes with 16-bit signed immediates
+and five operations (MIN, MAX, ADD, SHR, MUL), so the multiplication by ``M`` is done in fixed point
+as a short list of ALU steps (:class:`Step`), applied in order, in place, to every accumulator:
+
+1. ``ADD vector`` -- the per-channel int32 bias (the layer's bias, the zero-point correction and the
+   rounding constant of step 2), broadcast along the spatial axes;
+2. ``SHR s1`` -- drop low bits so the product of step 4 fits in 32 bits;
+3. ``MAX lo``, ``MIN hi`` -- clip to a range just wider than the one that saturates anyway (only when
+   the product could otherwise overflow), so saturation is unchanged;
+4. ``MUL m0`` -- the fixed-point multiplier, ``m0 ~= M * 2**(s1 + s2)``, ``m0 < 2**15``;
+5. ``SHR a; ADD 2**14; SHR 15`` (or ``ADD 2**(s2-1); SHR s2`` when s2 <= 15) -- a rounding shift by
+   ``s2`` (floor of a floor is the floor of the whole, so the split shift is exact: round half up);
+6. ``ADD zero_point``; ``MAX qmin``; ``MIN qmax`` -- the output zero point and saturation to int8
+   [-128, 127] or uint8 [0, 255]; STORE writes the low 8 bits, read back as int8 or uint8.
+
+:func:`requant_steps` chooses ``s1``, ``s2`` and ``m0`` by brute force to minimise the worst-case
+error (at most about 2**-8 output units; docs/numerics.md), under the constraints that every
+immediate fits 16 signed bits and no intermediate leaves 32 bits. :func:`apply_steps` is the numpy
+definition, with exactly the golden model's ALU semantics (int32 wrap-around, arithmetic shift).
+
+Configs without the ALU's MUL get :class:`NumericsError`; the partitioner then keeps that layer on
+the CPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Step", "QParams", "NumericsError", "requant_steps", "rescale_steps", "rescale_reference", "apply_steps", "steps_error",
+           "qrange", "quantize_float", "dequantize", "IMM_MAX", "IMM_MIN"]
+
+IMM_MAX = (1 << 15) - 1
+IMM_MIN = -(1 << 15)
+_I32 = 1 << 31
+
+
+class NumericsError(ValueError):
+    """A requantization that VTA's ALU cannot do on this config (e.g. no MUL)."""
+
+
+@dataclass(frozen=True)
+class QParams:
+    """Per-tensor quantization: real = scale * (q - zero_point); dtype 'int8' or 'uint8'."""
+    scale: float
+    zero_point: int
+    dtype: str = "int8"
+
+    def __post_init__(self):
+        if self.dtype not in ("int8", "uint8"):
+            raise ValueError(f"dtype = {self.dtype!r}; allowed: 'int8', 'uint8'")
+        lo, hi = qrange(self.dtype)
+        if not lo <= self.zero_point <= hi:
+            raise ValueError(f"zero_point = {self.zero_point}; allowed [{lo}, {hi}] for {self.dtype}")
+        if not (self.scale > 0 and math.isfinite(self.scale)):
+            raise ValueError(f"scale = {self.scale}; must be a positive finite number")
+
+    @property
+    def np_dtype(self):
+        return np.int8 if self.dtype == "int8" else np.uint8
+
+
+@dataclass(frozen=True)
+class Step:
+    """One ALU pass over the accumulators: op in {'add', 'shr', 'min', 'max', 'mul'}; operand an int
+    immediate, or 'v0' / 'v1' / 'v2' for a per-channel int32 vector (v0: the bias)."""
+    op: str
+    operand: int | str
+
+    def __post_init__(self):
+        if self.op not in ("add", "shr", "min", "max", "mul"):
+            raise ValueError(f"step op = {self.op!r}; allowed: add, shr, min, max, mul")
+        if isinstance(self.operand, str):
+            if self.operand not in ("v0", "v1", "v2") or self.op == "shr":
+                raise ValueError(f"step ({self.op}, {self.operand!r}): a vector operand is 'v0', 'v1' or "
+                                 f"'v2', of add, min, max or mul")
+        elif not IMM_MIN <= int(self.operand) <= IMM_MAX:
+            raise ValueError(f"step ({self.op}, {self.operand}): immediate outside [{IMM_MIN}, {IMM_MAX}]")
+
+
+def qrange(dtype: str) -> tuple[int, int]:
+    """(qmin, qmax) of 'int8' or 'uint8'."""
+    if dtype == "int8":
+        return -128, 127
+    if dtype == "uint8":
+        return 0, 255
+    raise ValueError(f"dtype = {dtype!r}; allowed: 'int8', 'uint8'")
+
+
+def quantize_float(x, qp: QParams) -> np.ndarray:
+    """ONNX QuantizeLinear as onnxruntime computes it: float32 x / scale, round half to even, + zero
+    point, saturate."""
+    lo, hi = qrange(qp.dtype)
+    q = np.rint(np.asarray(x, np.float32) / np.float32(qp.scale)).astype(np.float64) + qp.zero_point
+    return np.clip(q, lo, hi).astype(qp.np_dtype)
+
+
+def dequantize(q, qp: QParams) -> np.ndarray:
+    """ONNX DequantizeLinear in float32."""
+    return ((np.asarray(q, np.int32) - qp.zero_point).astype(np.float32) * np.float32(qp.scale))
+
+
+def _shift_steps(s2: int) -> list[Step]:
+    if s2 == 0:
+        return []
+    if s2 <= 15:
+        return [Step("add", 1 << (s2 - 1)), Step("shr", s2)]
+    return [Step("shr", s2 - 15), Step("add", 1 << 14), Step("shr", 15)]
+
+
+def _search(M: float, T: int, qmin: int, qmax: int):
+    """(error, k, S, m1, m2) of the most precise two-multiply form for values |t| <= T, or None."""
+    best = None
+    for k in range(0, 24):
+        r1 = (1 << (k - 1)) if k else 0
+        m1max = min(IMM_MAX, (_I32 - 1 - r1) // max(T, 1))
+        if m1max < 1:
+            continue
+        for m2 in range(1, 257):
+            # the largest S with m1 = round(M 2^(k+S) / m2) <= m1max
+            S = math.floor(math.log2(m1max * m2 / (M * 2.0 ** k)))
+            if S < 0:
+                continue
+            S = min(S, 40)
+            m1 = round(M * 2.0 ** (k + S) / m2)
+            while m1 > m1max and S > 0:
+                S -= 1
+                m1 = round(M * 2.0 ** (k + S) / m2)
+            if m1 < 1 or S > 30:
+                continue
+            p2 = (T * m1 + r1) // (1 << k) + 1
+            if p2 * m2 + ((1 << (S - 1)) if S else 0) >= _I32:
+                continue
+            err = (0.5 * m2 / 2.0 ** S if k else 0.0) + \
+                (qmax - qmin + 2) * abs(m1 * m2 / 2.0 ** (k + S) - M) / M
+            if best is None or err < best[0] - 1e-15:
+                best = (err, k, S, m1, m2)
+    return best
+
+
+def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool = True):
+    """ALU steps that map accumulators ``acc`` (|acc + v0| <= acc_bound) to ``round(acc * M) + zp``
+    saturated to the output type.
+
+    Returns (steps, extra): ``extra`` = (offset to add to vector v0, clip vectors) where the clip
+    vectors are the constants of the operands 'v1' (lower bound) and 'v2' (upper bound) when they do
+    not fit an immediate (else ``()``). Raises :class:`NumericsError` when ``alu_mul`` is False and
+    ``M`` is not a power of two.
+    """
+    M = float(multiplier)
+    if not (M > 0 and math.isfinite(M)):
+        raise NumericsError(f"requantization multiplier {M}; must be positive and finite")
+    qmin, qmax = qrange(out.dtype)
+    zp = out.zero_point
+    tail = [Step("add", zp), Step("max", qmin), Step("min", qmax)]
+    m_exp = math.frexp(M)
+    if not alu_mul:
+        if m_exp[0] != 0.5 or M > 1:
+            raise NumericsError(f"requantization multiplier {M:.6g} is not a power of two <= 1 and the "
+                                f"config has no ALU MUL (ALU_MUL = 0)")
+        s = -(m_exp[1] - 1)
+        return [Step("add", "v0")] + _shift_steps(s) + tail, (0, ())
+    lo = math.floor((qmin - zp - 2) / M)
+    hi = math.ceil((qmax - zp + 2) / M)
+    unclipped = _search(M, acc_bound, qmin, qmax)
+    clip = acc_bound > min(-lo, hi)
+    best = unclipped
+    if clip:
+        clipped = _search(M, max(-lo, hi), qmin, qmax)
+        # clipping costs two or four ALU passes per row: only when it buys needed precision
+        if unclipped is None or (clipped is not None and unclipped[0] > max(clipped[0], 2.0 ** -12)):
+            best = clipped
+        else:
+            clip = False
+    if best is None:
+        raise NumericsError(f"no fixed-point form of multiplier {M:.6g} fits VTA's 32-bit ALU with 16-bit "
+                            f"immediates")
+    _, k, S, m1, m2 = best
+    steps = [Step("add", "v0")]
+    vectors = ()
+    if clip:
+        if IMM_MIN <= lo and hi <= IMM_MAX:
+            steps += [Step("max", lo), Step("min", hi)]
+        else:
+            steps += [Step("max", "v1"), Step("min", "v2")]
+            vectors = (lo, hi)
+    steps.append(Step("mul", m1))
+    steps += _shift_steps(k)
+    if m2 != 1:
+        steps.append(Step("mul", m2))
+    steps += _shift_steps(S)
+    return steps + tail, (0, vectors)
+
+
+def _factor(target: float, m2max: int):
+    """m1 * m2 closest to ``target`` with 1 <= m1 <= IMM_MAX, 1 <= m2 <= m2max."""
+    best = None
+    for m2 in range(1, m2max + 1):
+        m1 = min(IMM_MAX, max(1, round(target / m2)))
+        e = abs(m1 * m2 - target)
+        if best is None or e < best[0]:
+            best = (e, m1, m2)
+    return best[1], best[2]
+
+
+def rescale_steps(multipliers, zero_points, out: QParams):
+    """Integer rescaling of one or two int8 inputs into ``out`` (Add, or a ReLU / pool / flatten whose
+    output quantization differs): ``round(sum_i (q_i - z_i) * M_i) + zp_out``, saturated.
+
+    Returns (factors, steps_tail): input i is offset by ``-z_i`` and multiplied by ``m1_i`` then
+    ``m2_i`` (two immediates, so the product approximates ``M_i 2**S`` to about 21 bits), the
+    products are summed, then ``steps_tail`` (rounding shift by S, zero point, saturation).
+    """
+    ms = [float(m) for m in multipliers]
+    qmin, qmax = qrange(out.dtype)
+    if min(ms) <= 0:
+        raise NumericsError(f"rescale multipliers {ms}; must be positive")
+    # |q - z| <= 255: each product <= 255 * M_i 2^S, their sum and the rounding constant < 2^31
+    S = math.floor(math.log2((_I32 // 2) / (256 * sum(ms))))
+    S = min(S, 30, math.floor(math.log2(IMM_MAX * 64 / max(ms))))
+    if S < 0:
+        raise NumericsError(f"rescale multipliers {ms} are too large for 32-bit lanes")
+    factors = [_factor(m * 2.0 ** S, 64) for m in ms]
+    if any(m1 * m2 == 0 for m1, m2 in factors):
+        raise NumericsError(f"rescale multipliers {ms}: one rounds to zero")
+    tail = _shift_steps(S) + [Step("add", out.zero_point), Step("max", qmin), Step("min", qmax)]
+    return factors, tail
+
+
+def rescale_reference(xs, zero_points, factors, tail) -> np.ndarray:
+    """numpy of a rescale: sum_i ((x_i - z_i) * m1_i * m2_i) then the tail steps, int8."""
+    acc = None
+    for x, z, (m1, m2) in zip(xs, zero_points, factors):
+        t = _alu("mul", _alu("mul", _alu("add", np.asarray(x, np.int32), -int(z)), m1), m2)
+        acc = t if acc is None else _alu("add", acc, t)
+    return apply_steps(acc, tail).astype(np.int8)
+
+
+def _alu(op: str, a: np.ndarray, b) -> np.ndarray:
+    a = a.astype(np.int64)
+    b = np.asarray(b, np.int64)
+    if op == "add":
+        r = a + b
+    elif op == "mul":
+        r = a * b
+    elif op == "min":
+        r = np.minimum(a, b)
+    elif op == "max":
+        r = np.maximum(a, b)
+    else:  # shr: arithmetic right shift (negative = left), as the golden model's ALU
+        r = np.where(b >= 0, np.right_shift(a, np.clip(b, 0, 31)), np.left_shift(a, np.clip(-b, 0, 31)))
+    return r.astype(np.int32)       # wraps to 32 bits like the ALU
+
+
+def apply_steps(acc, steps, vectors=None, channel_axis: int = 1) -> np.ndarray:
+    """Apply ALU steps to int32 accumulators; ``vectors`` (V, channels) int32 are the operands 'v0',
+    'v1', ... along ``channel_axis``. Returns int32 (the caller casts to the 8-bit output type)."""
+    y = np.asarray(acc).astype(np.int32)
+    for st in steps:
+        if isinstance(st.operand, str):
+            i = int(st.operand[1:])
+            if vectors is None or i >= len(vectors):
+                raise ValueError(f"the steps use vector {st.operand} but {0 if vectors is None else len(vectors)} "
+                                 f"were given")
+            shape = [1] * y.ndim
+            shape[channel_axis] = -1
+            y = _alu(st.op, y, np.asarray(vectors[i], np.int64).astype(np.int32).reshape(shape))
+        else:
+            y = _alu(st.op, y, int(st.operand))
+    return y
+
+
+def steps_error(multiplier: float, steps) -> float:
+    """The effective multiplier of ``steps`` relative to ``multiplier`` minus 1 (for reports)."""
+    shift, m0 = 0, 1
+    for st in steps:
+        if st.op == "shr":
+            shift += int(st.operand)
+        elif st.op == "mul":
+            m0 *= int(st.operand)
+    return m0 / 2.0 ** shift / multiplier - 1

@@ -1,0 +1,106 @@
+"""Small float ONNX graphs of one supported operator, quantized with onnxruntime's quantize_static."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+
+
+def _model(nodes, inits, in_shape, out_shape, extra_inputs=()):
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)]
+    inputs += [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in extra_inputs]
+    g = helper.make_graph(nodes, "t", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+                          [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def single_op(op: str, rng, **kw):
+    """(float model, input shape) with a convolution in front where the op needs a computed input."""
+    c, h = kw.get("c", 8), kw.get("h", 9)
+    shape = [1, c, h, h]
+    w1 = {"w1": rng.normal(0, 0.3, (c, c, 3, 3)), "b1": rng.normal(0, 0.1, c)}
+    pre = helper.make_node("Conv", ["x", "w1", "b1"], ["t"], pads=[1, 1, 1, 1])
+    if op == "conv":
+        k, s, p, o = kw.get("k", 3), kw.get("stride", 1), kw.get("pad", 1), kw.get("o", 20)
+        ho = (h + 2 * p - k) // s + 1
+        n = helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[p] * 4, strides=[s, s], kernel_shape=[k, k])
+        return _model([n], {"w": rng.normal(0, 0.3, (o, c, k, k)), "b": rng.normal(0, 0.2, o)}, shape,
+                      [1, o, ho, ho]), shape
+    if op == "conv_relu":
+        n = helper.make_node("Relu", ["t"], ["y"])
+        return _model([pre, n], w1, shape, shape), shape
+    if op in ("gemm", "matmul"):
+        k, m = kw.get("k", 40), kw.get("m", 24)
+        if op == "gemm":
+            n = helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)
+            inits = {"w": rng.normal(0, 0.2, (m, k)), "b": rng.normal(0, 0.1, m)}
+        else:
+            n = helper.make_node("MatMul", ["x", "w"], ["y"])
+            inits = {"w": rng.normal(0, 0.2, (k, m))}
+        return _model([n], inits, [3, k], [3, m]), [3, k]
+    if op == "add":
+        n = helper.make_node("Add", ["t", "x"], ["y"])
+        return _model([pre, n], w1, shape, shape), shape
+    if op == "relu":            # a ReLU that quantize_static cannot fold: its input has another consumer
+        n = helper.make_node("Relu", ["t"], ["r"])
+        a = helper.make_node("Add", ["r", "t"], ["y"])
+        return _model([pre, n, a], w1, shape, shape), shape
+    if op == "float_relu":      # a ReLU on the float graph input stays in float
+        n = helper.make_node("Relu", ["x"], ["y"])
+        return _model([n], {}, shape, shape), shape
+    if op == "maxpool":
+        n = helper.make_node("MaxPool", ["t"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+        return _model([pre, n], w1, shape, [1, c, (h - 1) // 2 + 1, (h - 1) // 2 + 1]), shape
+    if op == "gap":
+        n = helper.make_node("GlobalAveragePool", ["t"], ["y"])
+        return _model([pre, n], w1, shape, [1, c, 1, 1]), shape
+    if op == "flatten":
+        n = helper.make_node("Flatten", ["t"], ["y"], axis=1)
+        return _model([pre, n], w1, shape, [1, c * h * h]), shape
+    if op == "sigmoid":
+        n = helper.make_node("Sigmoid", ["t"], ["y"])
+        return _model([pre, n], w1, shape, shape), shape
+    if op == "group_conv":
+        n = helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1] * 4, group=2)
+        return _model([n], {"w": rng.normal(0, 0.3, (c, c // 2, 3, 3)), "b": rng.normal(0, 0.1, c)}, shape,
+                      shape), shape
+    raise ValueError(op)
+
+
+def quantized(op: str, seed: int = 0, calib: int = 8, **kw):
+    """(QDQ model, input shape, rng for test inputs)."""
+    rng = np.random.default_rng(seed)
+    extra = kw.pop("extra_options", None)
+    kwargs = {k: kw.pop(k) for k in ("activation_type", "per_channel") if k in kw}
+    model, shape = single_op(op, rng, **kw)
+    cal = rng.normal(0, 1, (calib, *shape[1:])) if shape[0] == 1 else rng.normal(0, 1, (calib, *shape))
+    return quantize_with(model, cal.astype(np.float32), shape, extra, **kwargs), shape, rng
+
+
+def quantize_with(model, cal, shape, extra=None, **kwargs):
+    import os
+    import tempfile
+
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader, quantize_static
+
+    if shape[0] == 1:
+        items = [{"x": cal[i:i + 1]} for i in range(len(cal))]
+    else:
+        items = [{"x": cal[i]} for i in range(len(cal))]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(items)
+
+        def get_next(self):
+            return next(self.it, None)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "f.onnx"), os.path.join(tmp, "q.onnx")
+        onnx.save(model, src)
+        quantize_static(src, dst, Reader(), extra_options=extra, **kwargs)
+        return onnx.load(dst)

@@ -1,0 +1,47 @@
+"""Model: the whole pipeline on a small network with every supported op, golden model and onnxruntime."""
+
+import numpy as np
+import pytest
+
+from apps import resnet18
+from apps.onnx.__main__ import main
+from apps.onnx.model import Model
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """A reduced ResNet-18 (width 8, 32x32 image): conv, max pool, add, global average pool, flatten, gemm."""
+    _, q = resnet18.quantized_model(8, 32, calib=4)
+    return q
+
+
+def test_run_is_exact_and_agrees_with_onnxruntime(tiny):
+    m = Model(tiny)
+    x = resnet18.calibration_images(2, 32, seed=5)
+    for i in range(2):
+        res = m.run({"input": x[i:i + 1]}, target="fsim")
+        assert res.exact
+        assert {r["kind"] for r in res.records if r["where"] == "vta"} == {"conv", "add", "dense"}
+        ag, theirs = m.compare_ort({"input": x[i:i + 1]})
+        assert ag.max_diff <= 1 and ag.worst_layer_fraction >= 0.999, ag.table()
+        assert np.argmax(theirs["logits"]) == np.argmax(res.tensors["logits"])
+
+
+def test_cpu_target_is_the_reference(tiny):
+    m = Model(tiny)
+    x = resnet18.calibration_images(1, 32, seed=6)
+    res = m.run({"input": x}, target="cpu")
+    assert res.exact and all(r["where"] == "cpu" for r in res.records)
+    with pytest.raises(ValueError, match="target = 'gpu'"):
+        m.run({"input": x}, target="gpu")
+
+
+def test_command_line(tiny, tmp_path, capsys):
+    import onnx
+    path = tmp_path / "tiny.onnx"
+    onnx.save(tiny, path)
+    assert main([str(path), "--csv", str(tmp_path / "r.csv"), "--png", str(tmp_path / "r.png")]) == 0
+    out = capsys.readouterr().out
+    assert "equal to the numpy int8 reference: PASS" in out
+    assert "top-1 identical True" in out
+    assert (tmp_path / "r.csv").exists() and (tmp_path / "r.png").exists()

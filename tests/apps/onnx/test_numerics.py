@@ -1,0 +1,72 @@
+"""Fixed-point requantization on VTA's ALU: precision, ranges and the operand rules."""
+
+import math
+
+import numpy as np
+import pytest
+
+from apps.onnx.numerics import (IMM_MAX, NumericsError, QParams, Step, apply_steps, requant_steps, rescale_reference,
+                                rescale_steps, steps_error)
+
+
+def _exact(acc, M, zp, lo, hi):
+    return np.clip(np.floor(acc * M + 0.5) + zp, lo, hi)
+
+
+@pytest.mark.parametrize("M,zp,dtype", [(0.0070045, -128, "int8"), (0.0025771, 13, "int8"), (3.1e-5, 0, "int8"),
+                                        (0.70131, -3, "int8"), (1.70937, 5, "int8"), (0.0123, 0, "uint8")])
+def test_requantization_is_within_a_hair_of_exact(M, zp, dtype):
+    out = QParams(1.0, zp, dtype)
+    bound = 1 << 24
+    steps, (off, clips) = requant_steps(M, out, bound)
+    assert off == 0
+    lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+    rng = np.random.default_rng(0)
+    acc = np.concatenate([rng.integers(-int(300 / M), int(300 / M), 200_000), [-bound, bound, 0]])
+    vec = np.stack([np.zeros(1, np.int64)] + [np.full(1, c) for c in clips])
+    ours = apply_steps(acc.reshape(1, -1), steps, vec, 0).ravel()
+    exact = _exact(acc, M, zp, lo, hi)
+    d = np.abs(ours - exact)
+    assert d.max() <= 1
+    assert (d == 0).mean() >= 0.9999
+    assert abs(steps_error(M, steps)) < 1e-5
+    for st in steps:
+        assert isinstance(st.operand, str) or abs(st.operand) <= IMM_MAX
+
+
+def test_without_mul_only_powers_of_two():
+    steps, _ = requant_steps(2.0 ** -7, QParams(1.0, 0), 1 << 20, alu_mul=False)
+    assert not any(s.op == "mul" for s in steps)
+    acc = np.arange(-5000, 5000)
+    assert np.array_equal(apply_steps(acc[None], steps, np.zeros((1, 1)), 0)[0],
+                          np.clip(np.floor(acc / 128 + 0.5), -128, 127))
+    with pytest.raises(NumericsError, match="not a power of two.*ALU_MUL = 0"):
+        requant_steps(0.003, QParams(1.0, 0), 1 << 20, alu_mul=False)
+
+
+def test_rescale_of_two_inputs():
+    out = QParams(0.05, -128)
+    factors, tail = rescale_steps([0.058 / 0.05, 0.032 / 0.05], [-8, -128], out)
+    a = np.arange(-128, 128, dtype=np.int8)[:, None].repeat(256, 1)
+    b = a.T.copy()
+    ours = rescale_reference([a, b], [-8, -128], factors, tail)
+    exact = np.clip(np.floor((a + 8.0) * 0.058 / 0.05 + (b + 128.0) * 0.032 / 0.05 + 0.5) - 128, -128, 127)
+    d = np.abs(ours - exact)
+    assert d.max() <= 1 and (d == 0).mean() >= 0.9999
+
+
+def test_step_operands_are_checked():
+    with pytest.raises(ValueError, match="immediate outside"):
+        Step("add", 1 << 15)
+    with pytest.raises(ValueError, match="vector operand"):
+        Step("shr", "v0")
+    with pytest.raises(ValueError, match="step op"):
+        Step("div", 3)
+
+
+def test_qparams_are_checked():
+    with pytest.raises(ValueError, match="zero_point = 200; allowed \\[-128, 127\\]"):
+        QParams(0.1, 200, "int8")
+    with pytest.raises(ValueError, match="scale"):
+        QParams(-1.0, 0)
+    assert math.isclose(QParams(0.5, 3).scale, 0.5)

@@ -1,0 +1,51 @@
+"""The per-layer report: rows, totals, CSV and PNG."""
+
+import csv
+
+import pytest
+
+from apps.onnx import report
+from sw.config import load_config
+
+RECORDS = [
+    {"name": "conv1", "kind": "conv", "where": "vta", "out_shape": (1, 64, 112, 112), "macs": 256 * 1000,
+     "counters": {"cycles": 2000, "inp_load_nbytes": 4000, "wgt_load_nbytes": 1000, "out_store_nbytes": 1000},
+     "seconds": 0.5},
+    {"name": "pool", "kind": "maxpool", "where": "cpu", "out_shape": (1, 64, 56, 56), "macs": 0, "counters": {},
+     "seconds": 0.01},
+    {"name": "fc", "kind": "dense", "where": "vta", "out_shape": (1, 1000), "macs": 512000,
+     "counters": {"cycles": 64000, "wgt_load_nbytes": 512000}, "seconds": 0.1},
+]
+
+
+def test_rows_and_totals():
+    cfg = load_config("default")
+    rows = report.rows(RECORDS, cfg)
+    assert rows[0]["utilization"] == pytest.approx(256 * 1000 / (2000 * 256))
+    # bound = max(1000 cycles of MACs, 6000 bytes / 8) = 1000; fraction of 2000 cycles
+    assert rows[0]["roofline_fraction"] == pytest.approx(0.5)
+    assert rows[0]["dram_bytes"] == 6000 and rows[0]["shape"] == "1x64x112x112"
+    assert rows[1]["cycles"] == 0 and rows[1]["utilization"] != rows[1]["utilization"]   # NaN: no cycles
+    t = report.totals(rows, cfg)
+    assert t["cycles"] == 66000 and t["vta_layers"] == 2
+    assert t["inferences_per_s_100MHz"] == pytest.approx(1e8 / 66000)
+    assert t["conv_utilization"] == pytest.approx(0.5)
+    text = report.format_table(rows, cfg)
+    assert "cycles 66,000" in text and "conv1" in text
+
+
+def test_golden_rows_say_cycles_are_not_counted():
+    cfg = load_config("default")
+    recs = [dict(r, counters={k: v for k, v in r["counters"].items() if k != "cycles"}) for r in RECORDS]
+    assert "not counted on the golden model" in report.format_table(report.rows(recs, cfg), cfg)
+
+
+def test_csv_and_png(tmp_path):
+    cfg = load_config("default")
+    rows = report.rows(RECORDS, cfg)
+    report.write_csv(rows, tmp_path / "r.csv")
+    with open(tmp_path / "r.csv") as f:
+        got = list(csv.DictReader(f))
+    assert [g["layer"] for g in got] == ["conv1", "pool", "fc"] and got[2]["cycles"] == "64000"
+    report.write_png(rows, tmp_path / "r.png", "t")
+    assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,56 @@
+"""ResNet-18 built in code, quantized with quantize_static, run whole on the golden model and the RTL."""
+
+import numpy as np
+import pytest
+
+from apps import resnet18
+from apps.onnx.model import Model
+
+
+def test_architecture_is_torchvision_resnet18():
+    m = resnet18.build(width=8, image=32)
+    ops = [n.op_type for n in m.graph.node]
+    assert ops.count("Conv") == 20 and ops.count("Add") == 8 and ops.count("Gemm") == 1
+    assert ops.count("MaxPool") == 1 and ops.count("GlobalAveragePool") == 1
+    dims = [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim[1:]]
+    assert dims == [3, 32, 32]
+    assert resnet18.build(8, 32).SerializeToString() == m.SerializeToString()     # deterministic
+
+
+def test_calibration_images_are_normalized_and_seeded():
+    a = resnet18.calibration_images(3, 32)
+    assert a.shape == (3, 3, 32, 32) and a.dtype == np.float32
+    assert np.allclose([x.std() for x in a], 1.0, atol=1e-5)
+    assert np.array_equal(a, resnet18.calibration_images(3, 32))
+
+
+@pytest.mark.slow
+def test_whole_resnet18_on_the_golden_model():
+    """ImageNet shape, batch 1: bit-exact with the numpy reference, every layer within 1 LSB of onnxruntime
+    (>= 99.9 % equal), the same top-1."""
+    _, q = resnet18.quantized_model(64, 224)
+    m = Model(q)
+    x = resnet18.calibration_images(1, 224, seed=1000)
+    res = m.run({resnet18.INPUT: x}, target="fsim")
+    assert res.exact
+    macs = sum(r["macs"] for r in res.records if r["where"] == "vta")
+    assert macs == 1_814_073_344          # 20 convs + fc of torchvision's ResNet-18 at 224x224
+    ag, theirs = m.compare_ort({resnet18.INPUT: x})
+    assert ag.max_diff <= 1 and ag.worst_layer_fraction >= 0.999, ag.table()
+    assert np.argmax(theirs["logits"]) == np.argmax(res.tensors["logits"])
+
+
+def _reduced():
+    _, q = resnet18.quantized_model(16, 64, calib=4)
+    return q
+
+
+@pytest.mark.rtl
+def test_reduced_resnet18_on_the_rtl():
+    """Width 16, 64x64 image: the RTL computes what the golden model and the reference compute."""
+    m = Model(_reduced())
+    x = resnet18.calibration_images(1, 64, seed=7)
+    res = m.run({resnet18.INPUT: x}, target="rtl")
+    assert res.exact
+    cycles = [r["counters"].get("cycles", 0) for r in res.records if r["where"] == "vta"]
+    assert all(c > 0 for c in cycles)
