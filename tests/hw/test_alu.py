@@ -10,7 +10,7 @@ from sw.config import load_config
 from sw.isa import AluOp, Opcode, isa_for
 from hw.alu import Alu
 from hw.sram import join_acc, make_memory
-from tests.hw.dma_model import pack_rows, unpack_rows
+from tests.hw.bus_models import pack_rows, unpack_rows
 
 SMALL = load_config("small")
 MUL_CFG = SMALL.with_changes(ALU_MUL=1)

@@ -1,33 +1,17 @@
 """AxiMaster against the AxiMemory model: arbitration, burst splitting, strobes, back-pressure."""
 
-import gc
-import os
 import random
-import sys
-import warnings
 
 import numpy as np
 import pytest
-from amaranth.hdl import Fragment, UnusedElaboratable
+from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
-sys.path.insert(0, os.path.dirname(__file__))
-from axi_memory import AxiMemory  # noqa: E402
 
-from hw.axi import AxiMaster  # noqa: E402
+from hw.axi import AxiMaster
+from tests.hw.bus_models import AxiMemory, assert_value_error
 
 MEM_SIZE = 1 << 15
-
-
-def assert_value_error(match, cls, *args, **kwargs):
-    """``cls(*args, **kwargs)`` raises a ValueError whose message matches ``match``."""
-    with warnings.catch_warnings():
-        # The half-built object is never elaborated; do not warn about it.
-        warnings.simplefilter("ignore", UnusedElaboratable)
-        with pytest.raises(ValueError, match=match) as info:
-            cls(*args, **kwargs)
-        del info
-        gc.collect()
 
 
 def word_at(mem, addr, nbytes):

@@ -10,7 +10,7 @@ from sw.config import load_config
 from sw.isa import AluOp, MemId, Opcode, isa_for
 from hw.compute import Compute
 from hw.sram import make_memory
-from tests.hw.dma_model import DmaModel, pack_rows, unpack_rows
+from tests.hw.bus_models import DmaModel, pack_rows, unpack_rows
 from tests.hw.test_alu import alu_insn, ref_alu
 from tests.hw.test_gemm import gemm_insn, ref_gemm
 from tests.hw.test_load import mem_insn, ref_load

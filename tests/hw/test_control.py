@@ -1,54 +1,14 @@
 """ControlRegs: AXI4-Lite register access, launch/finish handshake, counters, read-only registers."""
 
-import gc
 import random
-import warnings
 
 import pytest
-from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
 from hw.control import (REGISTER_MAP, REGISTERS, ControlRegs, ErrorCode, config_words,
                         register_table_markdown, version_word)
 from sw.config import load_config
-
-
-def assert_value_error(match, cls, *args, **kwargs):
-    """``cls(*args, **kwargs)`` raises a ValueError whose message matches ``match``."""
-    with warnings.catch_warnings():
-        # The half-built object is never elaborated; do not warn about it.
-        warnings.simplefilter("ignore", UnusedElaboratable)
-        with pytest.raises(ValueError, match=match) as info:
-            cls(*args, **kwargs)
-        del info
-        gc.collect()
-
-
-async def axil_write(ctx, bus, addr, data, strb=0xF):
-    ctx.set(bus.awaddr, addr)
-    ctx.set(bus.wdata, data)
-    ctx.set(bus.wstrb, strb)
-    ctx.set(bus.awvalid, 1)
-    ctx.set(bus.wvalid, 1)
-    await ctx.tick().until(bus.awready & bus.wready)
-    ctx.set(bus.awvalid, 0)
-    ctx.set(bus.wvalid, 0)
-    ctx.set(bus.bready, 1)
-    resp, = await ctx.tick().sample(bus.bresp).until(bus.bvalid)
-    ctx.set(bus.bready, 0)
-    assert resp == 0
-
-
-async def axil_read(ctx, bus, addr):
-    ctx.set(bus.araddr, addr)
-    ctx.set(bus.arvalid, 1)
-    await ctx.tick().until(bus.arready)
-    ctx.set(bus.arvalid, 0)
-    ctx.set(bus.rready, 1)
-    data, resp = await ctx.tick().sample(bus.rdata, bus.rresp).until(bus.rvalid)
-    ctx.set(bus.rready, 0)
-    assert resp == 0
-    return data
+from tests.hw.bus_models import assert_value_error, axil_read, axil_write
 
 
 def run(dut, bench):

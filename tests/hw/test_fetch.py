@@ -1,9 +1,7 @@
 """Fetch: instruction streams from the AXI memory model, routing, checks, back-pressure."""
 
 import gc
-import os
 import random
-import sys
 import warnings
 
 import pytest
@@ -11,14 +9,13 @@ from amaranth.hdl import Elaboratable, Module, UnusedElaboratable
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-sys.path.insert(0, os.path.dirname(__file__))
-from axi_memory import AxiMemory  # noqa: E402
 
-from hw.axi import AxiMaster  # noqa: E402
-from hw.control import REGISTERS, ControlRegs, ErrorCode  # noqa: E402
-from hw.fetch import Fetch  # noqa: E402
-from sw.config import load_config  # noqa: E402
-from sw.isa import STAGE_COMPUTE, STAGE_LOAD, STAGE_STORE, AluOp, MemId, Opcode, isa_for  # noqa: E402
+from hw.axi import AxiMaster
+from tests.hw.bus_models import AxiMemory, axil_read, axil_write
+from hw.control import REGISTERS, ControlRegs, ErrorCode
+from hw.fetch import Fetch
+from sw.config import load_config
+from sw.isa import STAGE_COMPUTE, STAGE_LOAD, STAGE_STORE, AluOp, MemId, Opcode, isa_for
 
 MEM_SIZE = 1 << 14
 QUEUES = {STAGE_LOAD: "load", STAGE_COMPUTE: "compute", STAGE_STORE: "store"}
@@ -387,51 +384,31 @@ def test_error_finishes_the_run():
     mem.add_to(sim)
     bus = top.regs.bus
 
-    async def write(ctx, addr, value):
-        ctx.set(bus.awaddr, addr)
-        ctx.set(bus.wdata, value)
-        ctx.set(bus.wstrb, 0xF)
-        ctx.set(bus.awvalid, 1)
-        ctx.set(bus.wvalid, 1)
-        ctx.set(bus.bready, 1)
-        await ctx.tick().until(bus.awready)
-        ctx.set(bus.awvalid, 0)
-        ctx.set(bus.wvalid, 0)
-        await ctx.tick().until(bus.bvalid)
-
-    async def read(ctx, addr):
-        ctx.set(bus.araddr, addr)
-        ctx.set(bus.arvalid, 1)
-        ctx.set(bus.rready, 1)
-        await ctx.tick().until(bus.arready)
-        ctx.set(bus.arvalid, 0)
-        value, = await ctx.tick().sample(bus.rdata).until(bus.rvalid)
-        return value
 
     async def bench(ctx):
-        await write(ctx, REGISTERS["insn_count"], len(words))
-        await write(ctx, REGISTERS["insn_addr"], 0x300)
-        await write(ctx, REGISTERS["control"], 1)
+        await axil_write(ctx, bus, REGISTERS["insn_count"], len(words))
+        await axil_write(ctx, bus, REGISTERS["insn_addr"], 0x300)
+        await axil_write(ctx, bus, REGISTERS["control"], 1)
         for _ in range(200):
-            if await read(ctx, REGISTERS["control"]) == 0b10:
+            if await axil_read(ctx, bus, REGISTERS["control"]) == 0b10:
                 break
         else:
             raise AssertionError("the run did not finish")
-        status = await read(ctx, REGISTERS["status"])
+        status = await axil_read(ctx, bus, REGISTERS["status"])
         assert status == 0b110 | ErrorCode.RESERVED_DEP_FLAG << 8
-        assert await read(ctx, REGISTERS["insn_fetched"]) == 3
-        assert await read(ctx, REGISTERS["queue_compute"]) == 3
-        assert await read(ctx, REGISTERS["fetch_busy"]) > 0
+        assert await axil_read(ctx, bus, REGISTERS["insn_fetched"]) == 3
+        assert await axil_read(ctx, bus, REGISTERS["queue_compute"]) == 3
+        assert await axil_read(ctx, bus, REGISTERS["fetch_busy"]) > 0
         # Words up to the bad instruction, maybe more (counting stops at finish).
-        assert 2 * 4 <= await read(ctx, REGISTERS["dma_fetch_beats"]) <= 2 * len(words)
+        assert 2 * 4 <= await axil_read(ctx, bus, REGISTERS["dma_fetch_beats"]) <= 2 * len(words)
         # Relaunch at once with the program fixed: the stale error must not stop the new run.
         fixed = isa.words_to_array([gemm] * len(words))
         mem.mem[0x300:0x300 + len(fixed)] = fixed
-        await write(ctx, REGISTERS["control"], 1)
+        await axil_write(ctx, bus, REGISTERS["control"], 1)
         await ctx.tick().repeat(150)
-        assert await read(ctx, REGISTERS["control"]) == 0b01      # running: no FINISH in this bench
-        assert await read(ctx, REGISTERS["status"]) == 0b001
-        assert await read(ctx, REGISTERS["insn_fetched"]) == len(words)
+        assert await axil_read(ctx, bus, REGISTERS["control"]) == 0b01      # running: no FINISH in this bench
+        assert await axil_read(ctx, bus, REGISTERS["status"]) == 0b001
+        assert await axil_read(ctx, bus, REGISTERS["insn_fetched"]) == len(words)
 
     sim.add_testbench(bench)
     sim.run()

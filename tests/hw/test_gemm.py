@@ -10,7 +10,7 @@ from sw.config import load_config
 from sw.isa import Opcode, isa_for
 from hw.gemm import Gemm
 from hw.sram import join_acc, make_memory
-from tests.hw.dma_model import pack_rows, unpack_rows
+from tests.hw.bus_models import pack_rows, unpack_rows
 
 SMALL = load_config("small")
 

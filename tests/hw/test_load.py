@@ -10,7 +10,7 @@ from sw.config import load_config
 from sw.isa import MemId, Opcode, isa_for
 from hw.load import Load, TensorLoad
 from hw.sram import make_memory
-from tests.hw.dma_model import DmaModel
+from tests.hw.bus_models import DmaModel
 
 SMALL = load_config("small")
 INP_BASE, WGT_BASE = 0x8000, 0x10000

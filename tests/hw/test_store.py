@@ -10,7 +10,7 @@ from sw.config import load_config
 from sw.isa import MemId, Opcode, isa_for
 from hw.sram import make_memory
 from hw.store import Store
-from tests.hw.dma_model import DmaModel, pack_rows
+from tests.hw.bus_models import DmaModel, pack_rows
 
 SMALL = load_config("small")
 OUT_BASE = 0x8000
