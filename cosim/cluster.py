@@ -78,44 +78,47 @@ def fuzz(start: int, count: int, configs, n_ops: int = 24, shard: int = 200, sch
          cosim_options: dict | None = None, progress=print, client=None, on_result=None) -> dict:
     """Run the random programs and return counts, failures (with replay files) and timings."""
     shards = plan(start, count, configs, shard)
-    t0 = time.time()
-    results = {}
-    own_client = None
-    if scheduler is None and client is None:
-        for s in shards:
-            results[s["id"]] = r = run_shard(s, n_ops, fault, cosim_options)
-            _report(r, progress, on_result)
-    else:
-        from distributed import as_completed
-
-        client = client or (own_client := connect(scheduler, workers))
+    own_client = connect(scheduler, workers) if scheduler is not None and client is None else None
+    client = client or own_client
+    try:
         t0 = time.time()                        # the run, not the start of a local cluster
-        try:
-            run_id = f"{int(time.time() * 1000):x}-{os.getpid()}"
-            futures = [client.submit(run_shard, s, n_ops, fault, cosim_options, key=f"fuzz-{run_id}-{s['id']}",
-                                     retries=1) for s in shards]
-            for fut in as_completed(futures):
-                r = fut.result()
-                if r["id"] in results:          # a shard counts once, however often it ran
-                    continue
-                results[r["id"]] = r
-                _report(r, progress, on_result)
-        finally:
-            if own_client is not None and minimize == 0:
-                _close(own_client)
-    failures = [f for s in shards for f in results[s["id"]]["failures"]]
-    for f in failures:
-        if f["program"] is not None:
-            f["replay_file"] = str(replay.save(Path(out_dir) / f"{f['config']}-seed{f['seed']}.replay", f))
-    minimized = _minimize(failures[:minimize], client, scheduler, cosim_options, out_dir, progress) if minimize else []
-    if own_client is not None and minimize:
-        _close(own_client)
-    wall = time.time() - t0
+        results = _run_shards(shards, client, n_ops, fault, cosim_options, progress, on_result)
+        wall = time.time() - t0
+        failures = [f for s in shards for f in results[s["id"]]["failures"]]
+        for f in failures:
+            if f["program"] is not None:
+                f["replay_file"] = str(replay.save(Path(out_dir) / f"{f['config']}-seed{f['seed']}.replay", f))
+        minimized = _minimize(failures[:minimize], client, cosim_options, out_dir, progress) if minimize else []
+    finally:
+        if own_client is not None:
+            _close(own_client)
     return {"programs": sum(r["programs"] for r in results.values()), "shards": len(results),
             "launches": sum(r["launches"] for r in results.values()), "failures": failures, "minimized": minimized,
             "seconds": wall, "shard_seconds": sum(r["seconds"] for r in results.values()),
             "cpu_seconds": sum(r["cpu_seconds"] for r in results.values()),
             "workers": sorted({r["worker"] for r in results.values()}), "results": results}
+
+
+def _run_shards(shards, client, n_ops, fault, cosim_options, progress, on_result) -> dict:
+    """Shard id -> result, each shard once: here one after the other, or on the cluster of ``client``."""
+    results = {}
+    if client is None:
+        for s in shards:
+            results[s["id"]] = r = run_shard(s, n_ops, fault, cosim_options)
+            _report(r, progress, on_result)
+        return results
+    from distributed import as_completed
+
+    run_id = f"{int(time.time() * 1000):x}-{os.getpid()}"
+    futures = [client.submit(run_shard, s, n_ops, fault, cosim_options, key=f"fuzz-{run_id}-{s['id']}", retries=1)
+               for s in shards]
+    for fut in as_completed(futures):
+        r = fut.result()
+        if r["id"] in results:          # a shard counts once, however often it ran
+            continue
+        results[r["id"]] = r
+        _report(r, progress, on_result)
+    return results
 
 
 def _report(r, progress, on_result):
@@ -138,7 +141,7 @@ def _quiet(text):
     pass
 
 
-def _minimize(failures, client, scheduler, cosim_options, out_dir, progress) -> list:
+def _minimize(failures, client, cosim_options, out_dir, progress) -> list:
     todo = [f for f in failures if f["program"] is not None]
     if client is None:
         done = [triage.minimize_on_rtl(f, log=_quiet, **(cosim_options or {})) for f in todo]
@@ -161,17 +164,18 @@ def _minimize(failures, client, scheduler, cosim_options, out_dir, progress) -> 
 
 
 # ---------------------------------------------------------------------- measurements
-def launch_cost(config, repeats: int = 3) -> float:
-    """Seconds of one simulator launch that runs nothing (the model already built), the best of ``repeats``."""
+def launch_cost(config, repeats: int = 3) -> tuple:
+    """(wall seconds, CPU seconds) of one simulator launch that runs nothing (the model already built),
+    the best of ``repeats``."""
     import cosim
     from .faults import target_info
 
     cosim.run(target_info, [0], config=config)       # builds the model if needed
-    best = float("inf")
+    best = (float("inf"), float("inf"))
     for _ in range(repeats):
-        t = time.time()
+        t, c = time.time(), triage._cpu_seconds()
         cosim.run(target_info, [0], config=config)
-        best = min(best, time.time() - t)
+        best = min(best, (time.time() - t, triage._cpu_seconds() - c))
     return best
 
 
@@ -182,7 +186,7 @@ def bench(config="small", programs: int = 200, shard: int = 50, workers: int = 2
     Rates per core divide by the CPU time the shards used (the worker processes and their simulators),
     so they hold on a machine that other jobs share; wall-clock rates are given beside them.
     """
-    launch = launch_cost(config)
+    launch, launch_cpu = launch_cost(config)
     serial = fuzz(0, programs, [config], n_ops, shard, scheduler=None, progress=None)
     local = fuzz(0, programs, [config], n_ops, shard, scheduler="local", workers=workers, progress=None)
     rows = []
@@ -194,14 +198,14 @@ def bench(config="small", programs: int = 200, shard: int = 50, workers: int = 2
     print_fn("| run | programs/s (wall) | programs per CPU-second (per core) | cores used |\n|---|---|---|---|")
     for name, wall, per_core, cores in rows:
         print_fn(f"| {name} | {wall:.2f} | {per_core:.2f} | {cores:.2f} |")
-    per_program = launch / shard
-    print_fn(f"launch cost: {launch:.2f} s per launch (wall) = {per_program * 1000:.0f} ms per program at {shard} "
-             f"programs per launch")
+    print_fn(f"launch cost: {launch:.2f} s wall, {launch_cpu:.2f} CPU-s per launch = {launch_cpu / shard * 1000:.0f} "
+             f"CPU-ms per program at {shard} programs per launch (a program: {1000 / rows[0][2]:.0f} CPU-ms "
+             f"with its share of the launch)")
     per_core = rows[1][2]
     fleet = machines * cores_per_machine * per_core
     print_fn(f"{machines} machines x {cores_per_machine} cores at {per_core:.2f} programs per core-second: "
              f"{fleet:.0f} programs/s, {fleet * 3600:.3g} programs/hour")
-    return {"launch_s": launch, "serial": rows[0], "cluster": rows[1], "fleet_per_s": fleet,
+    return {"launch_s": launch, "launch_cpu_s": launch_cpu, "serial": rows[0], "cluster": rows[1], "fleet_per_s": fleet,
             "serial_failures": len(serial["failures"]), "cluster_failures": len(local["failures"])}
 
 
