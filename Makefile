@@ -11,10 +11,19 @@ JOBS   ?= auto
 
 all: test
 
+# lz4 for Verilator's FST waveform writer: built from the lz4 sdist on PyPI into $(VENV)/lz4 (setup, never in a test)
+LZ4_VERSION := 4.4.5
+
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,cosim,tvm]'
+	rm -rf $(VENV)/lz4 && mkdir -p $(VENV)/lz4/sdist
+	$(PY) -m pip download --quiet --no-deps --no-binary :all: lz4==$(LZ4_VERSION) -d $(VENV)/lz4/sdist
+	tar -xzf $(VENV)/lz4/sdist/lz4-$(LZ4_VERSION).tar.gz -C $(VENV)/lz4/sdist
+	cp $(VENV)/lz4/sdist/lz4-$(LZ4_VERSION)/lz4libs/*.[ch] $(VENV)/lz4/
+	cd $(VENV)/lz4 && cc -O2 -fPIC -c lz4.c -o lz4.o && ar rcs liblz4.a lz4.o
+	rm -rf $(VENV)/lz4/sdist
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -29,9 +38,11 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -q -m "not rtl and not slow and not fpga" tests
 
+# co-simulation speed per config: launch time, cycles/s of the cosim and of a plain Verilator main loop
+BENCH_CONFIGS ?= configs/default.json configs/batch2.json
 bench: $(STAMP)
 	$(PY) -m sw.bench --config $(CONFIG)
-	$(PY) -m cosim.bench --config $(CONFIG)
+	$(PY) -m cosim.bench --config $(BENCH_CONFIGS)
 	$(PY) -m cosim.workloads --config $(CONFIG)
 
 N ?= 1000

