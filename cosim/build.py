@@ -91,28 +91,22 @@ def _verilog_for(cfg: Config) -> "_verilog.Generated":
     return _verilog.generate(cfg)
 
 
-BUILD_ARGS = ["--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-CFLAGS", "-std=c++20", "-CFLAGS", "-O2",
+# Verilator flags of the co-simulation model (cosim.harness builds the ceiling with the same ones). The
+# clock is toggled by sim_main.cpp (VTA_TB_CPP_CLOCK), so no --timing; -rdynamic lets ctypes find dram.cpp.
+BUILD_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-CFLAGS", "-std=c++20", "-CFLAGS", "-O2",
               "-LDFLAGS", "-rdynamic", "--output-split", "2000", "--output-split-cfuncs", "2000",
-              "-O3", "--x-assign", "fast", "--x-initial", "fast"]
+              "-O3", "--x-assign", "fast", "--x-initial", "fast", "-DVTA_TB_CPP_CLOCK"]
+SIM_MAIN = Path(__file__).resolve().parent / "sim_main.cpp"
 
 
-def _runner_class():
+def _cocotb_link_args() -> list:
+    """Verilator flags that link cocotb's VPI library into the model."""
     try:
-        from cocotb_tools.runner import Verilator
+        import cocotb_tools.config
     except ImportError:
         raise ToolchainError("cocotb is not installed: run `make venv`") from None
-
-    class QuietVerilator(Verilator):
-        """cocotb's Verilator runner without ``--public-flat-rw`` (a control file names the public signals),
-        and with FST tracing compiled in when the build asks for it."""
-
-        def _build_command(self):
-            cmds = super()._build_command()
-            cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"]
-            if "--trace-fst" in cmds[0]:      # the runner's make call would otherwise switch tracing off
-                cmds[1] = ["VM_TRACE=1" if a.startswith("VM_TRACE=") else a for a in cmds[1]]
-            return cmds
-    return QuietVerilator
+    libs = cocotb_tools.config.libs_dir
+    return ["--vpi", "-LDFLAGS", f"-Wl,-rpath,{libs} -L{libs} -lcocotbvpi_verilator"]
 
 
 def lz4_dir() -> Path:
@@ -132,20 +126,20 @@ def model_key(cfg: Config, verilog_text: str, ports: str, args, parameters: dict
     """The cache key of a model: everything the Verilator build reads, and nothing else."""
     h = hashlib.sha256()
     for part in (verilog_text, ports, TESTBENCH_SV.read_text(), control_file(), DRAM_CPP.read_text(),
-                 " ".join(args), repr(sorted(parameters.items())), str(verilator_root()), _cocotb_version()):
+                 SIM_MAIN.read_text(), " ".join(args), repr(sorted(parameters.items())), str(verilator_root()), _cocotb_version()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:16]
 
 
-def build_model(config=None, waves: bool = False, quiet: bool = True) -> Model:
+def build_model(config=None, waves: bool = False) -> Model:
     """The model of ``config``, from the cache when what it is built from is unchanged (built otherwise)."""
     cfg = load_config(config)
     gen = _verilog_for(cfg)
     memo = (gen.directory, waves, str(CACHE_DIR))
     if memo in _BUILT and (_BUILT[memo].build_dir / "BUILT").exists():
         return _BUILT[memo]
-    model = _build_model(cfg, gen, waves, quiet)
+    model = _build_model(cfg, gen, waves)
     _BUILT[memo] = dataclasses.replace(model, seconds=0.0)
     return model
 
@@ -153,10 +147,10 @@ def build_model(config=None, waves: bool = False, quiet: bool = True) -> Model:
 _BUILT: dict = {}
 
 
-def _build_model(cfg, gen, waves, quiet) -> Model:
+def _build_model(cfg, gen, waves) -> Model:
     text, ports, interface = gen.text(), gen.ports_header.read_text(), gen.interface
     params = testbench_parameters(interface)
-    args = list(BUILD_ARGS)
+    args = list(BUILD_ARGS) + _cocotb_link_args()
     if waves:
         lz4 = lz4_dir()
         args += ["--trace-fst", "--trace-structs", "-CFLAGS", f"-I{lz4}", "-LDFLAGS", f"-L{lz4}"]
@@ -176,7 +170,7 @@ def _build_model(cfg, gen, waves, quiet) -> Model:
         (src / "vta_tb.sv").write_text(TESTBENCH_SV.read_text())
         (src / "public.vlt").write_text(control_file())
         t = time.time()
-        _run_build(cfg, build_dir, src, args + [str(DRAM_CPP)], params, quiet)
+        _run_build(cfg, build_dir, src, args, params)
         stamp.write_text(f"{time.time() - t:.1f}\n")
         return Model(cfg, build_dir, waves, time.time() - t, key)
 
@@ -189,34 +183,21 @@ def _cocotb_version() -> str:
         raise ToolchainError("cocotb is not installed: run `make venv`") from None
 
 
-def _run_build(cfg, build_dir: Path, src: Path, args, parameters, quiet):
-    from cocotb_tools.runner import VerilatorControlFile, Verilog
-
-    env = toolchain_env()
-    saved = dict(os.environ)
-    os.environ.update(env)
+def _run_build(cfg, build_dir: Path, src: Path, args, parameters):
+    """Verilate and compile ``vta_tb`` around ``vta_top`` with sim_main.cpp and dram.cpp into ``obj/vta_tb``."""
     log = build_dir / "build.log"
-    try:
-        runner = _runner_class()()
-        import contextlib
-        import io
-        out = io.StringIO()
-        with open(log, "w") as fh:
-            try:
-                # the runner prints the commands and the tools' output on its own stdout/stderr
-                with contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
-                    runner.build(sources=[Verilog(src / "vta_top.v"), Verilog(src / "vta_tb.sv"),
-                                          VerilatorControlFile(src / "public.vlt")],
-                                 includes=[src], parameters=parameters,
-                                 hdl_toplevel=TOPLEVEL, build_args=list(args), build_dir=build_dir / "obj",
-                                 always=True, log_file=log if quiet else None, timescale=("1ns", "1ps"))
-            except (subprocess.CalledProcessError, SystemExit, RuntimeError) as err:
-                text = log.read_text()[-6000:]
-                raise BuildError(f"building the Verilator model of config {cfg.name} failed ({err}); "
-                                 f"the tools said (last lines of {log}):\n{text}") from None
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    cmd = [str(verilator_root() / "bin" / "verilator"), "--cc", "--exe", "--build", "-j", "2",
+           "-Mdir", str(build_dir / "obj"), "--top-module", TOPLEVEL, "--prefix", "Vtop", "-o", TOPLEVEL, *args,
+           "--timescale", "1ns/1ps", f"-I{src}", *(f"-G{k}={v}" for k, v in parameters.items()),
+           str(src / "vta_top.v"), str(src / "vta_tb.sv"), str(src / "public.vlt"), str(SIM_MAIN), str(DRAM_CPP)]
+    with open(log, "w") as fh:
+        fh.write(" ".join(cmd) + "\n")
+        fh.flush()
+        res = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=toolchain_env())
+    if res.returncode:
+        text = log.read_text(errors="replace")[-6000:]
+        raise BuildError(f"building the Verilator model of config {cfg.name} failed (exit code {res.returncode}); "
+                         f"the tools said (last lines of {log}):\n{text}")
 
 
 if __name__ == "__main__":

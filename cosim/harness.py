@@ -1,7 +1,7 @@
 """The speed ceiling: the same Verilog and testbench in a minimal Verilator C++ main loop.
 
-No cocotb, no VPI, no ``--timing``: the testbench is built with ``VTA_TB_CPP_CLOCK`` (the clock is an
-input toggled by ``harness_main.cpp``) and otherwise the co-simulation's flags. The program is prepared on
+No cocotb, no VPI: ``harness_main.cpp`` toggles the clock and calls ``eval`` (like the co-simulation's
+``sim_main.cpp``, without its VPI callbacks), and the build uses the co-simulation's flags. The program is prepared on
 the golden model (same runtime, same addresses), its device memory is written to a file, and the
 testbench's autorun launches it and prints the cycles; the harness reports the wall time of its loop.
 """
@@ -29,8 +29,8 @@ __all__ = ["build_harness", "harness_speed", "HARNESS_ARGS"]
 
 MAIN_CPP = Path(__file__).resolve().parent / "harness_main.cpp"
 IMAGE_BYTES = 8 << 20
-# the co-simulation's flags without what only cocotb needs (--timing for the Verilog clock, -rdynamic for ctypes)
-HARNESS_ARGS = [a for a in BUILD_ARGS if a not in ("--timing", "-rdynamic", "-LDFLAGS")] + ["-DVTA_TB_CPP_CLOCK"]
+# the co-simulation's flags without -rdynamic (for ctypes; the co-simulation also adds cocotb's --vpi and library)
+HARNESS_ARGS = [a for a in BUILD_ARGS if a not in ("-rdynamic", "-LDFLAGS")]
 
 
 class _Recorder(FsimDevice):

@@ -56,17 +56,18 @@ class Generated:
 
 
 def source_files() -> list:
-    """The Python files the generated hardware depends on (hw/ and the ISA and config of sw/)."""
+    """The Python files the generated files depend on (hw/, the ISA and config of sw/, and this module)."""
     not_in_model = {"__main__.py"}   # the command line
     files = sorted(f for f in (ROOT / "hw").rglob("*.py") if f.name not in not_in_model)
-    return files + [ROOT / "sw" / "isa.py", ROOT / "sw" / "config.py"]
+    return files + [ROOT / "sw" / "isa.py", ROOT / "sw" / "config.py", Path(__file__).resolve()]
 
 
 def source_digest(cfg: Config) -> str:
     """A hash of everything the Verilog of ``cfg`` is generated from."""
     h = hashlib.sha256()
     for f in source_files():
-        h.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes() + b"\0")
+        name = f.relative_to(ROOT) if f.is_relative_to(ROOT) else f.name
+        h.update(str(name).encode() + b"\0" + f.read_bytes() + b"\0")
     h.update(repr(sorted(cfg.to_dict().items())).encode())
     return h.hexdigest()[:16]
 
@@ -94,6 +95,7 @@ def verilog_text(config=None) -> str:
 
 
 def _elaborate(cfg: Config, directory: Path):
+    from amaranth.hdl import Shape
     from amaranth.lib import wiring
 
     from hw import control
@@ -104,7 +106,7 @@ def _elaborate(cfg: Config, directory: Path):
     top._MustUse__silence = True            # only its signature is read here; top_verilog elaborated its own
     lines = ["// Signals of vta_tb named like the ports of vta_top (generated from its signature)."]
     for name, member in top.signature.members.items():
-        width = member.shape.width if hasattr(member.shape, "width") else int(member.shape)
+        width = Shape.cast(member.shape).width
         kind = "input " if member.flow == wiring.In else "output"
         rng = f"[{width - 1}:0] " if width > 1 else ""
         lines.append(f"logic {rng}{name};   // vta_top {kind}")

@@ -1,8 +1,8 @@
 // The testbench around the accelerator (vta_top): everything that runs every clock cycle, so Python never does.
 //
-// * the clock and the reset. The co-simulation builds with --timing and the clock is generated here;
-//   with VTA_TB_CPP_CLOCK defined the clock is an input toggled by a plain C++ main loop (the speed
-//   ceiling of cosim/harness.py, built without --timing);
+// * the reset, and the clock: with VTA_TB_CPP_CLOCK defined (the co-simulation's sim_main.cpp and the
+//   speed ceiling's harness_main.cpp) clk is an input toggled by the C++ main loop, no --timing needed;
+//   without it the testbench generates its own 10 ns clock (for a simulator run with --timing);
 // * the DRAM: an AXI4 slave whose beats are read and written through DPI in dram.cpp; its read
 //   latency (cycles from AR to the first R beat) and bandwidth (bytes per cycle) are run-time inputs;
 // * a small AXI4-Lite master: Python sets ctl_addr/ctl_wdata/ctl_we and flips ctl_req; the access
