@@ -15,6 +15,8 @@ import numpy as np
 
 from sw.pipeline import VTAError
 
+from . import axi_check
+
 __all__ = ["RtlDevice", "WatchdogError", "RunTimeout", "dram_view"]
 
 
@@ -48,7 +50,7 @@ class RtlDevice:
     name = "rtl"
 
     def __init__(self, dut, cfg, watchdog_cycles: int = 100_000, dram_latency: int = 20,
-                 dram_bytes_per_cycle: int = 8, trace: bool = False):
+                 dram_bytes_per_cycle: int = 8, trace: bool = False, mem: str = "dpi", mem_seed: int = 0):
         from hw import control
 
         self.dut = dut
@@ -61,6 +63,9 @@ class RtlDevice:
         dut.dram_bytes_per_cycle.value = dram_bytes_per_cycle
         dut.trace_enable.value = int(trace)
         self.launches = 0
+        if mem == "cocotbext":           # cocotbext-axi's AxiRam serves the memory port (cosim/axiram.py)
+            from .axiram import attach
+            self.axiram = attach(dut, self.dram, mem_seed, dram_latency)
 
     # ------------------------------------------------------------------ register access (async)
     async def write_reg(self, name_or_offset, value: int):
@@ -106,6 +111,7 @@ class RtlDevice:
 
         dut = self.dut
         self.lib.vta_dram_clear_faults()
+        axi_check.begin_run(self)
         await self.write_reg("insn_count", insn_count)
         await self.write_reg("insn_addr", insn_addr)
         for ptr in ("uop_addr", "inp_addr", "wgt_addr", "acc_addr", "out_addr"):
@@ -121,6 +127,7 @@ class RtlDevice:
         regs = await self.read_counters()
         if why in (2, 3) or decode_error(regs["status"]):
             await self.reset()        # a stopped or hung accelerator is reset, so the next run starts clean
+        axi_check.check_run()         # AXI protocol violations first: they explain a hang or a wrong result
         if why == 2:
             raise WatchdogError(f"the accelerator made no progress for {self.watchdog_cycles} cycles "
                                 f"(cycle {regs['cycles']} of the run):\n" + describe_state(regs))
