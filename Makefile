@@ -7,7 +7,7 @@ CONFIG ?= configs/default.json
 # WAVES=1 makes co-simulation write an FST waveform (build/waves/) and print its path
 JOBS   ?= auto
 
-.PHONY: all sim test test-fast bench fuzz verilog bitstream fpga-report clean distclean venv
+.PHONY: all sim test test-fast bench fuzz coverage verilog bitstream fpga-report clean distclean venv
 
 all: test
 
@@ -46,8 +46,19 @@ bench: $(STAMP)
 	$(PY) -m cosim.workloads --config $(CONFIG)
 
 N ?= 1000
+# MEM=cocotbext: the reference programs and the random ones with cocotbext-axi's AxiRam as the memory
+MEM ?= dpi
 fuzz: $(STAMP)
-	$(PY) -m cosim.regress --fuzz $(N) --config $(CONFIG)
+ifeq ($(MEM),cocotbext)
+	$(PY) -m cosim.regress --config $(CONFIG) --mem $(MEM)
+endif
+	$(PY) -m cosim.regress --fuzz $(N) --config $(CONFIG) --mem $(MEM)
+
+# Verilator line+toggle coverage of the RTL regression plus COV_N random programs: per-module table,
+# uncovered lines by Amaranth source, lcov .info (build/coverage/)
+COV_N ?= 200
+coverage: $(STAMP)
+	nice -n 5 $(PY) -m cosim.coverage --config $(CONFIG) --fuzz $(COV_N) --out build/coverage
 
 verilog: $(STAMP)
 	$(PY) -m hw --config $(CONFIG) -o build/vta.v --docs

@@ -160,6 +160,16 @@ def run_case(name: str) -> dict:
             "exit": res.returncode, "output": res.stdout + res.stderr}
 
 
+def store_outside_buffers() -> dict:
+    """A raw STORE to device memory no buffer holds (1 MiB up), run on the current target (for the tests).
+
+    The hardware executes it; on a checked model the write is a ``write_outside`` violation, reported as the
+    run's error (``{"error": "AxiProtocolError", "message": ...}``, see :mod:`cosim.faults`).
+    """
+    from .faults import _finish_after_store, _run_raw, _store
+    return _run_raw([_store(0x100000 // 16), *_finish_after_store()])
+
+
 if __name__ == "__main__":
     for case in CASES:
         r = run_case(case)

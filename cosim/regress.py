@@ -23,6 +23,8 @@ from sw import programs, runtime
 from sw.config import load_config
 from sw.fsim import COUNTER_NAMES, FsimDevice
 
+from . import funcov
+
 CHECK_BYTES = 4 << 20
 PAGE = 4096
 
@@ -44,15 +46,15 @@ def program_check(name: str) -> dict:
     return out
 
 
-def fuzz_check(seed: int, n_ops: int = 24) -> dict:
-    out = fuzz_mod.random_program(seed, n_ops)
+def fuzz_check(seed: int, n_ops: int = 24, bias=None) -> dict:
+    out = fuzz_mod.random_program(seed, n_ops, bias=bias)
     out["pages"] = _pages(runtime.current().dram)
     return out
 
 
 def run_golden(calls, config, dram_bytes=64 << 20):
     """The calls on one golden-model device, a fresh runtime each (as cosim.entry does on the RTL)."""
-    device = FsimDevice(load_config(config), dram_bytes=dram_bytes)
+    device = funcov.sampled(FsimDevice(load_config(config), dram_bytes=dram_bytes))   # functional coverage
     results = []
     for fn, args, kwargs in calls:
         q = runtime.CommandQueue(device)
@@ -92,9 +94,9 @@ def compare(names, config, **cosim_options) -> list:
     return [d for name, g, r in zip(names, gold, rtl) for d in differences(f"{name} [{config}]", g, r)]
 
 
-def fuzz(seeds, config, n_ops=24, **cosim_options) -> list:
+def fuzz(seeds, config, n_ops=24, bias=None, **cosim_options) -> list:
     import cosim
-    calls = [(fuzz_check, (seed, n_ops), {}) for seed in seeds]
+    calls = [(fuzz_check, (seed, n_ops, bias), {}) for seed in seeds]
     rtl = cosim.run_many(calls, config=config, **cosim_options)
     gold = run_golden(calls, config)
     return [d for seed, g, r in zip(seeds, gold, rtl) for d in differences(f"random program seed {seed} [{config}]", g, r)]
@@ -107,17 +109,23 @@ def main(argv=None) -> int:
     parser.add_argument("--ops", type=int, default=24, help="operations per random program")
     parser.add_argument("--config", default=None)
     parser.add_argument("--batch", type=int, default=200, help="programs per simulator launch")
+    parser.add_argument("--mem", default="dpi", choices=("dpi", "cocotbext"),
+                        help="the accelerator's memory: the DPI DRAM, or cocotbext-axi's AxiRam with random pauses")
     args = parser.parse_args(argv)
     cfg = load_config(args.config)
+    mem_options = {"mem": args.mem} if args.mem != "dpi" else {}        # cosim/axiram.py
     failures = []
     if args.fuzz:
         for first in range(args.start, args.start + args.fuzz, args.batch):
             seeds = list(range(first, min(first + args.batch, args.start + args.fuzz)))
-            found = fuzz(seeds, cfg, args.ops)
+            bias = funcov.steer() if first > args.start else None    # later batches steered toward the holes
+            found = fuzz(seeds, cfg, args.ops, bias, **mem_options, **({"mem_seed": first} if mem_options else {}))
             failures += found
-            print(f"seeds {seeds[0]}-{seeds[-1]}: {'OK' if not found else f'{len(found)} mismatches'}", flush=True)
+            print(f"seeds {seeds[0]}-{seeds[-1]}{f' (steered: {bias})' if bias else ''}: "
+                  f"{'OK' if not found else f'{len(found)} mismatches'}", flush=True)
+        print(funcov.report())
     else:
-        failures = compare(program_names(cfg), cfg)
+        failures = compare(program_names(cfg), cfg, **mem_options)
     for f in failures:
         print(f)
     print(f"{'FAIL' if failures else 'PASS'}: config {cfg.name}")

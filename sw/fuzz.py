@@ -31,9 +31,17 @@ INP_ROWS, WGT_ROWS, ACC_ROWS = 96, 48, 96
 SHIFTS = [0, 1, -1, 2, -2, 7, 8, -8, 15, -15, 31, -31, 32, -32, 40, -40]
 
 
+# what ``bias`` (functional-coverage steering, cosim/funcov.py) may ask for, each a probability in [0, 1]
+BIASES = ("pad", "reuse", "long_store")
+LONG_OUT_ELEMS = 512
+
+
 class _Gen:
-    def __init__(self, rt, cfg, rng):
+    def __init__(self, rt, cfg, rng, bias=None):
         self.rt, self.cfg, self.rng = rt, cfg, rng
+        self.bias = dict(bias or {})
+        self.last_kernel = None
+        self.long_out = None                  # the buffer of steered long stores, allocated when first used
         self.cmd = rt.command_handle()
         self.stage = None
         r = rng
@@ -80,6 +88,9 @@ class _Gen:
         x, y = int(r.integers(1, 9)), int(r.integers(1, 5))
         stride = x + int(r.integers(0, 4))
         pads = [int(v) if r.random() < 0.4 else 0 for v in r.integers(0, 3, size=4)]   # y0, x0, y1, x1
+        if self.bias.get("pad") and r.random() < self.bias["pad"]:                     # steered: wide pads
+            pads = [int(v) for v in r.integers(0, 7, size=4)]
+            x, y = int(r.integers(1, 3)), 1
         total = (pads[1] + x + pads[3]) * (pads[0] + y + pads[2])
         if total > rows:
             return False
@@ -145,6 +156,9 @@ class _Gen:
             for _ in loops:
                 rt.uop_loop_end()
         self.switch_to(COMPUTE)
+        if self.bias.get("reuse") and self.last_kernel and r.random() < self.bias["reuse"]:
+            kernel = self.last_kernel          # steered: the same micro-kernel again (its micro-ops are reused)
+        self.last_kernel = kernel
         rt.push_gemm_op(self.cmd, kernel, 0)
         return True
 
@@ -176,6 +190,17 @@ class _Gen:
 
     def store(self):
         r = self.rng
+        if self.bias.get("long_store") and r.random() < self.bias["long_store"]:
+            # steered: one long row of any acc rows (zero outside the region on both models) into a buffer of
+            # two 4 KiB pages or more: bursts of up to 256 beats, across a 4 KiB boundary
+            if self.long_out is None:
+                self.long_out = self.rt.buffer_alloc(LONG_OUT_ELEMS * self.cfg.OUT_ELEM_BYTES)
+            x = int(r.integers(LONG_OUT_ELEMS // 8, min(LONG_OUT_ELEMS // 2, self.cfg.ACC_DEPTH) + 1))
+            sram = int(r.integers(0, self.cfg.ACC_DEPTH - x + 1))
+            offset = int(r.integers(0, LONG_OUT_ELEMS - x + 1))
+            self.switch_to(STORE)
+            self.rt.store_2d(self.cmd, sram, int(MemId.OUT), self.long_out, offset, x, 1, x)
+            return True
         x, y = int(r.integers(1, 9)), int(r.integers(1, 4))
         if x * y > ACC_ROWS:
             return False
@@ -190,14 +215,20 @@ class _Gen:
         return True
 
 
-def random_program(seed: int, n_ops: int = 24, api_kind: str = "python") -> dict:
-    """Build and run one random program; return its output bytes, counters and disassembly."""
+def random_program(seed: int, n_ops: int = 24, api_kind: str = "python", bias=None) -> dict:
+    """Build and run one random program; return its output bytes, counters and disassembly.
+
+    ``bias`` ({name in BIASES: probability}) steers the draws toward rarely generated shapes (functional
+    coverage holes); without it a seed is the same program as always."""
     from . import programs, runtime
 
     rt = programs.api(api_kind)
     q = runtime.current()
     cfg = q.cfg
-    g = _Gen(rt, cfg, np.random.default_rng(seed))
+    for name, p in dict(bias or {}).items():
+        if name not in BIASES or not 0 <= p <= 1:
+            raise ValueError(f"random_program: bias {name!r} = {p!r}; allowed names {BIASES}, values in [0, 1]")
+    g = _Gen(rt, cfg, np.random.default_rng(seed), bias)
     actions = [g.load, g.load, g.gemm, g.gemm, g.alu, g.alu, g.store]
     done = 0
     tries = 0
@@ -214,6 +245,8 @@ def random_program(seed: int, n_ops: int = 24, api_kind: str = "python") -> dict
     for h, _, _ in g.bufs.values():
         rt.buffer_free(h)
     rt.buffer_free(g.out)
+    if g.long_out is not None:
+        rt.buffer_free(g.long_out)
     return {"seed": seed, "out": out, "counters": counters, "listing": listing}
 
 
