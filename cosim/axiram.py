@@ -28,7 +28,9 @@ def attach(dut, dram, seed: int = 0, latency: int = 20, probability: float = PAU
     from cocotb.triggers import ClockCycles
     from cocotbext.axi import AxiBus, AxiRam
 
-    ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, reset_active_level=True, mem=memoryview(dram))
+    # the port of axiram_port.svh: the AxiRam works on the falling edge, its outputs registered at the rising one
+    ram = AxiRam(AxiBus.from_prefix(dut, "axiram"), dut.clk_n, dut.rst, reset_active_level=True,
+                 mem=memoryview(dram))
     rng = random.Random(seed)
     channels = (ram.write_if.aw_channel, ram.write_if.w_channel, ram.write_if.b_channel, ram.read_if.ar_channel,
                 ram.read_if.r_channel)
@@ -41,7 +43,7 @@ def attach(dut, dram, seed: int = 0, latency: int = 20, probability: float = PAU
     async def delayed_read(address, length):
         wait = lat_rng.randrange(max_wait + 1) if lat_rng.random() < 0.3 else 0
         if wait:
-            await ClockCycles(dut.clk, wait)
+            await ClockCycles(dut.clk_n, wait)
         return await read(address, length)
 
     ram.read_if._read = delayed_read

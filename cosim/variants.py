@@ -19,6 +19,7 @@ __all__ = ["MEMORIES", "build_parts", "tag", "check_mem"]
 
 HERE = Path(__file__).resolve().parent
 COVERAGE_CPP = HERE / "coverage.cpp"
+AXIRAM_PORT = HERE / "axiram_port.svh"
 MEMORIES = ("dpi", "cocotbext")
 
 
@@ -38,8 +39,9 @@ def build_parts(ports_header: str, mem: str = "dpi", coverage: bool = False) -> 
     args, sources = axi_check.build_parts()
     public = []
     if check_mem(mem) == "cocotbext":
-        args = args + ["-DVTA_TB_AXIRAM"]
-        public = re.findall(r"\b(m_axi_\w+);", ports_header)
+        digest = hashlib.sha256(AXIRAM_PORT.read_bytes()).hexdigest()[:16]
+        args = args + ["-DVTA_TB_AXIRAM", f"-I{HERE}", f"-DVTA_AXIRAM_PORT_DIGEST={digest}"]
+        public = ["clk_n"] + [n.replace("m_axi_", "axiram_") for n in re.findall(r"\b(m_axi_\w+);", ports_header)]
     if coverage:
         digest = hashlib.sha256(COVERAGE_CPP.read_bytes()).hexdigest()[:16]
         args = args + ["--coverage-line", "--coverage-toggle", f"-DVTA_COVERAGE_DIGEST={digest}"]

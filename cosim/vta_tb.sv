@@ -74,7 +74,9 @@ module vta_tb #(
     busy_q <= busy;
   end
 
-`ifndef VTA_TB_AXIRAM   // the cocotbext-axi variant (cosim/axiram.py) serves m_axi_* from Python instead
+`ifdef VTA_TB_AXIRAM
+  `include "axiram_port.svh"   // the cocotbext-axi variant: cosim/axiram.py serves the memory port instead
+`else
   // ---------------------------------------------------------------- DRAM: AXI4 read slave
   localparam int RQ = 64;
   logic [31:0] rq_addr [RQ];
