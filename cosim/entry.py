@@ -79,7 +79,7 @@ def _preload(job):
             pass
 
 
-def _child(dut, job):
+def _child(job):
     """The forked child: output to the job's log, run the job, exit without the parent's cleanup."""
     fd = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     sys.stdout.flush(), sys.stderr.flush()
@@ -113,8 +113,9 @@ async def serve(dut):
         pid = os.fork()
         if pid == 0:
             code = 1
+            chan.close()                  # only the server talks to the client
             try:
-                _child(dut, job)
+                _child(job)
                 await _run_job(dut, job)
                 code = 0
             except BaseException:  # noqa: BLE001 - the log holds it, the parent reports the exit code

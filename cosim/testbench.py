@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["TESTBENCH_SV", "PUBLIC_SIGNALS", "testbench_parameters", "control_file"]
+__all__ = ["TESTBENCH_SV", "PUBLIC_SIGNALS", "WRITTEN_SIGNALS", "READ_SIGNALS", "testbench_parameters", "control_file"]
 
 TESTBENCH_SV = Path(__file__).resolve().parent / "vta_tb.sv"
 
-# The signals of vta_tb that Python reads or writes (made public in the Verilator control file).
-PUBLIC_SIGNALS = ("rst", "reset_req", "dram_latency", "dram_bytes_per_cycle", "watchdog_limit", "cycle_limit",
-                  "trace_enable", "ctl_req", "ctl_ack", "ctl_we", "ctl_addr", "ctl_wdata", "ctl_rdata", "arm", "done",
-                  "why", "run_cycles", "cycle", "clk")
+# The signals of vta_tb that Python writes, and those it only reads (waits on). Only these are public: a
+# signal Python may write is an input to Verilator (logic that depends on it is evaluated on every eval), so
+# the read-only ones are made readable only, and everything else (rst, the DUT) stays private and optimized.
+WRITTEN_SIGNALS = ("reset_req", "dram_latency", "dram_bytes_per_cycle", "watchdog_limit", "cycle_limit",
+                   "trace_enable", "ctl_req", "ctl_we", "ctl_addr", "ctl_wdata", "arm")
+READ_SIGNALS = ("clk", "ctl_ack", "ctl_rdata", "done", "why")
+PUBLIC_SIGNALS = WRITTEN_SIGNALS + READ_SIGNALS
 
 
 def testbench_parameters(interface: dict) -> dict:
@@ -29,7 +32,9 @@ def testbench_parameters(interface: dict) -> dict:
 
 
 def control_file(extra_public=()) -> str:
-    """A Verilator control file that makes only the testbench signals Python uses visible (plus ``extra_public``)."""
+    """A Verilator control file that makes only the testbench signals Python uses visible (plus ``extra_public``,
+    read-write: the signals of a model variant, cosim/variants.py)."""
     lines = ["`verilator_config", "lint_off -rule WIDTH", "lint_off -rule UNUSED", "lint_off -rule UNOPTFLAT"]
-    lines += [f'public_flat_rw -module "vta_tb" -var "{s}"' for s in (*PUBLIC_SIGNALS, *extra_public)]
+    lines += [f'public_flat_rw -module "vta_tb" -var "{s}"' for s in (*WRITTEN_SIGNALS, *extra_public)]
+    lines += [f'public_flat_rd -module "vta_tb" -var "{s}"' for s in READ_SIGNALS]
     return "\n".join(lines) + "\n"

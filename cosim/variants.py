@@ -41,7 +41,7 @@ def build_parts(ports_header: str, mem: str = "dpi", coverage: bool = False) -> 
     if check_mem(mem) == "cocotbext":
         digest = hashlib.sha256(AXIRAM_PORT.read_bytes()).hexdigest()[:16]
         args = args + ["-DVTA_TB_AXIRAM", f"-I{HERE}", f"-DVTA_AXIRAM_PORT_DIGEST={digest}"]
-        public = ["clk_n"] + [n.replace("m_axi_", "axiram_") for n in re.findall(r"\b(m_axi_\w+);", ports_header)]
+        public = ["clk_n", "rst"] + [n.replace("m_axi_", "axiram_") for n in re.findall(r"\b(m_axi_\w+);", ports_header)]
     if coverage:
         digest = hashlib.sha256(COVERAGE_CPP.read_bytes()).hexdigest()[:16]
         args = args + ["--coverage-line", "--coverage-toggle", f"-DVTA_COVERAGE_DIGEST={digest}"]
