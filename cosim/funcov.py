@@ -270,8 +270,13 @@ def steer(probability: float = 0.3) -> dict:
     for name, bins in holes().items():
         if name.endswith("load.pad"):
             bias["pad"] = probability
+        elif name.endswith("deps.flags"):
+            bias["hub"] = probability
         elif name.endswith("uop.reuse"):
             bias["reuse"] = probability
-        elif name.startswith(f"{ROOT}.dma") and any("write" in map(str, b) for b in bins):
-            bias["long_store"] = probability
+        elif name.startswith(f"{ROOT}.dma"):
+            if any("write" in map(str, b) for b in bins):
+                bias["long_store"] = probability
+            if any("read" in map(str, b) for b in bins):
+                bias["big_kernel"] = probability / 3      # micro-op rows across 4 KiB
     return bias

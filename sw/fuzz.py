@@ -32,7 +32,8 @@ SHIFTS = [0, 1, -1, 2, -2, 7, 8, -8, 15, -15, 31, -31, 32, -32, 40, -40]
 
 
 # what ``bias`` (functional-coverage steering, cosim/funcov.py) may ask for, each a probability in [0, 1]
-BIASES = ("pad", "reuse", "long_store")
+BIASES = ("pad", "reuse", "long_store", "hub", "big_kernel")
+BIG_KERNEL_UOPS = 1100      # a steered kernel this long is staged across a 4 KiB boundary of device memory
 LONG_OUT_ELEMS = 512
 
 
@@ -145,6 +146,9 @@ class _Gen:
         if shape is None:
             return False
         uops, loops = shape
+        if self.bias.get("big_kernel") and r.random() < self.bias["big_kernel"]:
+            n = min(BIG_KERNEL_UOPS, self.cfg.UOP_DEPTH // 2) - int(r.integers(0, 2))   # steered: a long kernel
+            uops, loops = [(i % ACC_ROWS, i % INP_ROWS, i % WGT_ROWS) for i in range(n)], []
         reset = int(r.random() < 0.25)
         rt = self.rt
 
@@ -186,6 +190,37 @@ class _Gen:
                 rt.uop_loop_end()
         self.switch_to(COMPUTE)
         rt.push_alu_op(self.cmd, kernel, 0)
+        return True
+
+    def hub(self):
+        """Steered: a GEMM that waits for tokens from load and/or store and sends tokens to either or both
+        (the dependency-flag combinations of compute that the stage-to-stage path never makes)."""
+        r, rt, cmd = self.rng, self.rt, self.cmd
+        pop_prev, pop_next, push_prev, push_next = (bool(b) for b in r.integers(0, 2, size=4))
+        if pop_prev:
+            self.switch_to(LOAD)
+            rt.dep_push(cmd, LOAD, COMPUTE)          # one token more than the path consumes
+        if pop_next:
+            self.switch_to(STORE)
+            rt.dep_push(cmd, STORE, COMPUTE)
+        if pop_prev:
+            rt.dep_pop(cmd, LOAD, COMPUTE)
+        if pop_next:
+            rt.dep_pop(cmd, STORE, COMPUTE)
+        self.stage = COMPUTE
+        for _ in range(20):
+            if self.gemm():
+                break
+        if push_prev:
+            rt.dep_push(cmd, COMPUTE, LOAD)
+        if push_next:
+            rt.dep_push(cmd, COMPUTE, STORE)
+            rt.dep_pop(cmd, COMPUTE, STORE)          # taken by the next store-stage instruction
+        if push_prev:
+            rt.dep_pop(cmd, COMPUTE, LOAD)
+            h, _, _ = self.bufs[MemId.INP]
+            rt.load_2d(cmd, h, 0, 1, 1, 1, 0, 0, 0, 0, 0, int(MemId.INP))   # a load that takes it
+            self.stage = LOAD
         return True
 
     def store(self):
@@ -230,6 +265,8 @@ def random_program(seed: int, n_ops: int = 24, api_kind: str = "python", bias=No
             raise ValueError(f"random_program: bias {name!r} = {p!r}; allowed names {BIASES}, values in [0, 1]")
     g = _Gen(rt, cfg, np.random.default_rng(seed), bias)
     actions = [g.load, g.load, g.gemm, g.gemm, g.alu, g.alu, g.store]
+    if bias and bias.get("hub"):
+        actions += [g.hub] * max(1, round(len(actions) * bias["hub"]))
     done = 0
     tries = 0
     while done < n_ops and tries < 20 * n_ops:
