@@ -89,7 +89,6 @@ def begin_run(device) -> None:
     every address inside device memory is allowed.
     """
     from sw import runtime
-    from sw.memory import PAGE_BYTES
 
     lib = _lib()
     lib.vta_axi_clear()
@@ -101,7 +100,7 @@ def begin_run(device) -> None:
     with memory._lock:
         bufs = list(memory.buffers.values()) + list(memory._held_freed.values())
     for buf in bufs:
-        lib.vta_axi_range_add(buf.phys, buf.phys + buf.pages * PAGE_BYTES)
+        lib.vta_axi_range_add(buf.phys, buf.phys + buf.pages)          # pages: bytes of its whole pages
 
 
 def violations() -> list:

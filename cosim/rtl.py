@@ -103,6 +103,7 @@ class RtlDevice:
     # ------------------------------------------------------------------ the target interface
     def run(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> dict:
         from cocotb.task import resume
+        axi_check.begin_run(self)        # here: the calling thread's runtime holds the buffers the run may write
         return resume(self._run)(insn_addr, insn_count, wait_cycles)
 
     async def _run(self, insn_addr, insn_count, wait_cycles):
@@ -111,7 +112,6 @@ class RtlDevice:
 
         dut = self.dut
         self.lib.vta_dram_clear_faults()
-        axi_check.begin_run(self)
         await self.write_reg("insn_count", insn_count)
         await self.write_reg("insn_addr", insn_addr)
         for ptr in ("uop_addr", "inp_addr", "wgt_addr", "acc_addr", "out_addr"):

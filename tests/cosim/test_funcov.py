@@ -33,3 +33,16 @@ def test_report_lists_items_and_holes():
     hit, total = funcov.bins_total()
     assert 0 < hit <= total
     assert set(funcov.steer(0.5).values()) <= {0.5}
+
+
+def test_hub_steering_makes_every_compute_flag_combination():
+    regress.run_golden([(regress.fuzz_check, (0, 8), {})], "default")
+    before = _hits("vta.deps.flags")
+    regress.run_golden([(regress.fuzz_check, (s, 24, {"hub": 1.0}), {}) for s in range(6)], "default")
+    after = _hits("vta.deps.flags")
+    assert all(after[b] > before[b] for b in after if b[0] == "compute" and sum(b[1]) >= 3)
+
+
+def test_steered_programs_are_bit_exact_on_the_rtl():
+    bias = {"pad": 1.0, "reuse": 0.5, "long_store": 0.5, "hub": 0.5, "big_kernel": 0.3}
+    assert regress.fuzz([11, 12], "small", n_ops=16, bias=bias) == []
