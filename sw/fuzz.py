@@ -197,6 +197,8 @@ class _Gen:
         (the dependency-flag combinations of compute that the stage-to-stage path never makes)."""
         r, rt, cmd = self.rng, self.rt, self.cmd
         pop_prev, pop_next, push_prev, push_next = (bool(b) for b in r.integers(0, 2, size=4))
+        if not (pop_prev or pop_next):
+            self.switch_to(COMPUTE)                  # the usual path: compute waits for what ran before
         if pop_prev:
             self.switch_to(LOAD)
             rt.dep_push(cmd, LOAD, COMPUTE)          # one token more than the path consumes
