@@ -233,11 +233,13 @@ class _Gen:
         if self.bias.get("long_store") and r.random() < self.bias["long_store"]:
             # steered: one long row of any acc rows (zero outside the region on both models) into a buffer of
             # two 4 KiB pages or more: bursts of up to 256 beats, across a 4 KiB boundary
+            elems = max(LONG_OUT_ELEMS, 2 * 4096 // self.cfg.OUT_ELEM_BYTES)      # two 4 KiB pages or more
             if self.long_out is None:
-                self.long_out = self.rt.buffer_alloc(LONG_OUT_ELEMS * self.cfg.OUT_ELEM_BYTES)
-            x = int(r.integers(LONG_OUT_ELEMS // 8, min(LONG_OUT_ELEMS // 2, self.cfg.ACC_DEPTH) + 1))
+                self.long_out = self.rt.buffer_alloc(elems * self.cfg.OUT_ELEM_BYTES)
+            most = min(elems // 2, self.cfg.ACC_DEPTH)
+            x = most if r.random() < 0.3 else int(r.integers(elems // 8, most + 1))
             sram = int(r.integers(0, self.cfg.ACC_DEPTH - x + 1))
-            offset = int(r.integers(0, LONG_OUT_ELEMS - x + 1))
+            offset = int(r.integers(0, elems - x + 1))
             self.switch_to(STORE)
             self.rt.store_2d(self.cmd, sram, int(MemId.OUT), self.long_out, offset, x, 1, x)
             return True
