@@ -32,7 +32,7 @@ def test_report_lists_items_and_holes():
     assert "vta.deps.flags" in text and "total" in text and "bins never hit:" in text
     hit, total = funcov.bins_total()
     assert 0 < hit <= total
-    assert set(funcov.steer(0.5).values()) <= {0.5}
+    assert set(funcov.steer(0.6).values()) <= {0.6, 0.2}       # big_kernel: a third
 
 
 def test_hub_steering_makes_every_compute_flag_combination():
