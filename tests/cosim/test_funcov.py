@@ -1,4 +1,6 @@
 """Functional coverage (cosim.funcov): streams are sampled as they launch, holes are named, steering fills them."""
+import pytest
+
 from cosim import funcov, regress
 
 
@@ -32,7 +34,7 @@ def test_report_lists_items_and_holes():
     assert "vta.deps.flags" in text and "total" in text and "bins never hit:" in text
     hit, total = funcov.bins_total()
     assert 0 < hit <= total
-    assert set(funcov.steer(0.6).values()) <= {0.6, 0.2}       # big_kernel: a third
+    assert all(v == pytest.approx(0.6) or v == pytest.approx(0.2) for v in funcov.steer(0.6).values())  # big_kernel: a third
 
 
 def test_hub_steering_makes_every_compute_flag_combination():
