@@ -7,7 +7,7 @@ CONFIG ?= configs/default.json
 # WAVES=1 makes co-simulation write an FST waveform (build/waves/) and print its path
 JOBS   ?= auto
 
-.PHONY: all sim test test-fast bench bench-resnet18 fuzz verilog bitstream fpga-report clean distclean venv
+.PHONY: all sim test test-fast bench bench-resnet18 fuzz coverage verilog bitstream fpga-report clean distclean venv
 
 all: test
 
@@ -54,12 +54,24 @@ bench-resnet18: $(STAMP)
 	nice -n 5 $(PY) -m apps.demo --config $(CONFIG) --demo resnet18 --target rtl
 
 # make fuzz N=100000 SCHEDULER=tcp://host:8786 FUZZ_CONFIGS="configs/default.json configs/small.json"
-# (without SCHEDULER: a local Dask cluster over this machine's cores); failures -> build/replays/
+# (SCHEDULER=local: a Dask cluster over this machine's cores; failures -> build/replays/, minimized);
+# without SCHEDULER the batches run in this process, steered toward the functional-coverage holes
 N ?= 1000
-SCHEDULER ?= local
+# MEM=cocotbext: the reference programs and the random ones with cocotbext-axi's AxiRam as the memory
+MEM ?= dpi
+SCHEDULER ?=
 FUZZ_CONFIGS ?= $(CONFIG)
 fuzz: $(STAMP)
-	$(PY) -m cosim.regress --fuzz $(N) $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --scheduler $(SCHEDULER) $(if $(FAULT),--fault $(FAULT))
+ifeq ($(MEM),cocotbext)
+	$(PY) -m cosim.regress $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --mem $(MEM)
+endif
+	$(PY) -m cosim.regress --fuzz $(N) $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --mem $(MEM) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(FAULT),--fault $(FAULT))
+
+# Verilator line+toggle coverage of the RTL regression plus COV_N random programs: per-module table,
+# uncovered lines by Amaranth source, lcov .info (build/coverage/)
+COV_N ?= 200
+coverage: $(STAMP)
+	nice -n 5 $(PY) -m cosim.coverage --config $(CONFIG) --fuzz $(COV_N) --out build/coverage
 
 verilog: $(STAMP)
 	$(PY) -m hw --config $(CONFIG) -o build/vta.v --docs

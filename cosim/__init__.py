@@ -29,12 +29,14 @@ def run(fn, *args, config=None, waves=False, **options):
 
 
 def run_many(calls, config=None, waves=False, watchdog_cycles=100_000, dram_latency=20, dram_bytes_per_cycle=8,
-             trace=False, return_trace=False, queue_args=None):
+             trace=False, return_trace=False, queue_args=None, mem="dpi", mem_seed=0, coverage=False):
     """Run several ``(fn, args, kwargs)`` in one simulation, in order; return their results.
 
     The calls share the accelerator and device memory like consecutive programs on one board; each
     ``run_many`` starts from a freshly reset accelerator with zeroed SRAMs and DRAM. An exception
     raised by a call is re-raised here (the first one, after all calls ran).
+    ``mem="cocotbext"`` serves the memory port with cocotbext-axi's AxiRam (random pauses seeded by
+    ``mem_seed``, :mod:`cosim.axiram`); ``coverage=True`` runs the code-coverage model (:mod:`cosim.coverage`).
     """
     from . import server
 
@@ -47,10 +49,11 @@ def run_many(calls, config=None, waves=False, watchdog_cycles=100_000, dram_late
         if module == "__main__" or "<" in name:
             raise ValueError(f"cosim.run needs a module-level function importable by name; got {module}.{name}")
         entries.append((module, name, tuple(args), dict(kwargs)))
-    model = build_model(cfg, waves=waves)
+    model = build_model(cfg, waves=waves, mem=mem, coverage=coverage)
     job = {"config": cfg, "calls": entries, "t_submit": t_submit,
            "device_args": {"watchdog_cycles": watchdog_cycles, "dram_latency": dram_latency,
-                           "dram_bytes_per_cycle": dram_bytes_per_cycle, "trace": trace or return_trace},
+                           "dram_bytes_per_cycle": dram_bytes_per_cycle, "trace": trace or return_trace,
+                           **({"mem": mem, "mem_seed": mem_seed} if mem != "dpi" else {})},
            "queue_args": queue_args or {},
            "env": {k: v for k, v in os.environ.items() if k.startswith("VTA_")}}
     if waves:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from sw.config import Config, load_config
 
+from . import variants
 from . import verilog as _verilog
 from .testbench import TESTBENCH_SV, control_file, testbench_parameters
 
@@ -132,14 +133,16 @@ def model_key(cfg: Config, verilog_text: str, ports: str, args, parameters: dict
     return h.hexdigest()[:16]
 
 
-def build_model(config=None, waves: bool = False) -> Model:
-    """The model of ``config``, from the cache when what it is built from is unchanged (built otherwise)."""
+def build_model(config=None, waves: bool = False, mem: str = "dpi", coverage: bool = False) -> Model:
+    """The model of ``config``, from the cache when what it is built from is unchanged (built otherwise).
+
+    ``mem`` and ``coverage`` select a variant (:mod:`cosim.variants`): the memory model, code coverage."""
     cfg = load_config(config)
     gen = _verilog_for(cfg)
-    memo = (gen.directory, waves, str(CACHE_DIR))
+    memo = (gen.directory, waves, mem, coverage, str(CACHE_DIR))
     if memo in _BUILT and (_BUILT[memo].build_dir / "BUILT").exists():
         return _BUILT[memo]
-    model = _build_model(cfg, gen, waves)
+    model = _build_model(cfg, gen, waves, mem, coverage)
     _BUILT[memo] = dataclasses.replace(model, seconds=0.0)
     return model
 
@@ -147,15 +150,16 @@ def build_model(config=None, waves: bool = False) -> Model:
 _BUILT: dict = {}
 
 
-def _build_model(cfg, gen, waves) -> Model:
+def _build_model(cfg, gen, waves, mem="dpi", coverage=False) -> Model:
     text, ports, interface = gen.text(), gen.ports_header.read_text(), gen.interface
     params = testbench_parameters(interface)
-    args = list(BUILD_ARGS) + _cocotb_link_args()
+    variant_args, variant_sources, variant_public = variants.build_parts(ports, mem, coverage)   # cosim/variants.py
+    args = list(BUILD_ARGS) + _cocotb_link_args() + variant_args
     if waves:
         lz4 = lz4_dir()
         args += ["--trace-fst", "--trace-structs", "-CFLAGS", f"-I{lz4}", "-LDFLAGS", f"-L{lz4}"]
     key = model_key(cfg, text, ports, args, params)
-    build_dir = CACHE_DIR / f"{cfg.name}-{'fst-' if waves else ''}{key}"
+    build_dir = CACHE_DIR / f"{cfg.name}-{'fst-' if waves else ''}{variants.tag(mem, coverage)}{key}"
     build_dir.mkdir(parents=True, exist_ok=True)
     stamp = build_dir / "BUILT"
     with open(build_dir / ".lock", "w") as lock:
@@ -168,9 +172,9 @@ def _build_model(cfg, gen, waves) -> Model:
         (src / "vta_ports.svh").write_text(ports)
         (src / "interface.json").write_text((gen.directory / "interface.json").read_text())
         (src / "vta_tb.sv").write_text(TESTBENCH_SV.read_text())
-        (src / "public.vlt").write_text(control_file())
+        (src / "public.vlt").write_text(control_file(variant_public))
         t = time.time()
-        _run_build(cfg, build_dir, src, args, params)
+        _run_build(cfg, build_dir, src, args, params, variant_sources)
         stamp.write_text(f"{time.time() - t:.1f}\n")
         return Model(cfg, build_dir, waves, time.time() - t, key)
 
@@ -183,13 +187,13 @@ def _cocotb_version() -> str:
         raise ToolchainError("cocotb is not installed: run `make venv`") from None
 
 
-def _run_build(cfg, build_dir: Path, src: Path, args, parameters):
+def _run_build(cfg, build_dir: Path, src: Path, args, parameters, sources=()):
     """Verilate and compile ``vta_tb`` around ``vta_top`` with sim_main.cpp and dram.cpp into ``obj/vta_tb``."""
     log = build_dir / "build.log"
     cmd = [str(verilator_root() / "bin" / "verilator"), "--cc", "--exe", "--build", "-j", "2",
            "-Mdir", str(build_dir / "obj"), "--top-module", TOPLEVEL, "--prefix", "Vtop", "-o", TOPLEVEL, *args,
            "--timescale", "1ns/1ps", f"-I{src}", *(f"-G{k}={v}" for k, v in parameters.items()),
-           str(src / "vta_top.v"), str(src / "vta_tb.sv"), str(src / "public.vlt"), str(SIM_MAIN), str(DRAM_CPP)]
+           str(src / "vta_top.v"), str(src / "vta_tb.sv"), str(src / "public.vlt"), str(SIM_MAIN), str(DRAM_CPP), *map(str, sources)]
     with open(log, "w") as fh:
         fh.write(" ".join(cmd) + "\n")
         fh.flush()

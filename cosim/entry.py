@@ -26,6 +26,7 @@ from cocotb.task import bridge
 from cocotb.triggers import ClockCycles
 
 from .channel import Channel
+from .coverage import write_job_coverage
 
 RESET_CYCLES = 6          # the testbench holds reset for 4 cycles
 
@@ -62,6 +63,7 @@ async def _run_job(dut, job):
     device = RtlDevice(dut, cfg, **job.get("device_args", {}))
     results = await bridge(_call)(job, device)
     trace = device.trace() if job.get("device_args", {}).get("trace") else None
+    write_job_coverage()               # coverage models: this job's counters (cosim/coverage.py)
     tmp = job["result"] + ".tmp"
     with open(tmp, "wb") as fh:
         pickle.dump({"results": results, "trace": trace, "started": started, "finished": time.time()}, fh)

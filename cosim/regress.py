@@ -25,6 +25,8 @@ from sw import programs, runtime
 from sw.config import load_config
 from sw.fsim import COUNTER_NAMES, FsimDevice
 
+from . import funcov
+
 CHECK_BYTES = 4 << 20
 PAGE = 4096
 
@@ -46,15 +48,15 @@ def program_check(name: str) -> dict:
     return out
 
 
-def fuzz_check(seed: int, n_ops: int = 24) -> dict:
-    out = fuzz_mod.random_program(seed, n_ops)
+def fuzz_check(seed: int, n_ops: int = 24, bias=None) -> dict:
+    out = fuzz_mod.random_program(seed, n_ops, bias=bias)
     out["pages"] = _pages(runtime.current().dram)
     return out
 
 
 def run_golden(calls, config, dram_bytes=64 << 20):
     """The calls on one golden-model device, a fresh runtime each (as cosim.entry does on the RTL)."""
-    device = FsimDevice(load_config(config), dram_bytes=dram_bytes)
+    device = funcov.sampled(FsimDevice(load_config(config), dram_bytes=dram_bytes))   # functional coverage
     results = []
     for fn, args, kwargs in calls:
         q = runtime.CommandQueue(device)
@@ -94,9 +96,9 @@ def compare(names, config, **cosim_options) -> list:
     return [d for name, g, r in zip(names, gold, rtl) for d in differences(f"{name} [{config}]", g, r)]
 
 
-def fuzz(seeds, config, n_ops=24, **cosim_options) -> list:
+def fuzz(seeds, config, n_ops=24, bias=None, **cosim_options) -> list:
     import cosim
-    calls = [(fuzz_check, (seed, n_ops), {}) for seed in seeds]
+    calls = [(fuzz_check, (seed, n_ops, bias), {}) for seed in seeds]
     rtl = cosim.run_many(calls, config=config, **cosim_options)
     gold = run_golden(calls, config)
     return [d for seed, g, r in zip(seeds, gold, rtl) for d in differences(f"random program seed {seed} [{config}]", g, r)]
@@ -109,10 +111,13 @@ def main(argv=None) -> int:
     parser.add_argument("--ops", type=int, default=24, help="operations per random program")
     parser.add_argument("--config", action="append", default=None, help="a config (repeat for several)")
     parser.add_argument("--batch", type=int, default=200, help="programs per simulator launch (a shard)")
+    parser.add_argument("--mem", default="dpi", choices=("dpi", "cocotbext"),
+                        help="the accelerator's memory: the DPI DRAM, or cocotbext-axi's AxiRam with random pauses")
     # random testing at scale (cosim.cluster, cosim.triage)
     parser.add_argument("--scheduler", default=None,
                         help="'local' (a Dask cluster over this machine's cores) or a scheduler address "
-                             "tcp://host:8786; without it the shards run one after the other in this process")
+                             "tcp://host:8786; without it the batches run in this process, steered toward the "
+                             "functional-coverage holes (cosim.funcov)")
     parser.add_argument("--workers", type=int, default=None, help="workers of the local cluster (default: cores)")
     parser.add_argument("--fault", default=None, help="inject a fault of cosim.faults.FAULTS into the RTL side")
     parser.add_argument("--minimize", type=int, default=3, help="failures to minimize (0: none)")
@@ -123,7 +128,8 @@ def main(argv=None) -> int:
     if args.replay:
         return replay_main(args.replay, args.waves)
     configs = args.config or [None]
-    if args.fuzz:
+    mem_options = {"mem": args.mem} if args.mem != "dpi" else {}        # cosim/axiram.py
+    if args.fuzz and (args.scheduler or args.fault):
         from . import cluster
         summary = cluster.fuzz(args.start, args.fuzz, configs, args.ops, args.batch, scheduler=args.scheduler,
                                workers=args.workers, fault=args.fault, minimize=args.minimize, out_dir=args.out)
@@ -140,7 +146,18 @@ def main(argv=None) -> int:
     failures = []
     for config in configs:
         cfg = load_config(config)
-        found = compare(program_names(cfg), cfg)
+        found = []
+        if args.fuzz:
+            for first in range(args.start, args.start + args.fuzz, args.batch):
+                seeds = list(range(first, min(first + args.batch, args.start + args.fuzz)))
+                bias = funcov.steer() if first > args.start else None    # later batches steered toward the holes
+                batch = fuzz(seeds, cfg, args.ops, bias, **mem_options, **({"mem_seed": first} if mem_options else {}))
+                found += batch
+                print(f"seeds {seeds[0]}-{seeds[-1]}{f' (steered: {bias})' if bias else ''}: "
+                      f"{'OK' if not batch else f'{len(batch)} mismatches'}", flush=True)
+            print(funcov.report())
+        else:
+            found = compare(program_names(cfg), cfg, **mem_options)
         failures += found
         for f in found:
             print(f)

@@ -15,6 +15,8 @@ import numpy as np
 
 from sw.pipeline import VTAError
 
+from . import axi_check
+
 __all__ = ["RtlDevice", "WatchdogError", "RunTimeout", "dram_view"]
 
 
@@ -48,7 +50,7 @@ class RtlDevice:
     name = "rtl"
 
     def __init__(self, dut, cfg, watchdog_cycles: int = 100_000, dram_latency: int = 20,
-                 dram_bytes_per_cycle: int = 8, trace: bool = False):
+                 dram_bytes_per_cycle: int = 8, trace: bool = False, mem: str = "dpi", mem_seed: int = 0):
         from hw import control
 
         self.dut = dut
@@ -61,6 +63,9 @@ class RtlDevice:
         dut.dram_bytes_per_cycle.value = dram_bytes_per_cycle
         dut.trace_enable.value = int(trace)
         self.launches = 0
+        if mem == "cocotbext":           # cocotbext-axi's AxiRam serves the memory port (cosim/axiram.py)
+            from .axiram import attach
+            self.axiram = attach(dut, self.dram, mem_seed, dram_latency)
 
     # ------------------------------------------------------------------ register access (async)
     async def write_reg(self, name_or_offset, value: int):
@@ -98,6 +103,7 @@ class RtlDevice:
     # ------------------------------------------------------------------ the target interface
     def run(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> dict:
         from cocotb.task import resume
+        axi_check.begin_run(self)        # here: the calling thread's runtime holds the buffers the run may write
         return resume(self._run)(insn_addr, insn_count, wait_cycles)
 
     async def _run(self, insn_addr, insn_count, wait_cycles):
@@ -121,6 +127,7 @@ class RtlDevice:
         regs = await self.read_counters()
         if why in (2, 3) or decode_error(regs["status"]):
             await self.reset()        # a stopped or hung accelerator is reset, so the next run starts clean
+        axi_check.check_run()         # AXI protocol violations first: they explain a hang or a wrong result
         if why == 2:
             raise WatchdogError(f"the accelerator made no progress for {self.watchdog_cycles} cycles "
                                 f"(cycle {regs['cycles']} of the run):\n" + describe_state(regs))

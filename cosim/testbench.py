@@ -31,9 +31,10 @@ def testbench_parameters(interface: dict) -> dict:
             "REG_INSN_COUNT": regs["insn_count"], "REG_INSN_ADDR": regs["insn_addr"]}
 
 
-def control_file() -> str:
-    """A Verilator control file that makes only the testbench signals Python uses visible."""
+def control_file(extra_public=()) -> str:
+    """A Verilator control file that makes only the testbench signals Python uses visible (plus ``extra_public``,
+    read-write: the signals of a model variant, cosim/variants.py)."""
     lines = ["`verilator_config", "lint_off -rule WIDTH", "lint_off -rule UNUSED", "lint_off -rule UNOPTFLAT"]
-    lines += [f'public_flat_rw -module "vta_tb" -var "{s}"' for s in WRITTEN_SIGNALS]
+    lines += [f'public_flat_rw -module "vta_tb" -var "{s}"' for s in (*WRITTEN_SIGNALS, *extra_public)]
     lines += [f'public_flat_rd -module "vta_tb" -var "{s}"' for s in READ_SIGNALS]
     return "\n".join(lines) + "\n"

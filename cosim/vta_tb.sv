@@ -74,6 +74,9 @@ module vta_tb #(
     busy_q <= busy;
   end
 
+`ifdef VTA_TB_AXIRAM
+  `include "axiram_port.svh"   // the cocotbext-axi variant: cosim/axiram.py serves the memory port instead
+`else
   // ---------------------------------------------------------------- DRAM: AXI4 read slave
   localparam int RQ = 64;
   logic [31:0] rq_addr [RQ];
@@ -174,6 +177,8 @@ module vta_tb #(
     end
   end
 
+`endif
+
   // ---------------------------------------------------------------- AXI4-Lite master (Python or autorun)
   logic ctl_req = 1'b0;          // flipped to start one access
   logic ctl_ack = 1'b0;          // flipped when the access is done
@@ -245,6 +250,22 @@ module vta_tb #(
       else if (run_cycles >= cycle_limit) begin running <= 1'b0; done <= 1'b1; why <= 2'd3; end
     end
   end
+
+`ifdef VTA_TB_AXI_CHECK
+  // ---------------------------------------------------------------- AXI4 protocol assertions (cosim/axi_check.py)
+  logic axi_done_q = 1'b0;
+  always @(posedge clk) axi_done_q <= done;
+  vta_axi_checker #(.BUS(BUS), .ADDR($bits(m_axi_araddr)), .IDW($bits(m_axi_arid))) axi_checker (
+    .clk, .rst, .cycle, .run_end(done && !axi_done_q && why == 2'd1),
+    .awvalid(m_axi_awvalid), .awready(m_axi_awready), .awid(m_axi_awid), .awaddr(m_axi_awaddr), .awlen(m_axi_awlen),
+    .awsize(m_axi_awsize), .awburst(m_axi_awburst), .awcache(m_axi_awcache), .awprot(m_axi_awprot),
+    .wvalid(m_axi_wvalid), .wready(m_axi_wready), .wdata(m_axi_wdata), .wstrb(m_axi_wstrb), .wlast(m_axi_wlast),
+    .bvalid(m_axi_bvalid), .bready(m_axi_bready), .bid(m_axi_bid), .bresp(m_axi_bresp),
+    .arvalid(m_axi_arvalid), .arready(m_axi_arready), .arid(m_axi_arid), .araddr(m_axi_araddr), .arlen(m_axi_arlen),
+    .arsize(m_axi_arsize), .arburst(m_axi_arburst), .arcache(m_axi_arcache), .arprot(m_axi_arprot),
+    .rvalid(m_axi_rvalid), .rready(m_axi_rready), .rid(m_axi_rid), .rdata(m_axi_rdata), .rresp(m_axi_rresp),
+    .rlast(m_axi_rlast));
+`endif
 
   // ---------------------------------------------------------------- autorun (plain C++ harness, no Python)
   // A clocked sequence: write insn_count and insn_addr, arm the monitor, write control = 1, wait for done.

