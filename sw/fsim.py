@@ -147,8 +147,9 @@ class FsimDevice:
         if f["reset"]:
             self.acc[d] = 0
             return
-        prod, order = _gemm_products(self.inp, self.wgt, s, w)
-        _accumulate(self.acc, d[order], prod)
+        if not _gemm_folded(self.acc, self.inp, self.wgt, d, s, w):
+            prod, order = _gemm_products(self.inp, self.wgt, s, w)
+            _accumulate(self.acc, d[order], prod)
         self.counters["gemm_counter"] += d.size
 
     def _alu(self, f):
@@ -204,10 +205,98 @@ def alu_op(op: int, a: np.ndarray, b) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- GEMM kernels
-# Products of int8 blocks are exact in float32 (a BLOCK_IN <= 64 dot product stays below 2^21), so
-# each batch of micro-ops is computed with BLAS and converted back to int32 before accumulating.
-# Accumulation commutes, so the products may come back in any order: each function returns them
-# with the permutation of micro-op executions they follow.
+# A GEMM instruction adds, to each acc row it writes, the sum of the products of every micro-op
+# execution that writes that row. Sums of int32 lanes wrap modulo 2^32, which is a ring: the result
+# does not depend on the order of the additions, so executions that write the same row (at any
+# distance, with no hazard rule) may be summed in any order and added to the row once.
+#
+# The fast path (:func:`_gemm_folded`) folds that per-row sum into BLAS. When every written row gets
+# the same number K of executions, row r needs sum_k inp[S[r, k]] . wgt[W[r, k]]^T: the product of
+# the (BATCH, K*BLOCK_IN) concatenation of its inp rows with the (BLOCK_OUT, K*BLOCK_IN) one of its
+# wgt rows. Rows that share their inp list S[r] (the same output pixel) and rows that share W[r] (the
+# same output channel block) make one matrix product of all the distinct inp lists by all the distinct
+# wgt lists, computed once. Irregular instructions (unequal counts, too few shared lists) take the
+# general path (:func:`_gemm_products` and :func:`_accumulate`).
+#
+# Exactness of float32: an int8 x int8 product has |a*b| <= 128*128 = 2^14. A dot product of at most
+# _F32_TERMS = 1024 such terms has every partial sum, in whatever order or blocking BLAS adds them and
+# with or without fused multiply-add, an integer of magnitude <= 1024 * 2^14 = 2^24; float32 holds
+# every integer of magnitude <= 2^24 exactly, so each rounding step is exact and the float32 result is
+# the exact integer. Longer reductions are split into chunks of <= 1024 terms, each converted to int32
+# and added with wrap-around.
+_F32_TERMS = 1024
+
+
+def _gemm_folded(acc, inp, wgt, d, s, w) -> bool:
+    """acc[d] += inp[s] . wgt[w]^T over all executions, as one blocked product; False (nothing done)
+    when the executions have no regular structure to fold."""
+    plan = _fold_plan(d, s, w)
+    if plan is None:
+        return False
+    dst, S, W = plan
+    us, inv_s = _row_classes(S)
+    uw, inv_w = _row_classes(W)
+    if us.shape[0] * uw.shape[0] > 2 * dst.size:
+        return False           # few rows share their lists: the full product would mostly be wasted
+    B, I = inp.shape[1], inp.shape[2]
+    O = wgt.shape[1]
+    K = S.shape[1]
+    chunk = max(1, _F32_TERMS // I)
+    total = None
+    for k0 in range(0, K, chunk):
+        x = inp[us[:, k0:k0 + chunk]].transpose(0, 2, 1, 3).astype(np.float32, order="C")
+        y = wgt[uw[:, k0:k0 + chunk]].transpose(0, 2, 1, 3).astype(np.float32, order="C")
+        p = x.reshape(us.shape[0] * B, -1) @ y.reshape(uw.shape[0] * O, -1).T   # exact: <= 1024 terms
+        p = p.reshape(us.shape[0], B, uw.shape[0], O)[inv_s, :, inv_w, :].astype(np.int32)   # (R, B, O)
+        total = p if total is None else total + p         # int32 wrap-around
+    acc[dst] += total.reshape(dst.size, B * O)
+    return True
+
+
+def _fold_plan(d, s, w):
+    """(dst rows (R,), S (R, K), W (R, K)) with the inp/wgt indices of the K executions writing each
+    distinct row dst[r], in execution order; None when the rows get unequal numbers of executions."""
+    n = d.size
+    lo = int(d.min())
+    counts = np.bincount(d - lo)
+    rows = np.flatnonzero(counts)
+    R = rows.size
+    K = n // R
+    if K * R != n or not np.all(counts[rows] == K):
+        return None
+    if K == 1:
+        return d, s[:, None], w[:, None]
+    # the common loop nests repeat one run of C distinct rows K times in a row, A times over
+    # (A = 1: the whole set of rows K times; C = 1: each row's executions back to back)
+    again = np.flatnonzero(d[1:] == d[0])
+    C = int(again[0]) + 1
+    if R % C == 0:
+        A = R // C
+        d3 = d.reshape(A, K, C)
+        if np.array_equal(d3, np.broadcast_to(d3[:, :1], d3.shape)):
+            def rows_of(x):
+                return x.reshape(A, K, C).transpose(0, 2, 1).reshape(R, K)
+            return d3[:, 0].reshape(R), rows_of(s), rows_of(w)
+    key = (d - lo).astype(np.uint16 if rows[-1] < 1 << 16 else np.uint32)
+    order = np.argsort(key, kind="stable")               # radix sort; keeps execution order per row
+    return rows + lo, s[order].reshape(R, K), w[order].reshape(R, K)
+
+
+def _row_classes(m):
+    """(u, inverse) with m == u[inverse]: the distinct rows of the index matrix m (R, K) of
+    non-negative SRAM indices."""
+    step = m[:, 1:] - m[:, :1]
+    if np.array_equal(step, np.broadcast_to(step[:1], step.shape)):
+        # every row is one pattern at an offset (the loops of a dense or conv kernel): key on the offset
+        base = m[:, 0]
+        seen = np.zeros(int(base.max()) + 1, dtype=np.int64)
+        seen[base] = 1
+        offsets = np.flatnonzero(seen)
+        seen[offsets] = np.arange(offsets.size)
+        return offsets[:, None] + np.concatenate(([0], step[0])), seen[base]
+    u, inverse = np.unique(m, axis=0, return_inverse=True)
+    return u, inverse.reshape(-1)
+
 
 def _gemm_products(inp, wgt, s, w):
     """(products (N, BATCH*BLOCK_OUT) float32, exact, order) with products[i] = inp[s[order[i]]] . wgt[w[order[i]]]^T."""
