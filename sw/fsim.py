@@ -12,6 +12,10 @@ page 0, so address 0 is never a valid buffer.
 
 from __future__ import annotations
 
+import ctypes
+from contextlib import contextmanager
+from pathlib import Path
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -227,6 +231,38 @@ def alu_op(op: int, a: np.ndarray, b) -> np.ndarray:
 _F32_TERMS = 1024
 
 
+def _blas_thread_setter():
+    """OpenBLAS's ``openblas_set_num_threads_local`` (thread-local; returns the previous setting) from
+    the library bundled with numpy, or None when numpy uses another BLAS."""
+    libs = Path(np.__file__).resolve().parent.parent / "numpy.libs"
+    for lib in sorted(libs.glob("lib*openblas*.so*")) if libs.is_dir() else ():
+        try:
+            fn = ctypes.CDLL(str(lib)).openblas_set_num_threads_local
+        except (OSError, AttributeError):
+            continue
+        fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+        return fn
+    return None
+
+
+_SET_BLAS_THREADS = _blas_thread_setter()
+
+
+@contextmanager
+def _one_blas_thread():
+    """Run the enclosed BLAS calls on the calling thread only. The golden model's products are small
+    (often ~1 M MACs); OpenBLAS splits anything above ~0.26 M MACs over all cores, and on a shared
+    machine each call then waits for a busy core (measured: 3 ms instead of 0.05 ms)."""
+    if _SET_BLAS_THREADS is None:
+        yield
+        return
+    previous = _SET_BLAS_THREADS(1)
+    try:
+        yield
+    finally:
+        _SET_BLAS_THREADS(previous)
+
+
 def _gemm_folded(acc, inp, wgt, d, s, w) -> bool:
     """acc[d] += inp[s] . wgt[w]^T over all executions, as one blocked product; False (nothing done)
     when the executions have no regular structure to fold."""
@@ -246,7 +282,8 @@ def _gemm_folded(acc, inp, wgt, d, s, w) -> bool:
     for k0 in range(0, K, chunk):
         x = inp[us[:, k0:k0 + chunk]].transpose(0, 2, 1, 3).astype(np.float32, order="C")
         y = wgt[uw[:, k0:k0 + chunk]].transpose(0, 2, 1, 3).astype(np.float32, order="C")
-        p = x.reshape(us.shape[0] * B, -1) @ y.reshape(uw.shape[0] * O, -1).T   # exact: <= 1024 terms
+        with _one_blas_thread():
+            p = x.reshape(us.shape[0] * B, -1) @ y.reshape(uw.shape[0] * O, -1).T   # exact: <= 1024 terms
         p = p.reshape(us.shape[0], B, uw.shape[0], O)[inv_s, :, inv_w, :].astype(np.int32)   # (R, B, O)
         total = p if total is None else total + p         # int32 wrap-around
     acc[dst] += total.reshape(dst.size, B * O)
