@@ -66,7 +66,7 @@ def long_gemm_kernel(rows, k, o):
     return kernel
 
 
-def bench_gemm(cfg, name, rows, k, o, repeats=5):
+def bench_gemm(cfg, name, rows, k, o, repeats=10):
     dev = FsimDevice(cfg, dram_bytes=64 << 20)
     rng = np.random.default_rng(0)
     dev.inp[...] = rng.integers(-128, 128, size=dev.inp.shape, dtype=np.int8)

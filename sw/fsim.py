@@ -151,9 +151,10 @@ class FsimDevice:
         if f["reset"]:
             self.acc[d] = 0
             return
-        if not _gemm_folded(self.acc, self.inp, self.wgt, d, s, w):
-            prod, order = _gemm_products(self.inp, self.wgt, s, w)
-            _accumulate(self.acc, d[order], prod)
+        with _one_blas_thread():
+            if not _gemm_folded(self.acc, self.inp, self.wgt, d, s, w):
+                prod, order = _gemm_products(self.inp, self.wgt, s, w)
+                _accumulate(self.acc, d[order], prod)
         self.counters["gemm_counter"] += d.size
 
     def _alu(self, f):
@@ -282,8 +283,7 @@ def _gemm_folded(acc, inp, wgt, d, s, w) -> bool:
     for k0 in range(0, K, chunk):
         x = inp[us[:, k0:k0 + chunk]].transpose(0, 2, 1, 3).astype(np.float32, order="C")
         y = wgt[uw[:, k0:k0 + chunk]].transpose(0, 2, 1, 3).astype(np.float32, order="C")
-        with _one_blas_thread():
-            p = x.reshape(us.shape[0] * B, -1) @ y.reshape(uw.shape[0] * O, -1).T   # exact: <= 1024 terms
+        p = x.reshape(us.shape[0] * B, -1) @ y.reshape(uw.shape[0] * O, -1).T   # exact: <= 1024 terms
         p = p.reshape(us.shape[0], B, uw.shape[0], O)[inv_s, :, inv_w, :].astype(np.int32)   # (R, B, O)
         total = p if total is None else total + p         # int32 wrap-around
     acc[dst] += total.reshape(dst.size, B * O)
@@ -294,29 +294,35 @@ def _fold_plan(d, s, w):
     """(dst rows (R,), S (R, K), W (R, K)) with the inp/wgt indices of the K executions writing each
     distinct row dst[r], in execution order; None when the rows get unequal numbers of executions."""
     n = d.size
+    hits = np.flatnonzero(d == d[0])
+    K = hits.size                        # if the counts are equal, every row's is that of the first
+    if K == 1:
+        return (d, s[:, None], w[:, None]) if _distinct(d) else None
+    # the common loop nests repeat one run of C distinct rows K times in a row, A times over
+    # (A = 1: the whole set of rows K times; C = 1: each row's executions back to back)
+    C = int(hits[1] - hits[0])
+    if n % (K * C) == 0:
+        A = n // (K * C)
+        d3 = d.reshape(A, K, C)
+        first = d3[:, 0]
+        if np.array_equal(d3, np.broadcast_to(first[:, None], d3.shape)) and _distinct(first.reshape(-1)):
+            def rows_of(x):
+                return x.reshape(A, K, C).transpose(0, 2, 1).reshape(A * C, K)
+            return first.reshape(-1), rows_of(s), rows_of(w)
     lo = int(d.min())
     counts = np.bincount(d - lo)
     rows = np.flatnonzero(counts)
     R = rows.size
-    K = n // R
     if K * R != n or not np.all(counts[rows] == K):
         return None
-    if K == 1:
-        return d, s[:, None], w[:, None]
-    # the common loop nests repeat one run of C distinct rows K times in a row, A times over
-    # (A = 1: the whole set of rows K times; C = 1: each row's executions back to back)
-    again = np.flatnonzero(d[1:] == d[0])
-    C = int(again[0]) + 1
-    if R % C == 0:
-        A = R // C
-        d3 = d.reshape(A, K, C)
-        if np.array_equal(d3, np.broadcast_to(d3[:, :1], d3.shape)):
-            def rows_of(x):
-                return x.reshape(A, K, C).transpose(0, 2, 1).reshape(R, K)
-            return d3[:, 0].reshape(R), rows_of(s), rows_of(w)
     key = (d - lo).astype(np.uint16 if rows[-1] < 1 << 16 else np.uint32)
     order = np.argsort(key, kind="stable")               # radix sort; keeps execution order per row
     return rows + lo, s[order].reshape(R, K), w[order].reshape(R, K)
+
+
+def _distinct(x) -> bool:
+    """Whether the non-negative integers x are all different."""
+    return x.size <= 1 or int(np.bincount(x - x.min()).max()) == 1
 
 
 def _row_classes(m):

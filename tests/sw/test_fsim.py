@@ -402,3 +402,13 @@ def test_folded_gemm_exact_at_extremes(default_cfg, k_blocks):
     assert (want[:rows] == exact).all()
     assert _gemm_folded(dev.acc, dev.inp, dev.wgt, d, s, w)
     np.testing.assert_array_equal(dev.acc, want)
+
+
+def test_one_blas_thread_restores_the_callers_setting():
+    """The pinned numpy's OpenBLAS is found, and the thread-local setting is put back after the products."""
+    from sw.fsim import _SET_BLAS_THREADS, _one_blas_thread
+    assert _SET_BLAS_THREADS is not None
+    before = _SET_BLAS_THREADS(3)
+    with _one_blas_thread():
+        assert _SET_BLAS_THREADS(1) == 1
+    assert _SET_BLAS_THREADS(before) == 3
