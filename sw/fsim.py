@@ -277,16 +277,24 @@ def _gemm_folded(acc, inp, wgt, d, s, w) -> bool:
         return False           # few rows share their lists: the full product would mostly be wasted
     B, I = inp.shape[1], inp.shape[2]
     O = wgt.shape[1]
-    K = S.shape[1]
+    R, K = S.shape
+    nu, nw = us.shape[0], uw.shape[0]
+    # the rows in the product's own order (row r = pair (r // nw, r % nw)): no gather needed
+    in_order = nu * nw == R and np.array_equal(inv_s * nw + inv_w, np.arange(R))
     chunk = max(1, _F32_TERMS // I)
     total = None
     for k0 in range(0, K, chunk):
         x = inp[us[:, k0:k0 + chunk]].transpose(0, 2, 1, 3).astype(np.float32, order="C")
         y = wgt[uw[:, k0:k0 + chunk]].transpose(0, 2, 1, 3).astype(np.float32, order="C")
-        p = x.reshape(us.shape[0] * B, -1) @ y.reshape(uw.shape[0] * O, -1).T   # exact: <= 1024 terms
-        p = p.reshape(us.shape[0], B, uw.shape[0], O)[inv_s, :, inv_w, :].astype(np.int32)   # (R, B, O)
+        p = (x.reshape(nu * B, -1) @ y.reshape(nw * O, -1).T).reshape(nu, B, nw, O)   # exact: <= 1024 terms
+        p = (p.transpose(0, 2, 1, 3) if in_order else p[inv_s, :, inv_w, :]).astype(np.int32)   # (R, B, O)
         total = p if total is None else total + p         # int32 wrap-around
-    acc[dst] += total.reshape(dst.size, B * O)
+    total = total.reshape(R, B * O)
+    lo = int(dst[0])
+    if int(dst[-1]) - lo == R - 1 and (R == 1 or bool(np.all(dst[1:] > dst[:-1]))):
+        acc[lo:lo + R] += total                           # a run of consecutive rows: in place on a view
+    else:
+        acc[dst] += total
     return True
 
 

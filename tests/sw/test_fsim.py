@@ -331,10 +331,10 @@ def loop_kernel(shape, rng, cfg):
         rows = r(1, 3)
         uops = [(d, r(0, 3), r(0, 3)) for d in range(rows)]
         f.update(iter_out=r(1, 4), src_factor_out=r(0, 2), iter_in=r(1, 4), src_factor_in=1, wgt_factor_in=1)
-    elif shape == "one_loop":       # every execution writes its own row; the weights shared by the rows
-        o = r(1, 4)
-        uops = [(j, 0, 2 * j) for j in range(o)]
-        f.update(iter_out=r(1, 8), dst_factor_out=o, src_factor_out=r(1, 3))
+    elif shape == "one_loop":       # every execution writes its own row (in any order, with gaps); the
+        o = r(1, 4)                 # weights shared by the rows
+        uops = [(j, 0, 2 * j) for j in rng.permutation(o).tolist()]
+        f.update(iter_out=r(1, 8), dst_factor_out=o + r(0, 2), src_factor_out=r(1, 3))
     elif shape == "uop_reduction":  # no loops; the micro-ops repeat their rows in a shuffled order
         rows, k = r(1, 4), r(2, 4)
         seen = [0] * rows
