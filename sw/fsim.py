@@ -12,6 +12,10 @@ page 0, so address 0 is never a valid buffer.
 
 from __future__ import annotations
 
+import ctypes
+from contextlib import contextmanager
+from pathlib import Path
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -147,8 +151,10 @@ class FsimDevice:
         if f["reset"]:
             self.acc[d] = 0
             return
-        prod, order = _gemm_products(self.inp, self.wgt, s, w)
-        _accumulate(self.acc, d[order], prod)
+        with _one_blas_thread():
+            if not _gemm_folded(self.acc, self.inp, self.wgt, d, s, w):
+                prod, order = _gemm_products(self.inp, self.wgt, s, w)
+                _accumulate(self.acc, d[order], prod)
         self.counters["gemm_counter"] += d.size
 
     def _alu(self, f):
@@ -204,10 +210,144 @@ def alu_op(op: int, a: np.ndarray, b) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- GEMM kernels
-# Products of int8 blocks are exact in float32 (a BLOCK_IN <= 64 dot product stays below 2^21), so
-# each batch of micro-ops is computed with BLAS and converted back to int32 before accumulating.
-# Accumulation commutes, so the products may come back in any order: each function returns them
-# with the permutation of micro-op executions they follow.
+# A GEMM instruction adds, to each acc row it writes, the sum of the products of every micro-op
+# execution that writes that row. Sums of int32 lanes wrap modulo 2^32, which is a ring: the result
+# does not depend on the order of the additions, so executions that write the same row (at any
+# distance, with no hazard rule) may be summed in any order and added to the row once.
+#
+# The fast path (:func:`_gemm_folded`) folds that per-row sum into BLAS. When every written row gets
+# the same number K of executions, row r needs sum_k inp[S[r, k]] . wgt[W[r, k]]^T: the product of
+# the (BATCH, K*BLOCK_IN) concatenation of its inp rows with the (BLOCK_OUT, K*BLOCK_IN) one of its
+# wgt rows. Rows that share their inp list S[r] (the same output pixel) and rows that share W[r] (the
+# same output channel block) make one matrix product of all the distinct inp lists by all the distinct
+# wgt lists, computed once. Irregular instructions (unequal counts, too few shared lists) take the
+# general path (:func:`_gemm_products` and :func:`_accumulate`).
+#
+# Exactness of float32: an int8 x int8 product has |a*b| <= 128*128 = 2^14. A dot product of at most
+# _F32_TERMS = 1024 such terms has every partial sum, in whatever order or blocking BLAS adds them and
+# with or without fused multiply-add, an integer of magnitude <= 1024 * 2^14 = 2^24; float32 holds
+# every integer of magnitude <= 2^24 exactly, so each rounding step is exact and the float32 result is
+# the exact integer. Longer reductions are split into chunks of <= 1024 terms, each converted to int32
+# and added with wrap-around.
+_F32_TERMS = 1024
+
+
+def _blas_thread_setter():
+    """OpenBLAS's ``openblas_set_num_threads_local`` (thread-local; returns the previous setting) from
+    the library bundled with numpy, or None when numpy uses another BLAS."""
+    libs = Path(np.__file__).resolve().parent.parent / "numpy.libs"
+    for lib in sorted(libs.glob("lib*openblas*.so*")) if libs.is_dir() else ():
+        try:
+            fn = ctypes.CDLL(str(lib)).openblas_set_num_threads_local
+        except (OSError, AttributeError):
+            continue
+        fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+        return fn
+    return None
+
+
+_SET_BLAS_THREADS = _blas_thread_setter()
+
+
+@contextmanager
+def _one_blas_thread():
+    """Run the enclosed BLAS calls on the calling thread only. The golden model's products are small
+    (often ~1 M MACs); OpenBLAS splits anything above ~0.26 M MACs over all cores, and on a shared
+    machine each call then waits for a busy core (measured: 3 ms instead of 0.05 ms)."""
+    if _SET_BLAS_THREADS is None:
+        yield
+        return
+    previous = _SET_BLAS_THREADS(1)
+    try:
+        yield
+    finally:
+        _SET_BLAS_THREADS(previous)
+
+
+def _gemm_folded(acc, inp, wgt, d, s, w) -> bool:
+    """acc[d] += inp[s] . wgt[w]^T over all executions, as one blocked product; False (nothing done)
+    when the executions have no regular structure to fold."""
+    plan = _fold_plan(d, s, w)
+    if plan is None:
+        return False
+    dst, S, W = plan
+    us, inv_s = _row_classes(S)
+    uw, inv_w = _row_classes(W)
+    if us.shape[0] * uw.shape[0] > 2 * dst.size:
+        return False           # few rows share their lists: the full product would mostly be wasted
+    B, I = inp.shape[1], inp.shape[2]
+    O = wgt.shape[1]
+    R, K = S.shape
+    nu, nw = us.shape[0], uw.shape[0]
+    # the rows in the product's own order (row r = pair (r // nw, r % nw)): no gather needed
+    in_order = nu * nw == R and np.array_equal(inv_s * nw + inv_w, np.arange(R))
+    chunk = max(1, _F32_TERMS // I)
+    total = None
+    for k0 in range(0, K, chunk):
+        x = inp[us[:, k0:k0 + chunk]].transpose(0, 2, 1, 3).astype(np.float32, order="C")
+        y = wgt[uw[:, k0:k0 + chunk]].transpose(0, 2, 1, 3).astype(np.float32, order="C")
+        p = (x.reshape(nu * B, -1) @ y.reshape(nw * O, -1).T).reshape(nu, B, nw, O)   # exact: <= 1024 terms
+        p = (p.transpose(0, 2, 1, 3) if in_order else p[inv_s, :, inv_w, :]).astype(np.int32)   # (R, B, O)
+        total = p if total is None else total + p         # int32 wrap-around
+    total = total.reshape(R, B * O)
+    lo = int(dst[0])
+    if int(dst[-1]) - lo == R - 1 and (R == 1 or bool(np.all(dst[1:] > dst[:-1]))):
+        acc[lo:lo + R] += total                           # a run of consecutive rows: in place on a view
+    else:
+        acc[dst] += total
+    return True
+
+
+def _fold_plan(d, s, w):
+    """(dst rows (R,), S (R, K), W (R, K)) with the inp/wgt indices of the K executions writing each
+    distinct row dst[r], in execution order; None when the rows get unequal numbers of executions."""
+    n = d.size
+    hits = np.flatnonzero(d == d[0])
+    K = hits.size                        # if the counts are equal, every row's is that of the first
+    if K == 1:
+        return (d, s[:, None], w[:, None]) if _distinct(d) else None
+    # the common loop nests repeat one run of C distinct rows K times in a row, A times over
+    # (A = 1: the whole set of rows K times; C = 1: each row's executions back to back)
+    C = int(hits[1] - hits[0])
+    if n % (K * C) == 0:
+        A = n // (K * C)
+        d3 = d.reshape(A, K, C)
+        first = d3[:, 0]
+        if np.array_equal(d3, np.broadcast_to(first[:, None], d3.shape)) and _distinct(first.reshape(-1)):
+            def rows_of(x):
+                return x.reshape(A, K, C).transpose(0, 2, 1).reshape(A * C, K)
+            return first.reshape(-1), rows_of(s), rows_of(w)
+    lo = int(d.min())
+    counts = np.bincount(d - lo)
+    rows = np.flatnonzero(counts)
+    R = rows.size
+    if K * R != n or not np.all(counts[rows] == K):
+        return None
+    key = (d - lo).astype(np.uint16 if rows[-1] < 1 << 16 else np.uint32)
+    order = np.argsort(key, kind="stable")               # radix sort; keeps execution order per row
+    return rows + lo, s[order].reshape(R, K), w[order].reshape(R, K)
+
+
+def _distinct(x) -> bool:
+    """Whether the non-negative integers x are all different."""
+    return x.size <= 1 or int(np.bincount(x - x.min()).max()) == 1
+
+
+def _row_classes(m):
+    """(u, inverse) with m == u[inverse]: the distinct rows of the index matrix m (R, K) of
+    non-negative SRAM indices."""
+    step = m[:, 1:] - m[:, :1]
+    if np.array_equal(step, np.broadcast_to(step[:1], step.shape)):
+        # every row is one pattern at an offset (the loops of a dense or conv kernel): key on the offset
+        base = m[:, 0]
+        seen = np.zeros(int(base.max()) + 1, dtype=np.int64)
+        seen[base] = 1
+        offsets = np.flatnonzero(seen)
+        seen[offsets] = np.arange(offsets.size)
+        return offsets[:, None] + np.concatenate(([0], step[0])), seen[base]
+    u, inverse = np.unique(m, axis=0, return_inverse=True)
+    return u, inverse.reshape(-1)
+
 
 def _gemm_products(inp, wgt, s, w):
     """(products (N, BATCH*BLOCK_OUT) float32, exact, order) with products[i] = inp[s[order[i]]] . wgt[w[order[i]]]^T."""
