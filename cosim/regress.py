@@ -2,9 +2,10 @@
 (the checks themselves: :mod:`cosim.differential`).
 
 ``compare(names, config)`` and ``fuzz(seeds, config)`` return a list of mismatch descriptions
-(empty = bit-exact). ``python -m cosim.regress --fuzz N`` is ``make fuzz``: shards of random programs
-(:mod:`cosim.cluster`, on a Dask cluster with ``--scheduler``), failures saved as replay files and
-minimized (:mod:`cosim.triage`); ``--replay FILE [--waves]`` re-runs one.
+(empty = bit-exact). ``python -m cosim.regress --fuzz N`` is ``make fuzz``: batches of random programs
+in this process, later batches steered toward the functional-coverage holes (:mod:`cosim.funcov`);
+with ``--scheduler`` (or ``--fault``) shards over a Dask cluster (:mod:`cosim.cluster`), failures
+saved as replay files and minimized (:mod:`cosim.triage`); ``--replay FILE [--waves]`` re-runs one.
 """
 
 from __future__ import annotations
