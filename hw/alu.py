@@ -1,4 +1,4 @@
-"""The tensor ALU: runs one ALU instruction over the micro-op loop nest (reference §3.4, DESIGN §2)."""
+"""The tensor ALU: runs one ALU instruction over the micro-op loop nest (docs/architecture.md §2.8, docs/architecture.md §2)."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring

@@ -18,7 +18,7 @@ __all__ = ["Compute"]
 
 
 class Compute(wiring.Component):
-    """The compute module (reference §3.3, §3.4, §3.7, DESIGN §2), with a GEMM and an ALU that run
+    """The compute module (docs/architecture.md §2.7-§2.9), with a GEMM and an ALU that run
     side by side.
 
     Instructions come in order from ``insn``. A GEMM or ALU instruction is decoded, its acc footprint

@@ -1,4 +1,4 @@
-"""Instruction fetch: read the program by DMA, check each instruction and route it (reference §4.1)."""
+"""Instruction fetch: read the program by DMA, check each instruction and route it (docs/architecture.md §2.2)."""
 
 from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import data, fifo, stream, wiring
@@ -34,7 +34,7 @@ class Fetch(wiring.Component):
     2. ``BAD_MEMORY_TYPE``: a LOAD/STORE with memory_type 6..7, a LOAD of OUT, or a STORE that is
        not a NOP (x_size != 0) of anything but OUT;
     3. ``RESERVED_DEP_FLAG``: pop_prev or push_prev on a load-module instruction (LOAD INP/WGT),
-       pop_next or push_next on a STORE (reference §3.8);
+       pop_next or push_next on a STORE (docs/architecture.md §2.3);
     4. ``BAD_ALU_OPCODE``: ALU with alu_opcode 5..7, or MUL (4) when the config has ALU_MUL = 0.
 
     A bad instruction is not routed: Fetch drives its code on ``error`` (cleared by the next

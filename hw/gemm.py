@@ -64,7 +64,7 @@ def registered_mul(m, platform, a, b, name, *, signed_operands=True):
 
 
 class UopSequencer(wiring.Component):
-    """The micro-op loop nest of GEMM and ALU (reference §3.3): for i_out, i_in, u in
+    """The micro-op loop nest of GEMM and ALU (docs/architecture.md §2.7): for i_out, i_in, u in
     [uop_bgn, uop_end) it presents ``uop`` and the index offsets ``dst``, ``src``, ``wgt``
     (= i_out*factor_out + i_in*factor_in, wrapping at their widths).
 
@@ -139,7 +139,7 @@ class UopSequencer(wiring.Component):
 
 
 class Gemm(wiring.Component):
-    """The GEMM core (reference §3.3): for each micro-op of the loop nest,
+    """The GEMM core (docs/architecture.md §2.7): for each micro-op of the loop nest,
     ``acc[d] = 0`` (reset) or ``acc[d] += inp[s] . wgt[w]^T`` (BATCH x BLOCK_IN times
     BLOCK_IN x BLOCK_OUT int8, int32 wrap-around).
 

@@ -18,7 +18,7 @@ DMA write client
     ``done`` (In): a one-cycle pulse when every word of one command has been acknowledged by
              the memory (AXI B response); one pulse per command, in command order.
 
-Token port (dependency queues, reference §3.8)
+Token port (dependency queues, docs/architecture.md §2.3)
     A producer drives ``push`` for one cycle per token; a consumer sees ``valid`` (count > 0) and
     drives ``pop`` for one cycle to consume one.
 """

@@ -254,7 +254,7 @@ def dma_read_mux(m, target, clients, sel):
 
 
 class Load(wiring.Component):
-    """The load module: runs LOAD INP and LOAD WGT instructions (reference §3.2, DESIGN §2).
+    """The load module: runs LOAD INP and LOAD WGT instructions (docs/architecture.md §2.5, docs/architecture.md §2).
 
     Per instruction: take it from ``insn`` (a stream of 128-bit words), wait for a g2l token if
     ``pop_next`` (then pop it), run the load (a NOP when x_size = 0), then push an l2g token if

@@ -1,4 +1,4 @@
-"""Dependency-token queues (reference §3.8).
+"""Dependency-token queues (docs/architecture.md §2.3).
 
 A token carries no data, so a queue is a saturating counting semaphore, as in VTA's Chisel design:
 the producer pushes one token per cycle at most, the consumer sees ``valid`` while the count is

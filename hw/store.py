@@ -1,4 +1,4 @@
-"""The store module: STORE instructions, from the out SRAM to DRAM (reference §3.6)."""
+"""The store module: STORE instructions, from the out SRAM to DRAM (docs/architecture.md §2.6)."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import fifo, stream, wiring

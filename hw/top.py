@@ -14,7 +14,7 @@ Ports (Verilog names; AXI names follow the AMBA convention so vendor tools infer
 
 Read clients of the AXI master in priority order: fetch, compute (uop/acc), load (inp/wgt). The store
 module is the one write client. The inp and wgt SRAMs live here: load writes them, compute reads them;
-the out SRAM likewise between compute and store. Token queues (reference §3.8) and the profiler's
+the out SRAM likewise between compute and store. Token queues (docs/architecture.md §2.3) and the profiler's
 byte counters per memory type live here too.
 """
 

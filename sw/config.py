@@ -186,7 +186,7 @@ class Config:
     ACC_ELEM_BYTES = property(lambda self: 1 << self.LOG_ACC_ELEM_BYTES)
     OUT_ELEM_BYTES = property(lambda self: 1 << self.LOG_OUT_ELEM_BYTES)
 
-    # matrix widths in bits (reference §1.2)
+    # matrix widths in bits (docs/architecture.md §1.2)
     INP_MATRIX_WIDTH = property(lambda self: self.INP_WIDTH * self.BATCH * self.BLOCK_IN)
     WGT_MATRIX_WIDTH = property(lambda self: self.WGT_WIDTH * self.BLOCK_OUT * self.BLOCK_IN)
     ACC_MATRIX_WIDTH = property(lambda self: self.ACC_WIDTH * self.BATCH * self.BLOCK_OUT)

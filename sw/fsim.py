@@ -1,4 +1,4 @@
-"""The numpy golden model: VTA's functional-simulator semantics with DESIGN §2's decisions.
+"""The numpy golden model: VTA's functional-simulator semantics with docs/architecture.md §2's decisions.
 
 :class:`FsimDevice` owns a byte-addressed DRAM (a numpy array the runtime writes into directly) and
 the SRAMs of one configuration. :meth:`FsimDevice.run` decodes ``insn_count`` instructions at
@@ -27,7 +27,7 @@ __all__ = ["FsimDevice", "COUNTER_NAMES", "DEFAULT_DRAM_BYTES"]
 
 DEFAULT_DRAM_BYTES = 256 << 20
 
-# The counters of VTA's profiler (reference §3.10), kept by every target.
+# The counters of VTA's profiler (docs/architecture.md §5.6), kept by every target.
 COUNTER_NAMES = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes",
                  "out_store_nbytes", "gemm_counter", "alu_counter")
 
@@ -129,7 +129,7 @@ class FsimDevice:
         if f["x_size"] == 0:
             return
         xs, ys, base = f["x_size"], f["y_size"], f["sram_base"]
-        # OUT mirrors the low bits of ACC (DESIGN §2.1): a store truncates the accumulators.
+        # OUT mirrors the low bits of ACC (docs/architecture.md §2.4): a store truncates the accumulators.
         out = self.acc[base:base + xs * ys].astype(np.int8)
         dst = self._dram_rows(f, self.cfg.OUT_ELEM_BYTES)
         dst[...] = out.view(np.uint8).reshape(ys, -1)
@@ -187,7 +187,7 @@ class FsimDevice:
 
 
 def alu_op(op: int, a: np.ndarray, b) -> np.ndarray:
-    """The tensor ALU on int32 lanes (DESIGN §2): MIN, MAX, ADD, SHR, MUL, wrapping to 32 bits."""
+    """The tensor ALU on int32 lanes (docs/architecture.md §2): MIN, MAX, ADD, SHR, MUL, wrapping to 32 bits."""
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     if op == AluOp.MIN:

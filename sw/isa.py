@@ -1,7 +1,7 @@
 """The VTA instruction set, defined once.
 
 Every instruction format is a list of :class:`Field` in declaration order. Bit offsets follow VTA's
-rule (reference §2.6): fields are laid out from bit 0 in order, and a field that would cross bit 64
+rule (docs/architecture.md §2.1): fields are laid out from bit 0 in order, and a field that would cross bit 64
 starts at bit 64 instead. Widths that depend on the SRAM depths come from the :class:`~sw.config.Config`.
 From this one definition come the Python encoder and decoder, the numpy bulk decoder of the golden
 model, the disassembler, the Amaranth layouts of the hardware and the tables in the docs.
@@ -120,7 +120,7 @@ def uop_index_error(cfg, dst, src, wgt, gemm: bool) -> str | None:
     return None
 
 
-# Stage (queue id) of the module that executes an instruction (reference §3.8, DESIGN §5).
+# Stage (queue id) of the module that executes an instruction (docs/architecture.md §2.3, docs/architecture.md §5).
 STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE = 1, 2, 3
 STAGE_NAMES = {STAGE_LOAD: "load", STAGE_COMPUTE: "compute", STAGE_STORE: "store"}
 
@@ -253,7 +253,7 @@ class Insn:
 
     @property
     def stage(self) -> int:
-        """The module that runs it: load (1), compute (2) or store (3) (reference §4.1)."""
+        """The module that runs it: load (1), compute (2) or store (3) (docs/architecture.md §2.2)."""
         op = self.f["opcode"]
         if op == Opcode.STORE:
             return STAGE_STORE

@@ -1,8 +1,8 @@
 """What every target agrees on before and around execution: instruction checks and token scheduling.
 
-:func:`check_insn` is the static validity check of one instruction (DESIGN §2: unknown memory
+:func:`check_insn` is the static validity check of one instruction (docs/architecture.md §2: unknown memory
 types, reserved dependency flags, SRAM ranges, padding rules). :func:`schedule` runs a stream on the
-three in-order cores (load, compute, store) with the four token queues of reference §3.8, calling
+three in-order cores (load, compute, store) with the four token queues of docs/architecture.md §2.3, calling
 an ``execute`` callback per instruction; with no callback it is the runtime's deadlock check.
 Both the golden model and the runtime use them, so they report the same errors in the same words.
 :func:`check_int` is the argument check every API entry point uses. Every subclass of
@@ -94,7 +94,7 @@ class DeadlockError(VTAError):
         self.state = state or {}
 
 
-# Token queues (reference §3.8): name -> (producer stage, consumer stage)
+# Token queues (docs/architecture.md §2.3): name -> (producer stage, consumer stage)
 TOKEN_QUEUES = {
     "l2g": (STAGE_LOAD, STAGE_COMPUTE),
     "g2l": (STAGE_COMPUTE, STAGE_LOAD),
@@ -135,7 +135,7 @@ def _mem_name(mem):
 
 
 def check_insn(cfg, insn: Insn, dram_size: int | None = None, where: str = "instruction") -> None:
-    """Raise :class:`InsnError` if ``insn`` is not valid for ``cfg`` (DESIGN §2).
+    """Raise :class:`InsnError` if ``insn`` is not valid for ``cfg`` (docs/architecture.md §2).
 
     ``dram_size`` (bytes) also bounds the DRAM range a LOAD or STORE touches.
     """
@@ -226,7 +226,7 @@ def schedule(cfg, insns: list[Insn], execute=None, disasm=None, order=None, peak
     """Run ``insns`` on three in-order cores with token queues; return the final token counts.
 
     Each core runs the instructions at the head of its queue as long as their pops can be served
-    (pops before, pushes after the instruction, reference §3.8). The run ends when FINISH executes;
+    (pops before, pushes after the instruction, docs/architecture.md §2.3). The run ends when FINISH executes;
     then every queue must be empty and every token count zero. A state where no core can progress
     raises :class:`DeadlockError` naming what each core waits for.
     """

@@ -1,4 +1,4 @@
-"""VTA's instruction-level test programs (reference §6.1), written once against the runtime API.
+"""VTA's instruction-level test programs (docs/architecture.md §7.3), written once against the runtime API.
 
 Each program is a module-level function ``name(api="python", seed=0, ...)`` that builds its data,
 drives the API, and returns ``{"result": ..., "expected": ..., "counters": ...}`` with numpy arrays

@@ -1,4 +1,4 @@
-"""The VTA runtime API (DESIGN §5, reference §5) on any target, also exported as tvm-ffi functions.
+"""The VTA runtime API (docs/architecture.md §5, docs/architecture.md §5) on any target, also exported as tvm-ffi functions.
 
 A :class:`CommandQueue` builds one instruction stream for a *target*: an object with ``cfg``, a
 numpy ``dram`` (uint8, the device memory, shared without copying) and
@@ -105,7 +105,7 @@ class UopKernel:
         return None if self.sram_begin is None else self.sram_begin + len(self.uops)
 
     def loop_fields(self) -> dict:
-        """Instruction loop fields (reference §5.3: GEMM puts a single loop outside, ALU inside)."""
+        """Instruction loop fields (docs/architecture.md §5.5: GEMM puts a single loop outside, ALU inside)."""
         loops = [(1, 0, 0, 0), (1, 0, 0, 0)]
         if len(self.loops) == 2:
             loops = list(self.loops)
@@ -415,7 +415,7 @@ class CommandQueue:
 
     # ------------------------------------------------------------------ running
     def synchronize(self, wait_cycles: int = 1 << 31) -> dict:
-        """Close the stream (DESIGN §5: final tokens and FINISH), check it, run it and wait.
+        """Close the stream (docs/architecture.md §5: final tokens and FINISH), check it, run it and wait.
 
         With ``DEBUG_FORCE_SERIAL`` the dependency flags are first rewritten so the modules run the
         stream strictly in order (:func:`sw.pipeline.force_serial`); the results are the same."""
@@ -525,7 +525,7 @@ def _naturals(what, **args) -> dict:
     return {name: check_int(what, name, v, exc=InsnError) for name, v in args.items()}
 
 
-# ---------------------------------------------------------------------- the API (DESIGN §5)
+# ---------------------------------------------------------------------- the API (docs/architecture.md §5)
 def command_handle() -> int:
     return current().handle
 

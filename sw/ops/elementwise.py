@@ -118,7 +118,7 @@ def add_bias(a, bias, virtual_threads=1, return_counters=False):
 
 
 def requantize(a, shift=8, bias=None, clip=True, virtual_threads=1, return_counters=False):
-    """(a >> shift), optional + bias, clip to [0, 127] as MIN 127 then MAX 0, int8 (reference §6.2)."""
+    """(a >> shift), optional + bias, clip to [0, 127] as MIN 127 then MAX 0, int8 (docs/architecture.md §6.4)."""
     if not 0 <= shift <= 31:
         raise ValueError(f"shift = {shift}; allowed range [0, 31]")
     ops = [("imm", AluOp.SHR, shift)]

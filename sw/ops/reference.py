@@ -29,7 +29,7 @@ def add_bias_ref(x, bias, cfg=None):
 
 
 def requantize_ref(x, shift=8, bias=None, clip=True, cfg=None):
-    """(x >> shift) [+ bias], clip to [0, 127] (MIN then MAX), int8 (reference §6.2)."""
+    """(x >> shift) [+ bias], clip to [0, 127] (MIN then MAX), int8 (docs/architecture.md §6.4)."""
     x = np.asarray(x, dtype=np.int64)
     y = x >> shift
     if bias is not None:

@@ -81,7 +81,7 @@ def _check_fifo(keys, nxt):
 def run_tiles(tiles, interleave=None) -> dict:
     """Queue the tiles with their dependency tokens and synchronize; return the summed counters.
 
-    Token protocol per tile (reference §3.8):
+    Token protocol per tile (docs/architecture.md §2.3):
       load   : [pop g2l if this inp/wgt half was used before] loads; push l2g
       compute: pop l2g; [pop s2g before the tile's first compute if its acc half was stored before];
                GEMMs; [push g2l if a later step loads into this half]; ...; ALU; push g2s

@@ -18,7 +18,7 @@ DRAM_BYTES = 0x20000
 
 
 def ref_load(sram, dram, f, eb, base):
-    """numpy LOAD (reference §3.2): sram is a uint8 [depth, eb] array, updated in place."""
+    """numpy LOAD (docs/architecture.md §2.5): sram is a uint8 [depth, eb] array, updated in place."""
     if f["x_size"] == 0:
         return
     pitch = f["x_pad_0"] + f["x_size"] + f["x_pad_1"]

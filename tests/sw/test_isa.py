@@ -1,4 +1,4 @@
-"""The ISA encoding against words computed by hand from reference §2.6 (default config)."""
+"""The ISA encoding against words computed by hand from docs/architecture.md §2.1 (default config)."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""VTA's instruction tests (reference §6.1) on the golden model, through Python and through tvm-ffi."""
+"""VTA's instruction tests (docs/architecture.md §7.3) on the golden model, through Python and through tvm-ffi."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""Runtime semantics (reference §5) and one test per bad input."""
+"""Runtime semantics (docs/architecture.md §5) and one test per bad input."""
 import contextlib
 import io
 import sys
