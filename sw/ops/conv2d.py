@@ -9,9 +9,9 @@ import numpy as np
 from .. import runtime as rt
 from ..isa import AluOp, MemId
 from .base import MAX_PAD, TileError, _cdiv, _cfg, _check_vt, _finish, _from_device, _halves, _operands_on_device
-from .epilogue import check_alu, epilogue_actions, vectors_2d
+from .epilogue import check_alu, epilogue_actions
 from .kernels import Gemm, Load, Store, _alu_rows, _alu_tensor, _conv_variant, _k_conv
-from .layout import pack_bias, pack_conv_data, pack_conv_weight, unpack_conv_output
+from .layout import pack_bias, pack_conv_data, pack_layer_bias, pack_conv_weight, unpack_conv_output
 from .plan import ConvPlan, _conv_caps, _in_rows, plan_conv2d
 from .schedule import _Step, _Tile, run_tiles
 
@@ -162,15 +162,7 @@ def conv2d(data, weight, bias=None, stride=1, padding=0, shift=8, clip=True, vir
     ho = (h + 2 * padding - kh) // stride + 1
     wo = (w + 2 * padding - kw) // stride + 1
     ob = max(_cdiv(o, cfg.BLOCK_OUT), _cdiv(3, max(1, ho * wo)))
-    bp = None
-    if alu is not None:
-        if bias is not None:
-            bp = np.stack([pack_bias(v, ob, cfg) for v in vectors_2d(bias, o)])
-    elif bias is not None:
-        bias = np.asarray(bias)
-        if bias.shape != (o,):
-            raise ValueError(f"bias has shape {bias.shape}; expected ({o},)")
-        bp = pack_bias(bias, ob, cfg)
+    bp = pack_layer_bias(bias, o, ob, cfg, epilogue=alu is not None)
     y, counters = conv2d_packed(pack_conv_data(data, cfg), pack_conv_weight(weight, cfg, ob), bp, stride,
                                 padding, shift, clip, virtual_threads, tiles, True, alu)
     return _finish(unpack_conv_output(y, n, o), counters, return_counters)

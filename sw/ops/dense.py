@@ -9,9 +9,9 @@ import numpy as np
 from .. import runtime as rt
 from ..isa import AluOp, MemId
 from .base import _cdiv, _cfg, _check_vt, _finish, _from_device, _halves, _operands_on_device
-from .epilogue import check_alu, epilogue_actions, vectors_2d
+from .epilogue import check_alu, epilogue_actions
 from .kernels import Gemm, Load, Store, _alu_rows, _alu_tensor, _k_dense
-from .layout import pack_bias, pack_dense_data, pack_dense_weight, unpack_dense_output
+from .layout import pack_bias, pack_dense_data, pack_layer_bias, pack_dense_weight, unpack_dense_output
 from .plan import DensePlan, _resolve_tiles, plan_dense
 from .schedule import _Step, _Tile, run_tiles
 
@@ -143,15 +143,7 @@ def _dense_common(data, weight, bias, shift, clip, virtual_threads, tiles, retur
     mb = max(_cdiv(m, cfg.BLOCK_OUT), _cdiv(3, nb))     # at least 3 output blocks for the hazard rule
     xp = pack_dense_data(data, cfg)
     wp = pack_dense_weight(weight, cfg, mb)
-    bp = None
-    if alu is not None:
-        if bias is not None:
-            bp = np.stack([pack_bias(v, mb, cfg) for v in vectors_2d(bias, m)])
-    elif bias is not None:
-        bias = np.asarray(bias)
-        if bias.shape != (m,):
-            raise ValueError(f"bias has shape {bias.shape}; expected ({m},)")
-        bp = pack_bias(bias, mb, cfg)
+    bp = pack_layer_bias(bias, m, mb, cfg, epilogue=alu is not None)
     y, counters = dense_packed(xp, wp, bp, shift, clip, virtual_threads, tiles, True, planes, alu)
     if planes == 4:
         u = y.astype(np.uint8).astype(np.uint32)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import _cdiv, _cfg
+from .epilogue import vectors_2d
 
 
 def pack_dense_data(x, cfg=None) -> np.ndarray:
@@ -86,3 +87,16 @@ def unpack_conv_output(y, n, c) -> np.ndarray:
     nb, cb, h, w, B, O = y.shape
     return np.ascontiguousarray(y.transpose(0, 4, 1, 5, 2, 3).reshape(nb * B, cb * O, h, w)[:n, :c])
 
+
+
+def pack_layer_bias(bias, channels, blocks, cfg, epilogue=False):
+    """An operator's bias, packed: None; (C,) int32 for the fixed requantization; with an ALU
+    ``epilogue`` (:mod:`sw.ops.epilogue`) its vectors, (C,) or (V, C), packed one after the other."""
+    if bias is None:
+        return None
+    if epilogue:
+        return np.stack([pack_bias(v, blocks, cfg) for v in vectors_2d(bias, channels)])
+    bias = np.asarray(bias)
+    if bias.shape != (channels,):
+        raise ValueError(f"bias has shape {bias.shape}; expected ({channels},)")
+    return pack_bias(bias, blocks, cfg)
