@@ -18,11 +18,13 @@ import hashlib
 import os
 import re
 import subprocess
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from sw.pipeline import VTAError
 
-__all__ = ["AxiProtocolError", "RULES", "CASES", "build_parts", "begin_run", "check_run", "violations",
+__all__ = ["AxiProtocolError", "RULES", "CASES", "build_parts", "begin_run", "check_run", "raw_image", "violations",
            "negative_bench", "run_case"]
 
 HERE = Path(__file__).resolve().parent
@@ -81,6 +83,20 @@ def _lib():
     return lib
 
 
+_RAW = threading.local()
+
+
+@contextmanager
+def raw_image():
+    """Runs inside the block write a raw device-memory image that no runtime allocated (replays): the
+    buffer rule is off for them; every other rule still holds."""
+    _RAW.on = True
+    try:
+        yield
+    finally:
+        _RAW.on = False
+
+
 def begin_run(device) -> None:
     """Clear the violations and give the checker the buffers the run may write.
 
@@ -93,7 +109,8 @@ def begin_run(device) -> None:
     lib = _lib()
     lib.vta_axi_clear()
     q = runtime.current()
-    memory = getattr(q, "memory", None) if getattr(q, "target", None) is device else None
+    raw = getattr(_RAW, "on", False)
+    memory = getattr(q, "memory", None) if getattr(q, "target", None) is device and not raw else None
     lib.vta_axi_ranges_reset(int(memory is not None))
     if memory is None:
         return

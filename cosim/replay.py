@@ -223,32 +223,39 @@ def replay_program(program: dict, fault: str | None = None) -> dict:
     Returns ``{"counters", "pages"}`` or ``{"error": type name, "message"}``: errors are results, so
     that many programs run in one simulator launch.
     """
-    from . import faults
+    from . import axi_check, faults
 
     q = runtime.current()
-    cfg, isa, dram = q.cfg, q.isa, q.dram
+    isa = q.isa
     target = faults.with_fault(q.target, fault) if fault else q.target
     image = np.frombuffer(zlib.decompress(program["image"]), dtype=np.uint8)
     insn_addr, insns = program["insn_addr"], program["insns"]
     stream_end = insn_addr + len(insns) * isa.insn_bytes
     clear = -(-max(CHECK_BYTES, stream_end, image.size) // PAGE) * PAGE
     try:
-        raw = _encode(isa, insns)
-        blobs, restore = _restore_stream(cfg, program, clear)
-        dram[:clear + sum(len(b) + PAGE for _, b in blobs) + PAGE] = 0
-        if restore:
-            for addr, data in blobs:
-                dram[addr:addr + len(data)] = np.frombuffer(data, dtype=np.uint8)
-            r_raw = isa.words_to_array(isa.encode(**f) for f in restore)
-            r_addr = -(-max(a + len(d) for a, d in blobs) // PAGE) * PAGE
-            dram[r_addr:r_addr + r_raw.size] = r_raw
-            q.target.run(r_addr, len(restore), WAIT_CYCLES)     # the restore stream never runs faulty
-            dram[clear:r_addr + r_raw.size] = 0
-        dram[:image.size] = image
-        dram[insn_addr:insn_addr + raw.size] = raw
-        counters = target.run(insn_addr, len(insns), WAIT_CYCLES)
+        with axi_check.raw_image():              # a raw image: no runtime allocated its buffers
+            return _replay_runs(program, q, target, insns, insn_addr, image, clear)
     except Exception as err:  # noqa: BLE001 - the error is the result
         return {"error": type(err).__name__, "message": str(err)}
+
+
+def _replay_runs(program, q, target, insns, insn_addr, image, clear) -> dict:
+    """The restore stream (if any), then the program, on ``target``."""
+    cfg, isa, dram = q.cfg, q.isa, q.dram
+    raw = _encode(isa, insns)
+    blobs, restore = _restore_stream(cfg, program, clear)
+    dram[:clear + sum(len(b) + PAGE for _, b in blobs) + PAGE] = 0
+    if restore:
+        for addr, data in blobs:
+            dram[addr:addr + len(data)] = np.frombuffer(data, dtype=np.uint8)
+        r_raw = isa.words_to_array(isa.encode(**f) for f in restore)
+        r_addr = -(-max(a + len(d) for a, d in blobs) // PAGE) * PAGE
+        dram[r_addr:r_addr + r_raw.size] = r_raw
+        q.target.run(r_addr, len(restore), WAIT_CYCLES)     # the restore stream never runs faulty
+        dram[clear:r_addr + r_raw.size] = 0
+    dram[:image.size] = image
+    dram[insn_addr:insn_addr + raw.size] = raw
+    counters = target.run(insn_addr, len(insns), WAIT_CYCLES)
     return {"counters": {k: int(counters[k]) for k in COUNTER_NAMES}, "pages": _pages(dram)}
 
 
