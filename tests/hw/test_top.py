@@ -1,13 +1,12 @@
 """The whole accelerator elaborates for every config, its Verilog lints clean, and its ports are named for vendor tools."""
-import functools
 import re
 import subprocess
 
 import pytest
 
+from cosim import verilog as cosim_verilog
 from cosim.build import toolchain_env, verilator_root
 from hw.__main__ import registers_markdown
-from hw.top import top_verilog
 from sw.config import load_config
 
 # Width warnings are waived (issue 3). CASEINCOMPLETE is emitted by Amaranth's Yosys backend for every
@@ -16,9 +15,9 @@ from sw.config import load_config
 WAIVED = ["-Wno-WIDTH", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE"]
 
 
-@functools.lru_cache(maxsize=None)
 def verilog(name):
-    return top_verilog(load_config(name))
+    """The config's Verilog, from the cache the co-simulation builds share (generated once per source change)."""
+    return cosim_verilog.verilog_text(name)
 
 
 @pytest.mark.slow
