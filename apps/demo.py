@@ -30,8 +30,9 @@ def _golden(calls):
     return [fn(*args, **kwargs) for fn, args, kwargs in calls]
 
 
-def run_demos(cfg, target_name: str, out=sys.stdout) -> bool:
+def run_demos(cfg, target_name: str, out=None) -> bool:
     """Run the demos on the golden model ("fsim") or on the RTL ("rtl"); print and check each."""
+    out = out or sys.stdout
     ok_all = True
     print(f"config {cfg}; target {target_name}", file=out)
     calls = [(fn, ("python",), kwargs) for _, fn, kwargs in DEMOS]
@@ -56,8 +57,9 @@ def run_demos(cfg, target_name: str, out=sys.stdout) -> bool:
     return ok_all
 
 
-def run_digits(cfg, target_name: str, images: int = 360, out=sys.stdout) -> bool:
+def run_digits(cfg, target_name: str, images: int = 360, out=None) -> bool:
     """Classify ``images`` test digits with the int8 MLP and CNN (apps.digits); print accuracy and cycles."""
+    out = out or sys.stdout
     from . import digits
 
     _, _, x_test, y_test = digits.load_data()
@@ -88,8 +90,9 @@ def run_digits(cfg, target_name: str, images: int = 360, out=sys.stdout) -> bool
     return ok_all
 
 
-def run_resnet18(cfg, target_name: str, width: int = 64, image: int = 224, out=sys.stdout) -> bool:
+def run_resnet18(cfg, target_name: str, width: int = 64, image: int = 224, out=None) -> bool:
     """ResNet-18 (QDQ, quantize_static) on one generated image: per-layer report, onnxruntime check."""
+    out = out or sys.stdout
     from . import resnet18
     from .onnx.__main__ import report_run
     from .onnx.model import Model
@@ -107,8 +110,9 @@ def run_resnet18(cfg, target_name: str, width: int = 64, image: int = 224, out=s
     return bool(res.exact)
 
 
-def run_digits_onnx(cfg, target_name: str, images: int = 360, out=sys.stdout) -> bool:
+def run_digits_onnx(cfg, target_name: str, images: int = 360, out=None) -> bool:
     """The digits MLP and CNN exported to ONNX, quantized with quantize_static, on the target."""
+    out = out or sys.stdout
     from . import digits, digits_onnx
 
     print(f"config {cfg}; target {target_name}; {images} test digits per network", file=out)
