@@ -26,8 +26,13 @@ DEMOS = (
 )
 
 
-def _golden(calls):
-    return [fn(*args, **kwargs) for fn, args, kwargs in calls]
+def _run_on(target_name, calls, cfg) -> list:
+    """``(fn, args, kwargs)`` calls on the RTL (one simulator launch) or on the golden model."""
+    if target_name == "rtl":
+        import cosim
+        return cosim.run_many(calls, config=cfg)
+    with runtime.use_target(cfg):
+        return [fn(*args, **kwargs) for fn, args, kwargs in calls]
 
 
 def run_demos(cfg, target_name: str, out=None) -> bool:
@@ -37,12 +42,7 @@ def run_demos(cfg, target_name: str, out=None) -> bool:
     print(f"config {cfg}; target {target_name}", file=out)
     calls = [(fn, ("python",), kwargs) for _, fn, kwargs in DEMOS]
     t = time.perf_counter()
-    if target_name == "rtl":
-        import cosim
-        results = cosim.run_many(calls, config=cfg)
-    else:
-        with runtime.use_target(cfg):
-            results = _golden(calls)
+    results = _run_on(target_name, calls, cfg)
     dt = (time.perf_counter() - t) / len(calls)
     for (title, _, _), res in zip(DEMOS, results):
         ok = res["result"].shape == res["expected"].shape and np.array_equal(res["result"], res["expected"])
@@ -68,12 +68,7 @@ def run_digits(cfg, target_name: str, images: int = 360, out=None) -> bool:
     models = [digits.model(name) for name in digits.NETS]
     calls = [(digits.run, (m.qnet, x_q), {}) for m in models]
     t = time.perf_counter()
-    if target_name == "rtl":
-        import cosim
-        results = cosim.run_many(calls, config=cfg)
-    else:
-        with runtime.use_target(cfg):
-            results = _golden(calls)
+    results = _run_on(target_name, calls, cfg)
     dt = time.perf_counter() - t
     ok_all = True
     for m, (logits, c) in zip(models, results):

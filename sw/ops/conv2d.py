@@ -9,7 +9,7 @@ import numpy as np
 from .. import runtime as rt
 from ..isa import AluOp, MemId
 from .base import MAX_PAD, TileError, _cdiv, _cfg, _check_vt, _finish, _from_device, _halves, _operands_on_device
-from .epilogue import check_alu, epilogue_actions
+from .epilogue import epilogue_actions, packed_vectors
 from .kernels import Gemm, Load, Store, _alu_rows, _alu_tensor, _conv_variant, _k_conv
 from .layout import pack_bias, pack_conv_data, pack_layer_bias, pack_conv_weight, unpack_conv_output
 from .plan import ConvPlan, _conv_caps, _in_rows, plan_conv2d
@@ -122,12 +122,7 @@ def conv2d_packed(data, weight, bias=None, stride=1, padding=0, shift=8, clip=Tr
         raise ValueError(f"shift = {shift}; allowed range [0, 31]")
     nvec = 0
     if alu is not None:
-        bias = np.zeros((0, ob, B, O), np.int32) if bias is None else np.asarray(bias, np.int32)
-        if bias.ndim != 4 or bias.shape[1:] != (ob, B, O):
-            raise ValueError(f"packed vectors have shape {bias.shape}; expected (V, {ob}, {B}, {O}) with alu=")
-        nvec = bias.shape[0]
-        alu = check_alu(alu, nvec)
-        bias = bias.reshape(nvec * ob, B, O) if nvec else None
+        bias, nvec, alu = packed_vectors(bias, alu, ob, cfg)
     elif bias is not None:
         bias = pack_bias(bias, ob, cfg)
     plan = plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, padding, virtual_threads,

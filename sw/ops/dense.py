@@ -9,7 +9,7 @@ import numpy as np
 from .. import runtime as rt
 from ..isa import AluOp, MemId
 from .base import _cdiv, _cfg, _check_vt, _finish, _from_device, _halves, _operands_on_device
-from .epilogue import check_alu, epilogue_actions
+from .epilogue import epilogue_actions, packed_vectors
 from .kernels import Gemm, Load, Store, _alu_rows, _alu_tensor, _k_dense
 from .layout import pack_bias, pack_dense_data, pack_layer_bias, pack_dense_weight, unpack_dense_output
 from .plan import DensePlan, _resolve_tiles, plan_dense
@@ -109,12 +109,7 @@ def dense_packed(data, weight, bias=None, shift=8, clip=True, virtual_threads=1,
     if alu is not None:
         if _planes != 1:
             raise ValueError("alu= applies to requantized outputs (one plane)")
-        bias = np.zeros((0, mb, B, O), np.int32) if bias is None else np.asarray(bias, np.int32)
-        if bias.ndim != 4 or bias.shape[1:] != (mb, B, O):
-            raise ValueError(f"packed vectors have shape {bias.shape}; expected (V, {mb}, {B}, {O}) with alu=")
-        nvec = bias.shape[0]
-        alu = check_alu(alu, nvec)
-        bias = bias.reshape(nvec * mb, B, O) if nvec else None
+        bias, nvec, alu = packed_vectors(bias, alu, mb, cfg)
     elif bias is not None:
         bias = pack_bias(bias, mb, cfg)
     plan = plan_dense(nb, kb, mb, virtual_threads, nvec if alu is not None else bias is not None, _planes, cfg,

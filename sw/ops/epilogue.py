@@ -76,3 +76,14 @@ def epilogue_actions(alu, acc: int, rows: int, vec_base: int, tm: int, loops):
         else:
             acts.append(_alu_rows(op, operand, acc, rows))
     return acts
+
+
+def packed_vectors(vectors, alu, blocks, cfg):
+    """``(vectors as acc rows or None, their count, checked alu)`` for the packed operator APIs: with
+    ``alu`` the (V, blocks, BATCH, BLOCK_OUT) int32 vectors of its steps (or None for none)."""
+    B, O = cfg.BATCH, cfg.BLOCK_OUT
+    v = np.zeros((0, blocks, B, O), np.int32) if vectors is None else np.asarray(vectors, np.int32)
+    if v.ndim != 4 or v.shape[1:] != (blocks, B, O):
+        raise ValueError(f"packed vectors have shape {v.shape}; expected (V, {blocks}, {B}, {O}) with alu=")
+    n = v.shape[0]
+    return (v.reshape(n * blocks, B, O) if n else None), n, check_alu(alu, n)
