@@ -1,3 +1,6 @@
+import sys
+import threading
+
 import numpy as np
 import pytest
 
@@ -68,3 +71,26 @@ def rand8(rng, shape):
 
 def rand32(rng, shape, lo=-(1 << 20), hi=1 << 20):
     return rng.integers(lo, hi, size=shape, dtype=np.int32)
+
+
+def run_threads(worker, tags):
+    """``worker(tag)`` in one thread per tag, switching threads often so races have every chance; returns
+    the ``(tag, exception)`` of every worker that raised."""
+    errors = []
+
+    def guarded(tag):
+        try:
+            worker(tag)
+        except BaseException as err:  # noqa: BLE001 - reported to the caller
+            errors.append((tag, err))
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        threads = [threading.Thread(target=guarded, args=(t,)) for t in tags]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(interval)
+    return errors

@@ -1,10 +1,10 @@
-import sys
 import threading
 
 import numpy as np
 import pytest
 
 from sw.memory import PAGE_BYTES, BufferError, DeviceMemory
+from tests.conftest import run_threads
 
 
 def test_alloc_is_page_aligned_and_never_page_zero():
@@ -82,39 +82,26 @@ def test_threads_alloc_and_free_without_overlap_or_loss():
     """4 threads x 1,000 allocations: buffers never overlap, no internal error, no page is lost."""
     m = DeviceMemory(4 << 20)
     owner = np.zeros((4 << 20) // PAGE_BYTES, np.int64)     # page -> tag of the buffer on it, 0 free
-    errors, start = [], threading.Barrier(4)
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
+    start = threading.Barrier(4)
 
     def worker(tag):
         rng = np.random.default_rng(tag)
         live = []
-        try:
-            start.wait()
-            for i in range(1000):
-                buf = m.alloc(int(rng.integers(1, 3 * PAGE_BYTES)))
-                pages = slice(buf.phys // PAGE_BYTES, -(-buf.end // PAGE_BYTES))
-                mark = tag * 10_000 + i + 1
-                owner[pages] = mark                           # only this thread may have these pages
-                live.append((buf, pages, mark))
-                if len(live) > 3 or rng.random() < 0.5:
-                    old, old_pages, old_mark = live.pop(int(rng.integers(len(live))))
-                    assert (owner[old_pages] == old_mark).all(), "two live buffers shared a page"
-                    owner[old_pages] = 0
-                    m.free(old.handle)
-            for old, old_pages, old_mark in live:
+        start.wait()
+        for i in range(1000):
+            buf = m.alloc(int(rng.integers(1, 3 * PAGE_BYTES)))
+            pages = slice(buf.phys // PAGE_BYTES, -(-buf.end // PAGE_BYTES))
+            mark = tag * 10_000 + i + 1
+            owner[pages] = mark                           # only this thread may have these pages
+            live.append((buf, pages, mark))
+            if len(live) > 3 or rng.random() < 0.5:
+                old, old_pages, old_mark = live.pop(int(rng.integers(len(live))))
                 assert (owner[old_pages] == old_mark).all(), "two live buffers shared a page"
+                owner[old_pages] = 0
                 m.free(old.handle)
-        except BaseException as err:  # noqa: BLE001 - reported by the main thread
-            errors.append((tag, err))
-    try:
-        threads = [threading.Thread(target=worker, args=(t,)) for t in range(1, 5)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-    finally:
-        sys.setswitchinterval(interval)
-    assert errors == []
+        for old, old_pages, old_mark in live:
+            assert (owner[old_pages] == old_mark).all(), "two live buffers shared a page"
+            m.free(old.handle)
+    assert run_threads(worker, range(1, 5)) == []
     assert m.buffers == {} and m.free_bytes() == m.size - PAGE_BYTES
     assert m.alloc(m.size - PAGE_BYTES).phys == PAGE_BYTES  # one run again: nothing fragmented or lost
