@@ -139,7 +139,7 @@ def check_run() -> None:
 # ---------------------------------------------------------------------------------------------- negative tests
 def negative_bench() -> Path:
     """The executable of the checker's negative-test bench, built once per source digest (a few seconds)."""
-    from .toolchain import CACHE_DIR, BuildError, toolchain_env, verilator_root
+    from .toolchain import CACHE_DIR, BuildError, verilate_and_make, verilator_root
 
     key = _digest(CHECKER_SV, CHECKER_CPP, BENCH_SV) + "-" + verilator_root().parent.name
     out = CACHE_DIR / f"axi-checker-{key}"
@@ -149,13 +149,14 @@ def negative_bench() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (out / "BUILT").exists():
             return exe
-        cmd = [str(verilator_root() / "bin" / "verilator"), "--binary", "-j", "2", "--assert", "-Wno-fatal",
-               "-Wno-lint", "-Wno-style", "-CFLAGS", "-std=c++20", "-Mdir", str(out / "obj"), "--top-module",
-               "axi_checker_tb", "-o", "axi_checker_tb", str(BENCH_SV), str(CHECKER_SV), str(CHECKER_CPP)]
-        res = subprocess.run(cmd, capture_output=True, text=True, env=toolchain_env())
-        (out / "build.log").write_text(" ".join(cmd) + "\n" + res.stdout + res.stderr)
-        if res.returncode:
-            raise BuildError(f"building the AXI checker bench failed:\n{(res.stdout + res.stderr)[-4000:]}")
+        cmd = [str(verilator_root() / "bin" / "verilator"), "--cc", "--main", "--exe", "--timing", "--assert",
+               "-Wno-fatal", "-Wno-lint", "-Wno-style", "-CFLAGS", "-std=c++20", "-Mdir", str(out / "obj"),
+               "--top-module", "axi_checker_tb", "--prefix", "Vtop", "-o", "axi_checker_tb", str(BENCH_SV),
+               str(CHECKER_SV), str(CHECKER_CPP)]
+        with open(out / "build.log", "w") as log:
+            code = verilate_and_make(cmd, out / "obj", "Vtop.mk", log)
+        if code:
+            raise BuildError(f"building the AXI checker bench failed:\n{(out / 'build.log').read_text()[-4000:]}")
         (out / "BUILT").write_text("ok\n")
     return exe
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import hashlib
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -22,12 +21,12 @@ from pathlib import Path
 from sw.config import Config, load_config
 
 from . import variants
-from .toolchain import BuildError, ToolchainError, toolchain_env, verilator_root
+from .toolchain import BuildError, ToolchainError, toolchain_env, verilate_and_make, verilator_root
 from . import verilog as _verilog
 from .toolchain import CACHE_DIR
 from .testbench import TESTBENCH_SV, control_file, testbench_parameters
 
-__all__ = ["BuildError", "ToolchainError", "Model", "build_model", "model_key", "verilator_root", "lz4_dir",
+__all__ = ["BuildError", "ToolchainError", "Model", "build_model", "model_key", "verilator_root", "toolchain_env", "lz4_dir",
            "CACHE_DIR", "BUILD_ARGS"]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,17 +156,15 @@ def _cocotb_version() -> str:
 def _run_build(cfg, build_dir: Path, src: Path, args, parameters, sources=()):
     """Verilate and compile ``vta_tb`` around ``vta_top`` with sim_main.cpp and dram.cpp into ``obj/vta_tb``."""
     log = build_dir / "build.log"
-    cmd = [str(verilator_root() / "bin" / "verilator"), "--cc", "--exe", "--build", "-j", "2",
+    cmd = [str(verilator_root() / "bin" / "verilator"), "--cc", "--exe",
            "-Mdir", str(build_dir / "obj"), "--top-module", TOPLEVEL, "--prefix", "Vtop", "-o", TOPLEVEL, *args,
            "--timescale", "1ns/1ps", f"-I{src}", *(f"-G{k}={v}" for k, v in parameters.items()),
            str(src / "vta_top.v"), str(src / "vta_tb.sv"), str(src / "public.vlt"), str(SIM_MAIN), str(DRAM_CPP), *map(str, sources)]
     with open(log, "w") as fh:
-        fh.write(" ".join(cmd) + "\n")
-        fh.flush()
-        res = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=toolchain_env())
-    if res.returncode:
+        code = verilate_and_make(cmd, build_dir / "obj", "Vtop.mk", fh)
+    if code:
         text = log.read_text(errors="replace")[-6000:]
-        raise BuildError(f"building the Verilator model of config {cfg.name} failed (exit code {res.returncode}); "
+        raise BuildError(f"building the Verilator model of config {cfg.name} failed (exit code {code}); "
                          f"the tools said (last lines of {log}):\n{text}")
 
 

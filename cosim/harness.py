@@ -21,7 +21,8 @@ from sw.config import load_config
 from sw.fsim import FsimDevice
 
 from . import verilog as _verilog
-from .build import BUILD_ARGS, CACHE_DIR, DRAM_CPP, BuildError, toolchain_env, verilator_root
+from .build import BUILD_ARGS, CACHE_DIR, DRAM_CPP, BuildError, verilator_root
+from .toolchain import verilate_and_make
 from .long_gemm import long_gemm
 from .testbench import TESTBENCH_SV, control_file, testbench_parameters
 
@@ -62,13 +63,14 @@ def build_harness(cfg, extra_args=()) -> Path:
         (out / "vta_ports.svh").write_text(ports)
         (out / "vta_tb.sv").write_text(TESTBENCH_SV.read_text())
         (out / "public.vlt").write_text(control_file())
-        cmd = [str(verilator_root() / "bin" / "verilator"), "--cc", "--exe", "--build", "-j", "2", "-Mdir",
+        cmd = [str(verilator_root() / "bin" / "verilator"), "--cc", "--exe", "-Mdir",
                str(out / "obj"), "--top-module", "vta_tb", "--prefix", "Vtop", "-o", "vta_harness", *args,
                "--timescale", "1ns/1ps", f"-I{out}", *(f"-G{k}={v}" for k, v in params.items()),
                str(out / "vta_top.v"), str(out / "vta_tb.sv"), str(out / "public.vlt"), str(MAIN_CPP), str(DRAM_CPP)]
-        res = subprocess.run(cmd, capture_output=True, text=True, env=toolchain_env())
-        if res.returncode:
-            raise BuildError(f"building the C++ harness failed:\n{(res.stdout + res.stderr)[-4000:]}")
+        with open(out / "build.log", "w") as log:
+            code = verilate_and_make(cmd, out / "obj", "Vtop.mk", log)
+        if code:
+            raise BuildError(f"building the C++ harness failed:\n{(out / 'build.log').read_text()[-4000:]}")
     return exe
 
 
