@@ -8,6 +8,7 @@ from amaranth.sim import Simulator
 from fpga import board as fpga
 from fpga.board import BoardSoC, parse_nextpnr_report, pll_params, report_markdown, test_program as program_image
 from fpga.resources import DEVICES, FAMILIES, fits, parse_cells, parse_stat, report_table, write_markdown
+from cosim.verilog import verilog_text
 from sw.config import load_config
 
 ULX3S = load_config("configs/ulx3s.json")
@@ -167,8 +168,9 @@ def test_synthesis_cache_hit_skips_yosys(tmp_path, monkeypatch):
         calls.append((family, len(verilog)))
         return {"LUT": 7, "seconds": 0.0}
     monkeypatch.setattr(res, "synthesize", fake)
-    first = res.synthesize_cached("configs/small.json", "ecp5", tmp_path)
-    second = res.synthesize_cached("configs/small.json", "ecp5", tmp_path)
+    v = verilog_text("small")                 # the run's cached Verilog (elaborating it again costs ~15 s)
+    first = res.synthesize_cached("configs/small.json", "ecp5", tmp_path, v)
+    second = res.synthesize_cached("configs/small.json", "ecp5", tmp_path, v)
     assert first == {"LUT": 7, "seconds": 0.0, "cached": False}
     assert second == {"LUT": 7, "seconds": 0.0, "cached": True}
     assert len(calls) == 1 and calls[0][1] > 10000

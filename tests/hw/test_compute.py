@@ -249,20 +249,6 @@ def test_loads_wide_bus(bus_log):
     run_compute(cfg, insns, seed=bus_log, dram_patch={UOP_BASE + 20: uop_bytes(cfg, uops)})
 
 
-def test_default_config():
-    cfg = load_config("default")
-    uops = [(4, 1, 2), (5, 3, 0), (4, 2, 1)]
-    insns = [
-        uop_load(cfg, sram_base=0, dram_base=0, y_size=1, x_size=3, x_stride=3),
-        mem_insn(cfg, memory_type=MemId.ACC, sram_base=4, dram_base=1, y_size=1, x_size=2, x_stride=2),
-        mem_insn(cfg, memory_type=MemId.ACC_8BIT, sram_base=6, dram_base=1, y_size=2, x_size=1, x_stride=2),
-        gemm_insn(uop_end=3, iter_out=2, dst_factor_out=2, src_factor_out=1),
-        alu_insn(alu_opcode=AluOp.MUL, uop_end=2, dst_factor_out=1),
-        alu_insn(alu_opcode=AluOp.SHR, use_imm=1, imm=-4, uop_end=2),
-    ]
-    run_compute(cfg, insns, seed=11, dram_patch={UOP_BASE: uop_bytes(cfg, uops)})
-
-
 def test_nops_and_finish_tokens():
     """NOP loads (x_size 0) and FINISH only move tokens; pops come before, pushes after."""
     insns = [
@@ -279,74 +265,26 @@ def test_nops_and_finish_tokens():
     assert len(log["finish"]) == 1 and log["pop_l2g"][1] <= log["finish"][0] < log["push_g2s"][1]
 
 
-@pytest.mark.parametrize("bad", ["store", "mul", "load_inp", "opcode"])
-def test_bad_instruction(bad):
-    """A bad instruction sets error and stops the module without popping its tokens."""
-    f = {
-        "store": mem_insn(SMALL, opcode=Opcode.STORE, memory_type=MemId.OUT, pop_prev=1),
-        "mul": alu_insn(alu_opcode=AluOp.MUL, use_imm=1, imm=2, pop_prev=1),
-        "load_inp": mem_insn(SMALL, memory_type=MemId.INP, pop_prev=1),
-        "opcode": dict(alu_insn(alu_opcode=7, pop_prev=1)),
-    }[bad]
-    log = run_compute(SMALL, [f], l2g_at=1)
-    assert log["error"] == 1
-    assert log["pop_l2g"] == [] and log["write"] == []
-
-
-def test_against_fsim():
-    """A random compute program gives the same acc as the golden model (sw.fsim)."""
-    from sw.fsim import FsimDevice
-    cfg = SMALL.with_changes(ALU_MUL=1)
-    rng = np.random.default_rng(42)
-    n_uops = 24
-    uops = [(int(rng.integers(0, 64)), int(rng.integers(0, 64)), int(rng.integers(0, 64))) for _ in range(n_uops)]
-    uop_dram = 0x2000   # byte address of the uops; base pointers are 0 so fsim and RTL agree
-    insns = [
-        uop_load(cfg, sram_base=0, dram_base=uop_dram // 4, y_size=1, x_size=n_uops, x_stride=n_uops),
-        mem_insn(cfg, memory_type=MemId.ACC, sram_base=0, dram_base=0x3000 // cfg.ACC_ELEM_BYTES, y_size=6,
-                 x_size=8, x_stride=9, x_pad_0=1, x_pad_1=2, y_pad_0=1, y_pad_1=1),
-        mem_insn(cfg, memory_type=MemId.ACC_8BIT, sram_base=100, dram_base=0x5000 // cfg.OUT_ELEM_BYTES + 3, y_size=4, x_size=5,
-                 x_stride=7, x_pad_0=2, y_pad_1=1),
-        gemm_insn(reset=1, uop_bgn=0, uop_end=4),
-        gemm_insn(uop_bgn=2, uop_end=14, iter_out=3, iter_in=2, dst_factor_out=64, dst_factor_in=3,
-                  src_factor_out=17, src_factor_in=5, wgt_factor_out=11, wgt_factor_in=2),
-    ]
-    for op in AluOp:
-        for use_imm in (1, 0):
-            imm = int(rng.integers(-40, 40)) if op == AluOp.SHR else int(rng.integers(-32768, 32768))
-            insns.append(alu_insn(alu_opcode=op, use_imm=use_imm, imm=imm, uop_bgn=int(rng.integers(0, 8)),
-                                  uop_end=int(rng.integers(12, n_uops)), iter_out=2, iter_in=2,
-                                  dst_factor_out=int(rng.integers(0, 100)), dst_factor_in=1,
-                                  src_factor_out=int(rng.integers(0, 100)), src_factor_in=2))
-    insns.append(gemm_insn(uop_bgn=0, uop_end=n_uops, iter_in=2, dst_factor_in=7))
-    insns.append(gemm_insn(opcode=Opcode.FINISH, uop_end=0, iter_out=0, iter_in=0))
-    log = run_compute(cfg, insns, seed=42, uop_base=0, acc_base=0, check=False,
-                      dram_patch={uop_dram: uop_bytes(cfg, uops)})
-    assert not log["error"]
-    dev = FsimDevice(cfg, dram_bytes=DRAM_BYTES)
-    dev.dram[:] = log["dram"]
-    dev.inp[...] = log["inp"]
-    dev.wgt[...] = log["wgt"]
-    isa = isa_for(cfg)
-    prog = isa.words_to_array([isa.encode(**f) for f in insns])
-    insn_addr = DRAM_BYTES - len(prog)
-    dev.dram[insn_addr:] = prog
-    counters = dev.run(insn_addr, len(insns))
-    got = unpack_rows(log["acc"], np.int32, (cfg.BATCH * cfg.BLOCK_OUT,))
-    np.testing.assert_array_equal(got, dev.acc)
-    assert log["gemm_uops"] == counters["gemm_counter"]
-    assert log["alu_uops"] == counters["alu_counter"]
-
-
-def test_clear_after_error():
-    """``clear`` takes the module out of its error halt; the next instruction then runs."""
+def test_bad_instructions_halt_until_clear():
+    """Each bad instruction sets ``error`` and halts the module without popping its tokens or writing
+    acc; ``clear`` takes it out of the halt, and the next instruction runs."""
     cfg = SMALL
     isa = isa_for(cfg)
+    bad = {
+        "store": mem_insn(cfg, opcode=Opcode.STORE, memory_type=MemId.OUT, pop_prev=1),
+        "mul": alu_insn(alu_opcode=AluOp.MUL, use_imm=1, imm=2, pop_prev=1),
+        "load_inp": mem_insn(cfg, memory_type=MemId.INP, pop_prev=1),
+        "opcode": dict(alu_insn(alu_opcode=7, pop_prev=1)),
+    }
     m = Module()
     m.submodules.dut = dut = Compute(cfg)
     sim = Simulator(m)
     sim.add_clock(1e-6)
-    seen = {}
+    pops, seen = [], {}
+
+    async def watch(ctx):
+        async for _, _, pop in ctx.tick().sample(dut.l2g.pop):
+            pops.append(pop)
 
     async def bench(ctx):
         async def send(f):
@@ -354,20 +292,24 @@ def test_clear_after_error():
             ctx.set(dut.insn.valid, 1)
             await ctx.tick().until(dut.insn.ready)
             ctx.set(dut.insn.valid, 0)
-        await send(mem_insn(cfg, opcode=Opcode.STORE, memory_type=MemId.OUT))
-        await ctx.tick().repeat(3)
-        assert ctx.get(dut.error) and not ctx.get(dut.insn.ready)
-        ctx.set(dut.clear, 1)
-        await ctx.tick()
-        ctx.set(dut.clear, 0)
-        await ctx.tick()
-        assert not ctx.get(dut.error)
+        ctx.set(dut.l2g.valid, 1)                 # a token is there to pop: a bad instruction must not
+        for name, f in bad.items():
+            await send(f)
+            await ctx.tick().repeat(3)
+            assert ctx.get(dut.error) and not ctx.get(dut.insn.ready), name
+            assert not any(pops) and ctx.get(dut.acc_writes) == 0, name
+            ctx.set(dut.clear, 1)
+            await ctx.tick()
+            ctx.set(dut.clear, 0)
+            await ctx.tick()
+            assert not ctx.get(dut.error), name
         await send(gemm_insn(opcode=Opcode.FINISH, uop_end=0, iter_out=0, iter_in=0))
         for _ in range(5):
             await ctx.tick()
             seen["finish"] = seen.get("finish", 0) | ctx.get(dut.finish)
         assert not ctx.get(dut.error)
 
+    sim.add_process(watch)
     sim.add_testbench(bench)
     sim.run()
     assert seen["finish"]
@@ -400,8 +342,7 @@ def _overlap(log):
     return len(set(log["gemm_busy"]) & set(log["alu_busy"]))
 
 
-@pytest.mark.parametrize("alu_first", [False, True])
-@pytest.mark.parametrize("alu_tensor", [False, True])
+@pytest.mark.parametrize("alu_first, alu_tensor", [(False, False), (True, True)])
 def test_gemm_and_alu_overlap_in_different_banks(alu_first, alu_tensor):
     cfg = SMALL
     half = cfg.ACC_DEPTH // 2
