@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from . import verilog as _verilog
@@ -94,7 +95,9 @@ def verilate_and_make(verilate_cmd: list, obj_dir: Path, makefile: str, log, job
     env = toolchain_env()
     log.write(" ".join(map(str, verilate_cmd)) + "\n")
     log.flush()
+    t = time.time()
     res = subprocess.run(verilate_cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    log.write(f"verilator: {time.time() - t:.1f} s\n")
     if res.returncode:
         return res.returncode
     keys = {obj: _object_key(obj_dir, makefile, obj, env) for obj in _global_objects(obj_dir, makefile)}
@@ -104,8 +107,10 @@ def verilate_and_make(verilate_cmd: list, obj_dir: Path, makefile: str, log, job
             shutil.copyfile(cached, obj_dir / obj)        # a fresh mtime: newer than the makefile, so make keeps it
             log.write(f"reused {cached}\n")
     log.flush()
+    t = time.time()
     res = subprocess.run(["make", "-j", str(jobs), "-f", makefile], cwd=obj_dir, stdout=log,
                          stderr=subprocess.STDOUT, env=env)
+    log.write(f"make: {time.time() - t:.1f} s\n")
     if res.returncode == 0:
         RUNTIME_OBJS.mkdir(parents=True, exist_ok=True)
         for obj, key in keys.items():
