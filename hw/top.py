@@ -20,6 +20,8 @@ byte counters per memory type live here too.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -201,4 +203,40 @@ def top_verilog(cfg=None, name: str = "vta_top") -> str:
     """The Verilog of the whole accelerator for ``cfg``."""
     from amaranth.back import verilog
     top = Top(load_config(cfg))
-    return verilog.convert(top, name=name, emit_src=False)
+    with _constant_meminit():
+        return verilog.convert(top, name=name, emit_src=False)
+
+
+@contextmanager
+def _constant_meminit():
+    """Amaranth 0.5's RTLIL backend writes a memory's initial contents one netlist bit at a time (a Python
+    object per SRAM bit: 4 M for the default config, 40 % of its Verilog generation). The contents are
+    constants, so write the same RTLIL constant directly from the rows; the Verilog is byte-identical
+    (tests/hw/test_top.py compares both ways on a config)."""
+    from amaranth.back import rtlil
+    from amaranth.hdl import _nir
+
+    original = rtlil.ModuleEmitter.emit_memory
+
+    def emit_memory(self, cell_idx, cell):
+        if not cell.init or cell.width == 0:
+            return original(self, cell_idx, cell)
+        mask = (1 << cell.width) - 1
+        bits = "".join(format(row & mask, f"0{cell.width}b") for row in reversed(cell.init))
+        self.builder.cell("$meminit_v2", ports={
+            "ADDR": self.sigspec(),
+            "DATA": f"{len(bits)}'{bits}",
+            "EN": self.sigspec(_nir.Value.ones(cell.width)),
+        }, parameters={
+            "MEMID": self.memories[cell_idx].memid,
+            "ABITS": 0,
+            "WIDTH": cell.width,
+            "WORDS": cell.depth,
+            "PRIORITY": 0,
+        }, src_loc=cell.src_loc)
+
+    rtlil.ModuleEmitter.emit_memory = emit_memory
+    try:
+        yield
+    finally:
+        rtlil.ModuleEmitter.emit_memory = original

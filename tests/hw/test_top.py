@@ -3,6 +3,7 @@ import re
 import subprocess
 
 import pytest
+from amaranth.hdl import signed
 
 from cosim import verilog as cosim_verilog
 from cosim.build import toolchain_env, verilator_root
@@ -60,3 +61,25 @@ def test_cli_writes_verilog(tmp_path):
     assert main(["--config", "configs/small.json", "-o", str(out)]) == 0
     assert "module vta_top" in out.read_text()
     assert main(["--config", str(tmp_path / "missing.json"), "-o", str(out)]) == 2
+
+
+@pytest.mark.parametrize("shape, init", [(8, [0, 1, 255, 0x5A]), (signed(5), [-1, 3, -16]), (12, [])])
+def test_constant_meminit_writes_the_same_rtlil(shape, init):
+    """top_verilog's fast writer of SRAM contents (hw.top._constant_meminit) gives Amaranth's own RTLIL."""
+    from amaranth.back import rtlil
+    from amaranth.hdl import Module
+    from amaranth.lib.memory import Memory
+
+    from hw.top import _constant_meminit
+
+    def design():
+        m = Module()
+        m.submodules.mem = mem = Memory(shape=shape, depth=4, init=init)
+        rd = mem.read_port()
+        return m, [rd.addr, rd.data]
+    m, ports = design()
+    expected = rtlil.convert(m, ports=ports)
+    with _constant_meminit():
+        m, ports = design()
+        got = rtlil.convert(m, ports=ports)
+    assert got == expected and "$meminit_v2" in got
