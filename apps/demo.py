@@ -18,6 +18,7 @@ import numpy as np
 
 from sw import programs, runtime
 from sw.config import load_config
+from sw.cli import command
 
 DEMOS = (
     ("vector add (get-started, 1x64 blocks)", programs.vector_add, {}),
@@ -119,6 +120,7 @@ def run_digits_onnx(cfg, target_name: str, images: int = 360, out=None) -> bool:
     return ok
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None, help="config JSON (default: $VTA_CONFIG or configs/default.json)")

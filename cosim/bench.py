@@ -25,6 +25,7 @@ from sw.config import load_config
 from . import faults
 from .harness import harness_speed
 from .long_gemm import long_gemm
+from sw.cli import command
 
 __all__ = ["cosim_speed", "launch_times", "measure", "main"]
 
@@ -96,6 +97,7 @@ def format_table(rows, ceiling_args=()) -> str:
     return "\n".join(lines)
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", nargs="+", default=["configs/default.json", "configs/batch2.json"])

@@ -10,10 +10,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from sw.config import ConfigError, load_config
+from sw.config import load_config
 
 from .control import register_table_markdown
 from .top import TRACE_LANES, top_verilog
+from sw.cli import command
 
 PORT_DOC = """// Top-level ports of vta_top ({cfg}):
 //   clk, rst            clock; synchronous active-high reset
@@ -31,17 +32,14 @@ def registers_markdown(cfg) -> str:
             "project's extensions.\n\n" + register_table_markdown(cfg) + "\n")
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None, help="config JSON (default: $VTA_CONFIG or configs/default.json)")
     parser.add_argument("-o", "--output", default="build/vta.v")
     parser.add_argument("--docs", action="store_true", help="also write docs/registers.md")
     args = parser.parse_args(argv)
-    try:
-        cfg = load_config(args.config)
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    cfg = load_config(args.config)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     header = PORT_DOC.format(cfg=cfg, bus=cfg.BUS_WIDTH, n=len(TRACE_LANES) - 1, modules=", ".join(TRACE_LANES))
