@@ -73,6 +73,7 @@ COV_N ?= 200
 coverage: $(STAMP)
 	nice -n 5 $(PY) -m cosim.coverage --config $(CONFIG) --fuzz $(COV_N) --out build/coverage
 
+# build/vta.v; the register map goes to docs/registers.md for the default config, build/docs/ for another
 verilog: $(STAMP)
 	$(PY) -m hw --config $(CONFIG) -o build/vta.v --docs
 

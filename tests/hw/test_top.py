@@ -1,6 +1,8 @@
 """The whole accelerator elaborates for every config, its Verilog lints clean, and its ports are named for vendor tools."""
 import re
 import subprocess
+from pathlib import Path
+
 
 import pytest
 
@@ -60,3 +62,10 @@ def test_cli_writes_verilog(tmp_path):
     assert main(["--config", "configs/small.json", "-o", str(out)]) == 0
     assert "module vta_top" in out.read_text()
     assert main(["--config", str(tmp_path / "missing.json"), "-o", str(out)]) == 2
+
+
+def test_docs_of_another_config_go_to_build():
+    from hw.__main__ import docs_path
+    root = Path(__file__).resolve().parents[2]
+    assert docs_path(load_config("configs/default.json")) == root / "docs" / "registers.md"
+    assert docs_path(load_config("small")) == root / "build" / "docs" / "registers-small.md"
