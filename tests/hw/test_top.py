@@ -3,7 +3,6 @@ import re
 import subprocess
 from pathlib import Path
 
-
 import pytest
 
 from cosim import verilog as cosim_verilog
