@@ -33,7 +33,6 @@ def registers_markdown(cfg) -> str:
             "project's extensions.\n\n" + register_table_markdown(cfg) + "\n")
 
 
-@command
 def docs_path(cfg) -> Path:
     """Where ``--docs`` writes the register map of ``cfg``: docs/ for the default config, build/docs/ otherwise."""
     root = Path(__file__).resolve().parent.parent
@@ -42,6 +41,7 @@ def docs_path(cfg) -> Path:
     return root / "build" / "docs" / f"registers-{cfg.name}.md"
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None, help="config JSON (default: $VTA_CONFIG or configs/default.json)")

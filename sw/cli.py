@@ -45,7 +45,7 @@ def choose(what: str, value, choices):
 
 
 # the optional extras of pyproject.toml and the make target that installs each
-EXTRA_TARGETS = {"fpga": "make bitstream or make fpga-report (or .venv/bin/pip install -e '.[fpga]')",
+EXTRA_TARGETS = {"fpga": "make venv-fpga (or .venv/bin/pip install -e '.[fpga]')",
                  "cosim": "make venv", "tvm": "make venv", "onnx": "make venv"}
 
 

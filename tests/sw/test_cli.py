@@ -80,7 +80,7 @@ def test_config_names():
 def test_require_extra():
     assert cli.require_extra("json", "dev").dumps([1]) == "[1]"
     with pytest.raises(cli.MissingExtraError, match=r"^no_such_pkg_xyz is not installed: it comes with the 'fpga' "
-                                                    r"extra of pyproject.toml; install it with make bitstream"):
+                                                    r"extra of pyproject.toml; install it with make venv-fpga "):
         cli.require_extra("no_such_pkg_xyz", "fpga")
 
 
