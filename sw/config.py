@@ -231,7 +231,8 @@ def load_config(source=None) -> Config:
 
     None means the file named by the ``VTA_CONFIG`` environment variable when it is set, else
     ``configs/default.json``. A string is a path, or the name of a file of ``configs/`` with or without
-    ``.json`` (``"small"``), which works from any directory (a path is relative to the working directory). Raises
+    ``.json`` (``"small"``); both work from any directory, and so does a path relative to the
+repository root (``"configs/small.json"``) when the working directory has no such file. Raises
     :class:`ConfigError` naming the file or key when the file is unreadable, not JSON, or not a valid config.
     """
     if isinstance(source, Config):
@@ -245,6 +246,8 @@ def load_config(source=None) -> Config:
         path = CONFIG_DIR / path
     if not path.exists() and (CONFIG_DIR / f"{path}.json").exists():
         path = CONFIG_DIR / f"{path}.json"
+    if not path.exists() and not path.is_absolute() and (CONFIG_DIR.parent / path).exists():
+        path = CONFIG_DIR.parent / path          # "configs/small.json" from outside the repository root
     try:
         text = path.read_text()
     except OSError as err:
