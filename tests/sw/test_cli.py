@@ -1,6 +1,7 @@
 """sw.cli: every command-line tool answers a wrong name with one line ``error: ...`` listing the choices."""
 
 import importlib
+import sys
 
 import pytest
 
@@ -107,3 +108,13 @@ def test_missing_file_names_it(capsys):
 
     assert main([]) == 2
     assert capsys.readouterr().err == "error: no such file: /nonexistent/x.json\n"
+
+
+@pytest.mark.parametrize("module, argv", [("fpga.timing", []), ("fpga.board", ["--board", "ulx3s"])])
+def test_fpga_tools_without_the_fpga_extra_name_the_make_target(module, argv, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "amaranth_boards", None)        # as if the fpga extra were not installed
+    monkeypatch.setitem(sys.modules, "amaranth_boards.ulx3s", None)
+    assert importlib.import_module(module).main(argv) == 2
+    assert capsys.readouterr().err == ("error: amaranth_boards.ulx3s is not installed: it comes with the 'fpga' extra "
+                                       "of pyproject.toml; install it with make venv-fpga (or .venv/bin/pip install "
+                                       "-e '.[fpga]')\n")
