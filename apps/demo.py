@@ -27,15 +27,6 @@ DEMOS = (
 )
 
 
-def _run_on(target_name, calls, cfg) -> list:
-    """``(fn, args, kwargs)`` calls on the RTL (one simulator launch) or on the golden model."""
-    if target_name == "rtl":
-        import cosim
-        return cosim.run_many(calls, config=cfg)
-    with runtime.use_target(cfg):
-        return [fn(*args, **kwargs) for fn, args, kwargs in calls]
-
-
 def _timed_calls(target_name, calls, cfg) -> list:
     """``(result, seconds)`` per call: the time of the call itself, without the model build or simulator start."""
     if target_name != "rtl":
@@ -107,21 +98,18 @@ def run_digits(cfg, target_name: str, images: int = 360, out=None) -> bool:
     print(f"config {cfg}; target {target_name}; {len(x_q)} test digits per network", file=out)
     models = [digits.model(name) for name in digits.NETS]
     calls = [(digits.run, (m.qnet, x_q), {}) for m in models]
-    t = time.perf_counter()
-    results = _run_on(target_name, calls, cfg)
-    dt = time.perf_counter() - t
     ok_all = True
-    for m, (logits, c) in zip(models, results):
+    for m, ((logits, c), seconds) in zip(models, _timed_calls(target_name, calls, cfg)):
         ok = np.array_equal(logits, digits.reference(m.qnet, x_q))
         ok_all &= ok
         acc = digits.accuracy(digits.predict(logits), y)
         print(f"  {m.name}: {digits.describe(m.qnet)}", file=out)
         print(f"    accuracy {acc:.2%} on these {len(x_q)} (whole test set: float {m.float_accuracy:.2%}, "
-              f"int8 {m.int8_accuracy:.2%}); equal to the int8 reference: {'PASS' if ok else 'FAIL'}", file=out)
+              f"int8 {m.int8_accuracy:.2%}); equal to the int8 reference: {'PASS' if ok else 'FAIL'}; ran in "
+              f"{seconds:.1f} s", file=out)
         if c.get("cycles"):
             print(f"    cycles per image {c['cycles'] / len(x_q):.0f} (batch of {len(x_q)}; GEMM uops "
                   f"{c['gemm_counter']}, ALU uops {c['alu_counter']})", file=out)
-    print(f"  about {dt:.1f} s", file=out)
     return ok_all
 
 
