@@ -109,7 +109,7 @@ MAKE = {
                                  f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl"]),
 }
 
-RTL, SLOW = ("rtl",), ("rtl", "slow")
+RTL = ("rtl",)
 SCHEDULER = Covered("tests/cosim/test_cluster.py", 'cluster.fuzz(**args, scheduler=None')
 RESNET_RTL = Covered("tests/apps/test_resnet18.py", 'res = m.run({resnet18.INPUT: x}, target="rtl")')
 
@@ -148,7 +148,7 @@ PYTHON = {
     # benchmarks and measurements
     f"{PY} -m sw.bench --config configs/default.json": Run(["--config", "small", "--csv", "b.csv"], ("slow",)),
     f"{PY} -m cosim.bench --config configs/default.json configs/batch2.json":
-        Run(["--config", "configs/default.json", "--repeats", "1", "--runs", "1", "--csv", "b.csv"], SLOW),
+        Covered("tests/cosim/test_bench.py", 'bench.cosim_speed("small", repeats=1)'),   # main also builds a ceiling
     f'{PY} -m cosim.bench --config configs/default.json --ceiling-args="--threads 2"':
         NotRun("builds a second ceiling model with --threads 2 (minutes); its flags are checked below"),
     f"{PY} -m cosim.workloads --config configs/default.json":
@@ -187,7 +187,7 @@ PYTHON = {
     f"{PY} -m hw --config configs/default.json -o build/vta.v --docs":
         Covered("tests/hw/test_top.py", 'main(["--config", "configs/small.json", "-o", str(out)])'),
     f"{PY} -m fpga.shell --config configs/default.json -o build/vta_shell.v":
-        Run(["--config", "configs/default.json", "-o", "vta_shell.v"], ("slow",)),
+        Run(["--config", "small", "-o", "vta_shell.v"], ("slow",)),
     f"{PY} -m fpga.timing --config configs/ulx3s.json":
         Covered("tests/fpga/test_timing.py", 'timing.main([str(path), "--period", "2"])'),
     f"{PY} -m fpga.resources --report --configs configs/ulx3s.json configs/small.json configs/default.json "
