@@ -45,7 +45,7 @@ CONV_LAYERS = tuple(f"resnet18.{name}" for name in sw_workloads.RESNET18)
 LOAD_BYTES = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes")
 STORE_BYTES = ("out_store_nbytes",)
 COLUMNS = ("workload", "vt", "macs", "cycles", "utilization", "bound_cycles", "bound_fraction", "bound_by",
-           "bytes", "ok", "gemm_uops", "alu_uops", "load_active", "compute_active", "store_active", "wall_s")
+           "bytes", "ok", "gemm_counter", "alu_counter", "load_active", "compute_active", "store_active", "wall_s")
 BUSY = ("load", "compute", "store")
 
 
@@ -108,7 +108,7 @@ def make_row(name: str, vt: int, out: dict, cfg, dram_bytes_per_cycle: float = 8
     if "error" in out:
         return {"workload": name, "vt": vt, "macs": 0, "cycles": 0, "utilization": float("nan"),
                 "bound_cycles": float("nan"), "bound_fraction": float("nan"), "bound_by": "", "bytes": 0,
-                "ok": False, "gemm_uops": 0, "alu_uops": 0, **{f"{m}_active": float("nan") for m in BUSY},
+                "ok": False, "gemm_counter": 0, "alu_counter": 0, **{f"{m}_active": float("nan") for m in BUSY},
                 "wall_s": out.get("wall", 0.0), "error": out["error"]}
     res = out["result"]
     c = res["counters"]
@@ -119,7 +119,7 @@ def make_row(name: str, vt: int, out: dict, cfg, dram_bytes_per_cycle: float = 8
     return {"workload": name, "vt": vt, "macs": int(res["macs"]), "cycles": int(c.get("cycles", 0)),
             "utilization": r["utilization"], "bound_cycles": r["bound_cycles"],
             "bound_fraction": r["bound_fraction"], "bound_by": r["bound_by"], "bytes": r["bytes"],
-            "ok": bool(res["ok"]), "gemm_uops": int(c.get("gemm_counter", 0)), "alu_uops": int(c.get("alu_counter", 0)),
+            "ok": bool(res["ok"]), "gemm_counter": int(c.get("gemm_counter", 0)), "alu_counter": int(c.get("alu_counter", 0)),
             **busy, "wall_s": out.get("wall", 0.0)}
 
 
