@@ -178,8 +178,8 @@ PYTHON = {
     f"{PY} -m cosim.regress --replay build/replays/small-seed1.min.replay --waves":
         Covered("tests/cosim/test_triage.py", 'regress.main(["--replay", str(path), "--waves"])'),
     f"{PY} -m cosim.cluster --bench --config small --programs 400 --shard 100 --workers 2":
-        NotRun("starts a local Dask cluster and measures for minutes; tests/cosim/test_cluster.py runs a real "
-               "localhost cluster"),
+        Run(["--bench", "--config", "small", "--programs", "4", "--shard", "2", "--workers", "1", "--ops", "6"],
+            ("rtl", "slow")),
     f"{PY} -m cosim.coverage --config configs/default.json --fuzz 200 --out build/coverage":
         NotRun("builds the coverage model of the config (about 20 minutes); tests/cosim/test_coverage.py checks "
                "the report"),
@@ -197,7 +197,7 @@ PYTHON = {
                "the same design"),
 }
 
-NOT_RUN = {"pip install", "--ceiling-args", "cosim.cluster --bench", "cosim.coverage", "fpga.resources", "fpga.board"}
+NOT_RUN = {"pip install", "--ceiling-args", "cosim.coverage", "fpga.resources", "fpga.board"}
 
 
 def test_every_readme_command_has_a_proof():
