@@ -7,7 +7,7 @@ CONFIG ?= configs/default.json
 # WAVES=1 makes co-simulation write an FST waveform (build/waves/) and print its path
 JOBS   ?= auto
 
-.PHONY: all sim test test-fast bench bench-resnet18 fuzz coverage verilog bitstream fpga-report clean distclean venv
+.PHONY: all sim test test-fast bench bench-resnet18 fuzz coverage verilog bitstream fpga-report clean distclean venv venv-fpga
 
 all: test
 
@@ -73,6 +73,7 @@ COV_N ?= 200
 coverage: $(STAMP)
 	nice -n 5 $(PY) -m cosim.coverage --config $(CONFIG) --fuzz $(COV_N) --out build/coverage
 
+# build/vta.v; the register map goes to docs/registers.md for the default config, build/docs/ for another
 verilog: $(STAMP)
 	$(PY) -m hw --config $(CONFIG) -o build/vta.v --docs
 
@@ -84,6 +85,9 @@ FPGA_STAMP  := $(VENV)/.installed-fpga
 $(FPGA_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install --quiet -e '.[fpga]'
 	touch $(FPGA_STAMP)
+
+# the fpga extra alone (python -m fpga.timing / fpga.board / fpga.resources need it)
+venv-fpga: $(FPGA_STAMP)
 
 bitstream: $(FPGA_STAMP)
 	nice -n 5 $(PY) -m fpga.board --board $(BOARD) --config $(BOARD_CONFIG) --freq $(FREQ) --docs docs/fpga.md

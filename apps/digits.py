@@ -39,6 +39,7 @@ from functools import lru_cache
 import numpy as np
 
 from sw import ops
+from sw.cli import command
 
 __all__ = ["load_data", "train", "quantize", "quantize_input", "float_forward", "reference", "run",
            "predict", "accuracy", "model", "add_counters", "describe", "Layer", "QuantNet", "Model", "NETS", "INPUT_SCALE",
@@ -321,6 +322,7 @@ def describe(net: QuantNet) -> str:
     return " | ".join(parts)
 
 
+@command
 def main(argv=None) -> int:
     import time
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import digits
 from .resnet18 import _calibrate
+from sw.cli import command
 
 __all__ = ["export", "inputs", "quantized", "evaluate", "describe", "INPUT"]
 
@@ -106,6 +107,7 @@ def evaluate(net: str, target: str = "fsim", images: int | None = None, config=N
             "records": res.records, "cfg": model.cfg}
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="fsim", choices=("fsim", "rtl", "cpu"))

@@ -27,6 +27,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from sw.cli import command
+
 __all__ = ["build", "calibration_images", "quantize", "quantized_model", "INPUT"]
 
 INPUT = "input"
@@ -186,6 +188,7 @@ def compare(q, n: int, image: int, out=None) -> int:
     return 0 if same_top1 == n and total.max_diff <= 1 else 1
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--width", type=int, default=64)

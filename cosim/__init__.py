@@ -2,7 +2,8 @@
 
 ``cosim.run(fn, *args, config=None, waves=False)`` runs the module-level function ``fn(*args)``
 inside a cocotb simulation of the accelerator with the RTL as the runtime's default target, and
-returns its return value unchanged. The same ``fn`` runs on the golden model when called directly.
+returns its return value unchanged. ``fn`` may live in any importable module or in the script being
+run (:mod:`cosim.locate`); its arguments and return value travel pickled. The same ``fn`` runs on the golden model when called directly.
 The simulator of each config stays up between calls (:mod:`cosim.server`); every call still starts
 from a freshly reset accelerator with zeroed memories.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 from sw.config import load_config
 
 from .build import BuildError, ToolchainError, build_model
+from .locate import INSIDE_ENV, locate as _locate_call
 from .server import SimulatorError
 
 __all__ = ["run", "run_many", "build_model", "BuildError", "ToolchainError", "CosimError"]
@@ -43,12 +45,11 @@ def run_many(calls, config=None, waves=False, watchdog_cycles=100_000, dram_late
     t_submit = time.time()
     cfg = load_config(config)
     waves = waves or bool(int(os.environ.get("WAVES", "0") or 0))
-    entries = []
-    for fn, args, kwargs in calls:
-        module, name = fn.__module__, fn.__qualname__
-        if module == "__main__" or "<" in name:
-            raise ValueError(f"cosim.run needs a module-level function importable by name; got {module}.{name}")
-        entries.append((module, name, tuple(args), dict(kwargs)))
+    if os.environ.get(INSIDE_ENV):
+        raise RuntimeError("cosim.run was called inside the co-simulation: the simulator imports your script to find "
+                           "the function, which runs its top-level code again; put the cosim.run call under "
+                           "`if __name__ == \"__main__\":`")
+    entries = [(*_locate_call(fn), tuple(args), dict(kwargs)) for fn, args, kwargs in calls]
     model = build_model(cfg, waves=waves, mem=mem, coverage=coverage)
     job = {"config": cfg, "calls": entries, "t_submit": t_submit,
            "device_args": {"watchdog_cycles": watchdog_cycles, "dram_latency": dram_latency,

@@ -25,6 +25,7 @@ from sw.config import load_config
 from . import faults
 from .harness import harness_speed
 from .long_gemm import long_gemm
+from sw.cli import command
 
 __all__ = ["cosim_speed", "launch_times", "measure", "main"]
 
@@ -96,21 +97,23 @@ def format_table(rows, ceiling_args=()) -> str:
     return "\n".join(lines)
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", nargs="+", default=["configs/default.json", "configs/batch2.json"])
     parser.add_argument("--repeats", type=int, default=8, help="GEMM instructions in the measured run")
     parser.add_argument("--runs", type=int, default=3, help="measurements per number (the best is kept)")
-    parser.add_argument("--ceiling-args", nargs="*", default=[], help="extra Verilator flags for a second ceiling")
+    parser.add_argument("--ceiling-args", default="", help='extra Verilator flags for a second ceiling, one string: '
+                        '--ceiling-args="--threads 2"')
     parser.add_argument("--csv", default="build/bench_cosim.csv")
     args = parser.parse_args(argv)
     t = time.time()
-    rows = [measure(c, args.repeats, args.runs, tuple(args.ceiling_args)) for c in args.config]
+    rows = [measure(c, args.repeats, args.runs, tuple(args.ceiling_args.split())) for c in args.config]
     print(f"co-simulation speed: long GEMM, {args.repeats} instructions, best of {args.runs}. launch = seconds from "
           f"cosim.run to the call's first simulated cycle (cold: first call of a process, starts the simulator); "
           f"call = a whole no-op cosim.run; ceiling = the same model in a minimal Verilator C++ main loop; "
           f"ratio = cosim / ceiling per CPU second")
-    print(format_table(rows, args.ceiling_args))
+    print(format_table(rows, tuple(args.ceiling_args.split())))
     print(f"({time.time() - t:.0f} s)")
     Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
     with open(args.csv, "w", newline="") as fh:

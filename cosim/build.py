@@ -164,8 +164,13 @@ def _build_model(cfg, gen, waves, mem="dpi", coverage=False) -> Model:
         (src / "vta_tb.sv").write_text(TESTBENCH_SV.read_text())
         (src / "public.vlt").write_text(control_file(variant_public))
         t = time.time()
+        what = ", ".join(["with FST waveform tracing" if waves else "without waveform tracing"] + ([f"memory {mem}"] if mem != "dpi" else [])
+                         + (["code coverage"] if coverage else []))
+        print(f"building the Verilator model of config {cfg.name} ({what}) once; it is cached in {build_dir.parent} "
+              f"(takes minutes; log: {build_dir / 'build.log'})", file=sys.stderr, flush=True)
         _run_build(cfg, build_dir, src, args, params, variant_sources)
         stamp.write_text(f"{time.time() - t:.1f}\n")
+        print(f"built the model of config {cfg.name} in {time.time() - t:.0f} s", file=sys.stderr, flush=True)
         return Model(cfg, build_dir, waves, time.time() - t, key)
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from sw.config import load_config
 
 from . import replay, triage
+from sw.cli import command
 
 __all__ = ["plan", "run_shard", "fuzz", "connect", "launch_cost", "bench"]
 
@@ -209,6 +210,7 @@ def bench(config="small", programs: int = 200, shard: int = 50, workers: int = 2
             "serial_failures": len(serial["failures"]), "cluster_failures": len(local["failures"])}
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="cluster regressions: measurements")
     parser.add_argument("--bench", action="store_true", help="programs per second, serial vs a local cluster")

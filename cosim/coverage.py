@@ -19,6 +19,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from sw.cli import command
+
 __all__ = ["write_job_coverage", "COVERAGE_DIR_ENV", "parse_dat", "merge_dat", "write_info", "module_table",
            "uncovered_sources", "main"]
 
@@ -163,6 +165,7 @@ def write_info(points, out: Path, verilog: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- the command
+@command
 def main(argv=None) -> int:
     from sw.config import load_config
 

@@ -27,6 +27,7 @@ from cocotb.triggers import ClockCycles
 
 from .channel import Channel
 from .coverage import write_job_coverage
+from .locate import INSIDE_ENV, SCRIPT_PREFIX, load
 
 RESET_CYCLES = 6          # the testbench holds reset for 4 cycles
 
@@ -36,10 +37,10 @@ def _call(job, device):
 
     results = []
     for module, name, args, kwargs in job["calls"]:
-        fn = getattr(importlib.import_module(module), name)
         queue = runtime.CommandQueue(device, **job.get("queue_args", {}))
         previous = runtime.set_current(queue)
         try:
+            fn = load(module, name)
             results.append(("ok", fn(*args, **kwargs)))
         except BaseException as err:  # noqa: BLE001 - every failure goes back to the caller
             try:
@@ -73,6 +74,8 @@ async def _run_job(dut, job):
 def _preload(job):
     """Import the job's modules in the server, so the children of later jobs start with them loaded."""
     for module, *_ in job["calls"]:
+        if module.startswith(SCRIPT_PREFIX):     # a user's script is imported by each job's child, not here
+            continue
         try:
             importlib.import_module(module)
         except Exception:  # noqa: BLE001 - the job's child reports the error
@@ -90,6 +93,7 @@ def _child(job):
 @cocotb.test()
 async def serve(dut):
     await ClockCycles(dut.clk, RESET_CYCLES)
+    os.environ[INSIDE_ENV] = "1"          # cosim.run inside a job (a script's unguarded top level) is an error
     import numpy  # noqa: F401 - everything a job needs, loaded once before the first fork
     from sw import runtime  # noqa: F401
     from hw import control  # noqa: F401

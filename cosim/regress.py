@@ -17,6 +17,7 @@ from sw.config import load_config
 
 from . import funcov
 from .differential import differences, fuzz_check, program_check, program_names, run_golden  # noqa: F401
+from sw.cli import choose, command
 
 
 def compare(names, config, **cosim_options) -> list:
@@ -35,6 +36,7 @@ def fuzz(seeds, config, n_ops=24, bias=None, **cosim_options) -> list:
     return [d for seed, g, r in zip(seeds, gold, rtl) for d in differences(f"random program seed {seed} [{config}]", g, r)]
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="differential tests: golden model against RTL")
     parser.add_argument("--fuzz", type=int, default=0, help="number of random programs (per config)")
@@ -56,6 +58,9 @@ def main(argv=None) -> int:
     parser.add_argument("--replay", default=None, help="re-run a replay file on the golden model and the RTL")
     parser.add_argument("--waves", action="store_true", help="with --replay: write an FST waveform")
     args = parser.parse_args(argv)
+    if args.fault is not None:
+        from .faults import FAULTS
+        choose("--fault", args.fault, sorted(FAULTS))
     if args.replay:
         return replay_main(args.replay, args.waves)
     configs = args.config or [None]

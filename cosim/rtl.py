@@ -156,20 +156,18 @@ class RtlDevice:
         return np.stack([raw >> 8, (raw >> 1) & 0x7F, raw & 1], axis=1).astype(np.int64)
 
 
-# the golden model's counter names -> the register that holds the same count
-PROFILER_REGISTERS = {"inp_load_nbytes": "inp_load_bytes", "wgt_load_nbytes": "wgt_load_bytes",
-                      "acc_load_nbytes": "acc_load_bytes", "uop_load_nbytes": "uop_load_bytes",
-                      "out_store_nbytes": "out_store_bytes", "gemm_counter": "gemm_uops", "alu_counter": "alu_uops"}
+# registers that are not counters of a run
+NOT_COUNTERS = ("control", "status", "version", "config0", "config1")
 
 
 def profiler_counters(regs: dict) -> dict:
-    """The counters of a run: the golden model's names first, then cycles and the hardware's own."""
-    out = {name: regs[reg] for name, reg in PROFILER_REGISTERS.items()}
+    """The counters of a run, named as their registers (docs/registers.md): VTA's profiler counters
+    first (the golden model's :data:`sw.fsim.COUNTER_NAMES`, same names), then cycles and the hardware's own."""
+    from sw.fsim import COUNTER_NAMES
+
+    out = {name: regs[name] for name in COUNTER_NAMES}
     out["cycles"] = regs["cycles"]
-    for name, value in regs.items():
-        if name not in PROFILER_REGISTERS.values() and name not in ("control", "status", "version", "config0",
-                                                                        "config1", "cycles"):
-            out[name] = value
+    out.update((name, value) for name, value in regs.items() if name not in out and name not in NOT_COUNTERS)
     return out
 
 

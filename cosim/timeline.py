@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sw.cli import choose, command
+
 __all__ = ["MODULES", "intervals", "busy_cycles", "trace_span", "run_traced", "draw", "panel_label", "main"]
 
 MODULES = ("fetch", "load", "compute", "store", "gemm", "alu")   # hw.top.TRACE_LANES: compute's two units last
@@ -136,6 +138,7 @@ def panel_label(row) -> str:
             f"{'equals numpy' if row['ok'] else 'DIFFERS from numpy'}")
 
 
+@command
 def main(argv=None) -> int:
     from sw.config import load_config
 
@@ -151,6 +154,8 @@ def main(argv=None) -> int:
     parser.add_argument("--dram-bytes-per-cycle", type=int, default=8)
     args = parser.parse_args(argv)
     cfg = load_config(args.config)
+    from sw.workloads import workloads
+    choose("workload", args.workload, workloads(1))
     short = args.workload.split(".")[-1]
     out = args.output or f"build/timeline_{short}_vt{''.join(map(str, args.vt))}.png"
     results = run_traced(args.workload, args.vt, cfg, args.dram_latency, args.dram_bytes_per_cycle)

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from sw import workloads as sw_workloads
 from sw.config import load_config
+from sw.cli import UsageError, choose, command
 
 __all__ = ["measured_call", "bytes_moved", "roofline", "make_row", "ProgressBar", "measure", "summary",
            "format_table", "format_summary", "write_csv", "main",
@@ -44,7 +45,7 @@ CONV_LAYERS = tuple(f"resnet18.{name}" for name in sw_workloads.RESNET18)
 LOAD_BYTES = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes")
 STORE_BYTES = ("out_store_nbytes",)
 COLUMNS = ("workload", "vt", "macs", "cycles", "utilization", "bound_cycles", "bound_fraction", "bound_by",
-           "bytes", "ok", "gemm_uops", "alu_uops", "load_active", "compute_active", "store_active", "wall_s")
+           "bytes", "ok", "gemm_counter", "alu_counter", "load_active", "compute_active", "store_active", "wall_s")
 BUSY = ("load", "compute", "store")
 
 
@@ -107,7 +108,7 @@ def make_row(name: str, vt: int, out: dict, cfg, dram_bytes_per_cycle: float = 8
     if "error" in out:
         return {"workload": name, "vt": vt, "macs": 0, "cycles": 0, "utilization": float("nan"),
                 "bound_cycles": float("nan"), "bound_fraction": float("nan"), "bound_by": "", "bytes": 0,
-                "ok": False, "gemm_uops": 0, "alu_uops": 0, **{f"{m}_active": float("nan") for m in BUSY},
+                "ok": False, "gemm_counter": 0, "alu_counter": 0, **{f"{m}_active": float("nan") for m in BUSY},
                 "wall_s": out.get("wall", 0.0), "error": out["error"]}
     res = out["result"]
     c = res["counters"]
@@ -118,7 +119,7 @@ def make_row(name: str, vt: int, out: dict, cfg, dram_bytes_per_cycle: float = 8
     return {"workload": name, "vt": vt, "macs": int(res["macs"]), "cycles": int(c.get("cycles", 0)),
             "utilization": r["utilization"], "bound_cycles": r["bound_cycles"],
             "bound_fraction": r["bound_fraction"], "bound_by": r["bound_by"], "bytes": r["bytes"],
-            "ok": bool(res["ok"]), "gemm_uops": int(c.get("gemm_counter", 0)), "alu_uops": int(c.get("alu_counter", 0)),
+            "ok": bool(res["ok"]), "gemm_counter": int(c.get("gemm_counter", 0)), "alu_counter": int(c.get("alu_counter", 0)),
             **busy, "wall_s": out.get("wall", 0.0)}
 
 
@@ -195,7 +196,7 @@ def measure(names=None, vts=(1, 2), config=None, per_launch: int = 0, dram_laten
     names = list(workloads) if not names else list(names)
     unknown = [n for n in names if n not in workloads]
     if unknown:
-        raise ValueError(f"unknown workloads {unknown}; known: {', '.join(workloads)}")
+        raise UsageError(f"unknown workload {', '.join(map(repr, unknown))}; choose from: {', '.join(workloads)}")
     jobs = [(name, vt) for vt in vts for name in names]
     labels = [f"{name} vt={vt}" for name, vt in jobs]
     per_launch = per_launch or len(jobs)
@@ -308,6 +309,7 @@ def write_csv(rows, path) -> Path:
     return path
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None, help="a config JSON path or name (default: configs/default.json)")
@@ -319,11 +321,10 @@ def main(argv=None) -> int:
     parser.add_argument("--dram-bytes-per-cycle", type=int, default=8)
     args = parser.parse_args(argv)
     cfg = load_config(args.config)
+    for name in args.only or ():
+        choose("workload", name, sw_workloads.workloads(1))
     print(f"config {cfg}: {cfg.BATCH * cfg.BLOCK_IN * cfg.BLOCK_OUT} MACs per cycle; DRAM latency "
           f"{args.dram_latency} cycles, {args.dram_bytes_per_cycle} bytes per cycle", flush=True)
-    known = sw_workloads.workloads(1)
-    if args.only and any(n not in known for n in args.only):
-        parser.error(f"unknown workload in --only {' '.join(args.only)}; known: {', '.join(known)}")
     rows = measure(args.only, tuple(args.vt), cfg, args.per_launch, args.dram_latency, args.dram_bytes_per_cycle)
     print(format_table(rows))
     print()

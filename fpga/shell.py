@@ -30,6 +30,7 @@ from sw.config import ConfigError, load_config
 
 from hw.axi import axi4_lite_signature, axi4_signature
 from hw.top import CTL_ADDR_BITS, Top, _flat_members
+from sw.cli import command
 
 __all__ = ["VtaShell", "shell_verilog", "SHELL_NAME"]
 
@@ -94,6 +95,7 @@ def shell_verilog(cfg=None) -> str:
     return verilog.convert(shell, name=SHELL_NAME, emit_src=False)
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None, help="config JSON (default: $VTA_CONFIG or configs/default.json)")

@@ -26,6 +26,9 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass
 
+from sw.cli import command
+from sw.config import load_config
+
 __all__ = ["Netlist", "analyse", "format_report", "main", "DELAYS"]
 
 # ------------------------------------------------------------------------------------------- the model
@@ -331,6 +334,7 @@ def synthesise(board="ulx3s", config="configs/ulx3s.json", freq_mhz=100.0, build
     return out / "top.json"
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("json", nargs="?", help="yosys JSON netlist after synth_ecp5 (build/fpga/<board>/top.json); "
@@ -340,6 +344,8 @@ def main(argv=None) -> int:
     parser.add_argument("--top", type=int, default=40, help="signals to list")
     parser.add_argument("--detail", type=int, default=8, help="paths to print in full")
     args = parser.parse_args(argv)
+    if not args.json:
+        load_config(args.config)            # a wrong config name is an error before anything is imported or run
     path = args.json or synthesise(config=args.config, freq_mhz=1000 / args.period)
     paths, summary = analyse(Netlist.load(path), args.period, args.top)
     print(format_report(paths, summary, args.period, args.detail))

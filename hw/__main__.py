@@ -1,7 +1,8 @@
 """Write the accelerator's Verilog: ``python -m hw --config configs/default.json -o build/vta.v``.
 
-Also writes ``docs/registers.md`` (the register map, generated from :mod:`hw.control`) with
-``--docs``.
+With ``--docs`` also writes the register map (generated from :mod:`hw.control`): the tracked
+``docs/registers.md`` for the default config, ``build/docs/registers-<config>.md`` for any other,
+so a build of another config never rewrites the repository's documents.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from sw.config import ConfigError, load_config
+from sw.config import load_config
 
 from .control import register_table_markdown
 from .top import TRACE_LANES, top_verilog
+from sw.cli import command
 
 PORT_DOC = """// Top-level ports of vta_top ({cfg}):
 //   clk, rst            clock; synchronous active-high reset
@@ -31,24 +33,31 @@ def registers_markdown(cfg) -> str:
             "project's extensions.\n\n" + register_table_markdown(cfg) + "\n")
 
 
+def docs_path(cfg) -> Path:
+    """Where ``--docs`` writes the register map of ``cfg``: docs/ for the default config, build/docs/ otherwise."""
+    root = Path(__file__).resolve().parent.parent
+    if cfg == load_config("default"):
+        return root / "docs" / "registers.md"
+    return root / "build" / "docs" / f"registers-{cfg.name}.md"
+
+
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None, help="config JSON (default: $VTA_CONFIG or configs/default.json)")
     parser.add_argument("-o", "--output", default="build/vta.v")
-    parser.add_argument("--docs", action="store_true", help="also write docs/registers.md")
+    parser.add_argument("--docs", action="store_true", help="also write the register map: docs/registers.md for the default config, "
+                                                           "build/docs/registers-<config>.md for another")
     args = parser.parse_args(argv)
-    try:
-        cfg = load_config(args.config)
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    cfg = load_config(args.config)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     header = PORT_DOC.format(cfg=cfg, bus=cfg.BUS_WIDTH, n=len(TRACE_LANES) - 1, modules=", ".join(TRACE_LANES))
     out.write_text(header + top_verilog(cfg))
     print(f"wrote {out} ({cfg})")
     if args.docs:
-        docs = Path(__file__).resolve().parent.parent / "docs" / "registers.md"
+        docs = docs_path(cfg)
+        docs.parent.mkdir(parents=True, exist_ok=True)
         docs.write_text(registers_markdown(cfg))
         print(f"wrote {docs}")
     return 0

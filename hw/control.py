@@ -125,9 +125,9 @@ REGISTER_MAP = (
     Register("insn_fetched", 0x8C, "RO", 0, "input",
              "instructions fetch has routed in this run (after an error: the index of the bad one)",
              "insn_fetched", 32),
-    Register("gemm_uops", 0x90, "RO", 0, "delta", "GEMM micro-ops (not reset ones) during the run",
+    Register("gemm_counter", 0x90, "RO", 0, "delta", "GEMM micro-ops (not reset ones) during the run",
              "gemm_uops", 32),
-    Register("alu_uops", 0x94, "RO", 0, "delta", "ALU micro-ops during the run", "alu_uops", 32),
+    Register("alu_counter", 0x94, "RO", 0, "delta", "ALU micro-ops during the run", "alu_uops", 32),
     Register("dma_fetch_beats", 0x98, "RO", 0, "delta",
              "bus words read for fetch during the run (AxiMaster read_beats)", "dma_fetch_beats", 32),
     Register("dma_load_beats", 0x9C, "RO", 0, "delta",
@@ -137,18 +137,18 @@ REGISTER_MAP = (
     Register("dma_store_beats", 0xA4, "RO", 0, "delta",
              "bus words written for the store module during the run (AxiMaster write_beats)",
              "dma_store_beats", 32),
-    Register("inp_load_bytes", 0xA8, "RO", 0, "delta", "bytes loaded into the inp SRAM (padding excluded)",
+    Register("inp_load_nbytes", 0xA8, "RO", 0, "delta", "bytes loaded into the inp SRAM (padding excluded)",
              "inp_load_bytes", 32),
-    Register("wgt_load_bytes", 0xAC, "RO", 0, "delta", "bytes loaded into the wgt SRAM (padding excluded)",
+    Register("wgt_load_nbytes", 0xAC, "RO", 0, "delta", "bytes loaded into the wgt SRAM (padding excluded)",
              "wgt_load_bytes", 32),
-    Register("acc_load_bytes", 0xB0, "RO", 0, "delta",
+    Register("acc_load_nbytes", 0xB0, "RO", 0, "delta",
              "bytes loaded into the acc SRAM (ACC_8BIT counted at acc element size, as VTA's profiler)",
              "acc_load_bytes", 32),
-    Register("uop_load_bytes", 0xB4, "RO", 0, "delta", "bytes of micro-ops loaded", "uop_load_bytes", 32),
+    Register("uop_load_nbytes", 0xB4, "RO", 0, "delta", "bytes of micro-ops loaded", "uop_load_bytes", 32),
     Register("modules", 0xBC, "RO", 0, "input",
              "now: bits 0-3 fetch/load/compute/store busy, bits 4-7 the same modules waiting for a token "
              "(fetch: for memory or queue space)", "modules_now", 8),
-    Register("out_store_bytes", 0xB8, "RO", 0, "delta", "bytes stored from the out SRAM", "out_store_bytes", 32),
+    Register("out_store_nbytes", 0xB8, "RO", 0, "delta", "bytes stored from the out SRAM", "out_store_bytes", 32),
 )
 
 REGISTERS = {r.name: r.offset for r in REGISTER_MAP}
@@ -269,8 +269,8 @@ class ControlRegs(wiring.Component):
         regs = {}
         for r in REGISTER_MAP:
             if r.kind in ("host", "cycles", "counter", "delta"):
-                regs[r.name] = Signal(32, init=r.reset, name=f"reg_{r.name}")
-        bases = {r.name: Signal(32, name=f"base_{r.name}") for r in REGISTER_MAP if r.kind == "delta"}
+                regs[r.name] = Signal(32, init=r.reset, name=f"reg_{r.port or r.name}")
+        bases = {r.name: Signal(32, name=f"base_{r.port}") for r in REGISTER_MAP if r.kind == "delta"}
 
         # ------------------------------------------------------------ read values
         values = {}

@@ -22,6 +22,7 @@ from . import runtime as rt
 from .config import load_config
 from .fsim import FsimDevice
 from .isa import AluOp, MemId
+from .cli import command
 
 
 def _timed(dev):
@@ -120,6 +121,7 @@ def bench_runtime(cfg, n=20000):
             "rate": n / dt, "cpu_seconds": dc, "cpu_rate": n / max(dc, 1e-9), "unit": "insn/s"}
 
 
+@command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None)

@@ -230,7 +230,10 @@ def load_config(source=None) -> Config:
     """Load a config from a JSON path, a dict, an existing :class:`Config`, or None (the default).
 
     None means the file named by the ``VTA_CONFIG`` environment variable when it is set, else
-    ``configs/default.json``.
+    ``configs/default.json``. A string is a path, or the name of a file of ``configs/`` with or without
+    ``.json`` (``"small"``); both work from any directory, and so does a path relative to the
+repository root (``"configs/small.json"``) when the working directory has no such file. Raises
+    :class:`ConfigError` naming the file or key when the file is unreadable, not JSON, or not a valid config.
     """
     if isinstance(source, Config):
         return source
@@ -243,10 +246,14 @@ def load_config(source=None) -> Config:
         path = CONFIG_DIR / path
     if not path.exists() and (CONFIG_DIR / f"{path}.json").exists():
         path = CONFIG_DIR / f"{path}.json"
+    if not path.exists() and not path.is_absolute() and (CONFIG_DIR.parent / path).exists():
+        path = CONFIG_DIR.parent / path          # "configs/small.json" from outside the repository root
     try:
         text = path.read_text()
     except OSError as err:
-        raise ConfigError(f"cannot read config file {str(source)!r}: {err.strerror}") from None
+        names = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.json")))
+        raise ConfigError(f"cannot read config file {str(source)!r}: {err.strerror}; a config is a JSON file or "
+                          f"one of the names {names} (the files of {CONFIG_DIR})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:

@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from .isa import AluOp, MemId, alu_opcodes
+from .cli import command
 
 __all__ = ["random_program"]
 
@@ -294,6 +295,7 @@ def random_program(seed: int, n_ops: int = 24, api_kind: str = "python", bias=No
     return {"seed": seed, "out": out, "counters": counters, "listing": listing}
 
 
+@command
 def main(argv=None) -> int:
     import argparse
 

@@ -31,12 +31,15 @@ class BufferError(VTAError, ValueError):
 
 @dataclass
 class Buffer:
+    """A live allocation: its handle, its device byte address ``phys`` (page-aligned) and its size in bytes."""
+
     handle: int
     phys: int
     nbytes: int
 
     @property
     def end(self) -> int:
+        """One past the buffer's last device byte."""
         return self.phys + self.nbytes
 
     @property
@@ -62,6 +65,8 @@ class DeviceMemory:
         self._held_freed: dict[int, Buffer] = {}          # freed while held: pages not yet returned
 
     def alloc(self, nbytes) -> Buffer:
+        """A new buffer of ``nbytes`` (an int in [1, size - PAGE_BYTES]) at the first free run of whole pages
+        large enough; :class:`BufferError` when ``nbytes`` is out of range or does not fit."""
         nbytes = check_int("buffer_alloc", "nbytes", nbytes, 1, self.size - PAGE_BYTES, BufferError)
         need = -(-nbytes // PAGE_BYTES) * PAGE_BYTES
         with self._lock:
@@ -84,6 +89,8 @@ class DeviceMemory:
                              if held else "") + ")")
 
     def free(self, handle) -> None:
+        """Kill ``handle`` now; its pages return to the free list now, or after the last hold when queued
+        work still uses them. :class:`BufferError` for anything but a live handle."""
         with self._lock:
             buf = self.get(handle, "buffer_free")
             del self.buffers[buf.handle]
@@ -129,6 +136,8 @@ class DeviceMemory:
             return sum(length for _, length in self._free)
 
     def get(self, handle, what: str = "buffer") -> Buffer:
+        """The live buffer of ``handle``; :class:`BufferError` prefixed with ``what`` for a non-handle, a freed
+        handle (a use after free) or an unknown one."""
         if isinstance(handle, bool) or type(handle).__name__ == "bool_":
             raise BufferError(f"{what}: {handle!r} is not a buffer handle from buffer_alloc")
         try:

@@ -48,13 +48,14 @@ import numpy as np
 
 from .config import Config, load_config
 from .fsim import FsimDevice
-from .isa import (AluOp, Insn, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE, EncodeError,
+from .isa import (Insn, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE, EncodeError,
                   alu_opcode_error, expand_uops, isa_for, uop_index_error)
 from . import session
 from .ffi import python_callable, register
 from .memory import BufferError, DeviceMemory
 from .pipeline import InsnError, VTAError, check_insn, check_int, force_serial, elem_bytes, format_stream, schedule
 from .uopcache import STAGE_CHUNK, KernelCache
+from .uopkernel import RECORDING, UopKernel, naturals as _naturals, uop_loop_begin, uop_loop_end, uop_push
 from .views import check_barrier, copy_bytes, device_range
 
 __all__ = [
@@ -81,52 +82,6 @@ DEFAULT_UOP_STAGE_BYTES = 4 * STAGE_CHUNK        # device memory for staged micr
 DEFAULT_MAX_KERNELS = 4096                        # cached micro-kernels per command handle
 
 RuntimeError_ = VTAError  # the base class of every error the runtime raises
-
-
-class UopKernel:
-    """A recorded micro-kernel: its micro-ops, up to two loops, and its mode and ALU operation."""
-
-    def __init__(self, cfg):
-        self.cfg = cfg
-        self.uops: list[tuple[int, int, int]] = []
-        self.loops: list[tuple[int, int, int, int]] = []
-        self.mode = None          # 0 GEMM, 1 ALU
-        self.reset = 0
-        self.alu_opcode = 0
-        self.use_imm = 0
-        self.imm = 0
-        self.open_loops = 0       # uop_loop_begin calls not yet closed by uop_loop_end
-        self.dram_addr = None     # where its encoded micro-ops live in device memory
-        self.chunk = None         # the handle of the staging buffer that holds them
-        self.sram_begin = None    # its range in the uop SRAM while resident
-
-    @property
-    def sram_end(self):
-        return None if self.sram_begin is None else self.sram_begin + len(self.uops)
-
-    def loop_fields(self) -> dict:
-        """Instruction loop fields (docs/architecture.md §5.5: GEMM puts a single loop outside, ALU inside)."""
-        loops = [(1, 0, 0, 0), (1, 0, 0, 0)]
-        if len(self.loops) == 2:
-            loops = list(self.loops)
-        elif len(self.loops) == 1:
-            loops[0 if self.mode == 0 else 1] = self.loops[0]
-        (eo, do, so, wo), (ei, di, si, wi) = loops
-        f = dict(iter_out=eo, iter_in=ei, dst_factor_out=do, dst_factor_in=di,
-                 src_factor_out=so, src_factor_in=si)
-        if self.mode == 0:
-            f.update(wgt_factor_out=wo, wgt_factor_in=wi)
-        return f
-
-    def dump(self, isa) -> str:
-        mode = "GEMM" if self.mode == 0 else f"ALU {AluOp(self.alu_opcode).name}"
-        head = f"kernel {mode}{' reset' if self.reset else ''}"
-        if self.mode == 1:
-            head += f" {'imm=' + str(self.imm) if self.use_imm else 'tensor'}"
-        lines = [head + " loops=" + ", ".join(f"(extent={e}, dst={d}, src={s}, wgt={w})" for e, d, s, w in self.loops)]
-        for i, (d, s, w) in enumerate(self.uops):
-            lines.append(f"  uop {i:4d}: " + isa.disasm_uop(isa.encode_uop(d, s, w), "gemm" if self.mode == 0 else "alu"))
-        return "\n".join(lines)
 
 
 class CommandQueue:
@@ -168,6 +123,7 @@ class CommandQueue:
 
     @property
     def dram(self) -> np.ndarray:
+        """The target's device memory (uint8, shared without copying)."""
         return self.target.dram
 
     def resolve(self, obj, what: str) -> tuple[int, object]:
@@ -186,12 +142,15 @@ class CommandQueue:
             self._held.add(buf.handle)
 
     def alloc(self, nbytes) -> int:
+        """:func:`buffer_alloc` on this queue's device memory."""
         return self.memory.alloc(nbytes).handle
 
     def free(self, handle: int) -> None:
+        """:func:`buffer_free` on this queue's device memory."""
         self.memory.free(handle)
 
     def cpu_view(self, handle) -> np.ndarray:
+        """:func:`buffer_cpu_ptr`: the buffer's bytes of device memory, no copy."""
         buf = self.memory.get(handle, "buffer_cpu_ptr")
         return self.dram[buf.phys:buf.end]
 
@@ -238,6 +197,7 @@ class CommandQueue:
                            f"(1<->2, 2<->3)")
 
     def dep_pop(self, from_qid: int, to_qid: int):
+        """:func:`dep_pop`: the next instruction of ``to_qid`` pops a token from ``from_qid``."""
         self._check_qids("dep_pop", from_qid, to_qid)
         from_qid, to_qid = int(from_qid), int(to_qid)
         pending = self.pending_pop_prev if from_qid < to_qid else self.pending_pop_next
@@ -246,6 +206,7 @@ class CommandQueue:
         pending[to_qid] = 1
 
     def dep_push(self, from_qid: int, to_qid: int):
+        """:func:`dep_push`: the last instruction of ``from_qid`` (or a NOP) pushes a token to ``to_qid``."""
         self._check_qids("dep_push", from_qid, to_qid)
         from_qid, to_qid = int(from_qid), int(to_qid)
         self._commit_pending_pops(from_qid)
@@ -258,6 +219,7 @@ class CommandQueue:
 
     def load_2d(self, src, src_elem_offset, x_size, y_size, x_stride, x_pad_before, y_pad_before,
                 x_pad_after, y_pad_after, dst_sram_index, dst_memory_type):
+        """:func:`load_2d` (arguments, units and errors there)."""
         allowed = (MemId.INP, MemId.WGT, MemId.ACC, MemId.ACC_8BIT)
         if (isinstance(dst_memory_type, (bool, np.bool_)) or not isinstance(dst_memory_type, (int, np.integer))
                 or dst_memory_type not in [int(m) for m in allowed]):
@@ -277,6 +239,7 @@ class CommandQueue:
         self._check_overflow()
 
     def store_2d(self, src_sram_index, src_memory_type, dst, dst_elem_offset, x_size, y_size, x_stride):
+        """:func:`store_2d` (arguments, units and errors there)."""
         if (isinstance(src_memory_type, (bool, np.bool_)) or not isinstance(src_memory_type, (int, np.integer))
                 or src_memory_type != MemId.OUT):
             raise InsnError(f"store_2d: src_memory_type = {src_memory_type!r}; allowed: 4 OUT")
@@ -323,6 +286,7 @@ class CommandQueue:
 
     # ------------------------------------------------------------------ micro-kernels
     def push_op(self, mode: int, kernel, key):
+        """:func:`push_gemm_op` (``mode`` 0) or :func:`push_alu_op` (``mode`` 1)."""
         name = "push_gemm_op" if mode == 0 else "push_alu_op"
         if not callable(kernel):
             raise VTAError(f"{name}: kernel must be a callable that records micro-ops, got {type(kernel).__name__}")
@@ -355,14 +319,14 @@ class CommandQueue:
         self._check_overflow()
 
     def _record(self, name, kernel, mode) -> UopKernel:
-        if getattr(_THREAD, "recording", None) is not None:
+        if getattr(RECORDING, "kernel", None) is not None:
             raise VTAError(f"{name}: called while another micro-kernel is being recorded (by this thread)")
         k = UopKernel(self.cfg)
-        _THREAD.recording = k
+        RECORDING.kernel = k
         try:
             kernel()
         finally:
-            _THREAD.recording = None
+            RECORDING.kernel = None
         if k.open_loops:
             raise VTAError(f"{name}: the kernel left {k.open_loops} loop(s) open; close each uop_loop_begin "
                            f"with uop_loop_end")
@@ -475,7 +439,6 @@ class CommandQueue:
 
 
 # ---------------------------------------------------------------------- the current runtime
-_THREAD = threading.local()      # per thread: .recording, the micro-kernel being recorded
 set_current = session.set_current
 
 
@@ -512,39 +475,50 @@ def _queue(cmd) -> CommandQueue:
     return q
 
 
-def _recording(what) -> UopKernel:
-    k = getattr(_THREAD, "recording", None)
-    if k is None:
-        raise VTAError(f"{what}: no micro-kernel is being recorded; call it from the kernel passed to "
-                       f"push_gemm_op or push_alu_op")
-    return k
-
-
-def _naturals(what, **args) -> dict:
-    """Each named argument as an int, or an InsnError: "``name = value`` must be a non-negative integer"."""
-    return {name: check_int(what, name, v, exc=InsnError) for name, v in args.items()}
-
-
 # ---------------------------------------------------------------------- the API (docs/architecture.md §5)
 def command_handle() -> int:
+    """The handle (an int) of the calling thread's current runtime.
+
+    That is the innermost ``with use_target(...)`` of this thread, else the process-wide runtime,
+    created on first use on the golden model of ``$VTA_CONFIG`` or configs/default.json; inside
+    ``cosim.run`` it is the RTL. Every function below that takes ``cmd`` takes this handle."""
     return current().handle
 
 
 def buffer_alloc(nbytes: int) -> int:
+    """Allocate ``nbytes`` bytes of device memory; return its handle (an int).
+
+    ``nbytes``: an integer in [1, device memory size - 4096]. The buffer starts on a 4 KiB page
+    and is not zeroed. Raises :class:`sw.memory.BufferError` (a ``VTAError`` and ``ValueError``)
+    when ``nbytes`` is not an integer in range or no free run of pages is large enough (the
+    message gives the free bytes, and those freed but still used by queued work)."""
     return current().alloc(nbytes)
 
 
 def buffer_free(handle: int) -> None:
+    """Free the buffer ``handle`` from :func:`buffer_alloc`; the handle is dead at once.
+
+    Work queued before ``synchronize`` that uses it keeps its pages until the stream has run.
+    Raises :class:`sw.memory.BufferError` for anything but a live handle (naming a use after free)."""
     current().free(handle)
 
 
 def buffer_cpu_ptr(cmd, handle) -> np.ndarray:
-    """A 1-D uint8 view of the buffer's device memory (no copy)."""
+    """A 1-D uint8 numpy view of the buffer's ``nbytes`` bytes of device memory (no copy).
+
+    What the host writes there is what the accelerator reads, and the other way round (device
+    memory is coherent on every target). Raises ``VTAError`` for a dead ``cmd`` and
+    :class:`sw.memory.BufferError` for a ``handle`` that is not a live buffer."""
     return _queue(cmd).cpu_view(handle)
 
 
 def buffer_copy(src, src_offset, dst, dst_offset, nbytes, kind_mask) -> None:
-    """Copy bytes; kind_mask bit 1 (2): ``src`` is a device buffer, bit 0 (1): ``dst`` is one."""
+    """Copy ``nbytes`` bytes from ``src`` at ``src_offset`` to ``dst`` at ``dst_offset`` (offsets in bytes).
+
+    ``kind_mask`` in [0, 3]: bit 1 (value 2) means ``src`` is device memory (a handle or a tensor
+    viewing device memory), bit 0 (value 1) means ``dst`` is; a host side is a contiguous numpy
+    or DLPack array (``dst`` writable). Raises :class:`sw.memory.BufferError` when a range leaves
+    its buffer or array, or a side is not what ``kind_mask`` says."""
     q = current()
     copy_bytes(q.region, q.dram, src, src_offset, dst, dst_offset, nbytes, kind_mask)
 
@@ -556,19 +530,45 @@ def _barrier(what, cmd, handle, elem_bits, start, extent):
 
 
 def write_barrier(cmd, handle, elem_bits, start, extent) -> None:
+    """VTA's write barrier: check that ``start``, ``extent`` (in ``elem_bits``-bit elements) lie in ``handle``.
+
+    Device memory is coherent on every target, so there is nothing to flush. Raises
+    :class:`sw.memory.BufferError` when the range leaves the buffer or ``elem_bits`` < 1."""
     _barrier("write_barrier", cmd, handle, elem_bits, start, extent)
 
 
 def read_barrier(cmd, handle, elem_bits, start, extent) -> None:
+    """VTA's read barrier: check that ``start``, ``extent`` (in ``elem_bits``-bit elements) lie in ``handle``.
+
+    Device memory is coherent on every target, so there is nothing to invalidate. Raises
+    :class:`sw.memory.BufferError` when the range leaves the buffer or ``elem_bits`` < 1."""
     _barrier("read_barrier", cmd, handle, elem_bits, start, extent)
 
 
 def set_debug_mode(cmd, flag) -> None:
+    """Set the debug flags of ``cmd``: ``flag`` is a non-negative int, a bit mask of the ``DEBUG_*`` constants.
+
+    ``DEBUG_DUMP_INSN`` (2) prints each stream at ``synchronize`` with the token counts,
+    ``DEBUG_DUMP_UOP`` (4) prints each micro-kernel when it is recorded, ``DEBUG_FORCE_SERIAL`` (32)
+    runs the modules strictly in order; 8 and 16 (skip barriers) are accepted and change nothing."""
     _queue(cmd).debug = check_int("set_debug_mode", "flag", flag)
 
 
 def load_2d(cmd, src, src_elem_offset, x_size, y_size, x_stride, x_pad_before, y_pad_before, x_pad_after,
             y_pad_after, dst_sram_index, dst_memory_type) -> None:
+    """Queue a 2-D load from device memory into an SRAM (a LOAD instruction; nothing runs until ``synchronize``).
+
+    ``src``: a buffer handle or a tensor viewing device memory. Sizes and offsets count elements of
+    ``dst_memory_type`` (``MemId.INP`` 2 and ``MemId.WGT`` 1: one BATCH x BLOCK_IN or BLOCK_OUT x
+    BLOCK_IN int8 block; ``MemId.ACC`` 3, or VTA's ``MemId.ACC_8BIT`` 5: one BATCH x BLOCK_OUT
+    block of the acc SRAM): ``y_size`` rows of ``x_size`` elements from element
+    ``src_elem_offset`` of ``src``, ``x_stride`` elements apart, into consecutive SRAM rows from
+    ``dst_sram_index``, with ``x_pad_before/after`` and ``y_pad_before/after`` zero elements
+    around (``x_size`` = 0 queues a NOP; otherwise ``y_size`` >= 1).
+    Every value must fit its instruction field (docs/isa.md) and the SRAM's depth. INP and WGT go
+    to the load module, ACC to the compute module. Raises :class:`sw.pipeline.InsnError` for a
+    field out of range or a bad memory type, :class:`sw.memory.BufferError` when the access leaves
+    ``src`` or ``src`` is not aligned to the element size; on an error nothing is queued."""
     q = _queue(cmd)
     with q.lock:
         q.load_2d(src, src_elem_offset, x_size, y_size, x_stride, x_pad_before, y_pad_before,
@@ -576,102 +576,76 @@ def load_2d(cmd, src, src_elem_offset, x_size, y_size, x_stride, x_pad_before, y
 
 
 def store_2d(cmd, src_sram_index, src_memory_type, dst, dst_elem_offset, x_size, y_size, x_stride) -> None:
+    """Queue a 2-D store from the OUT SRAM to device memory (a STORE instruction on the store module).
+
+    ``src_memory_type`` must be ``MemId.OUT`` (4). Sizes and offsets count OUT elements (one
+    BATCH x BLOCK_OUT int8 block): ``y_size`` rows of ``x_size`` elements from SRAM row
+    ``src_sram_index`` to element ``dst_elem_offset`` of ``dst`` (a handle or a tensor viewing
+    device memory), rows ``x_stride`` elements apart. Raises :class:`sw.pipeline.InsnError` for a
+    field out of range, :class:`sw.memory.BufferError` when the access leaves ``dst``; on an
+    error nothing is queued."""
     q = _queue(cmd)
     with q.lock:
         q.store_2d(src_sram_index, src_memory_type, dst, dst_elem_offset, x_size, y_size, x_stride)
 
 
-def uop_loop_begin(extent, dst_factor, src_factor, wgt_factor) -> None:
-    """Open a loop around the kernel's micro-ops (loops nest: begin, begin, micro-ops, end, end)."""
-    k = _recording("uop_loop_begin")
-    if k.uops:
-        raise VTAError("uop_loop_begin: loops must begin before the first uop_push of a kernel")
-    if len(k.loops) > k.open_loops:
-        raise VTAError("uop_loop_begin: called after uop_loop_end; a kernel's loops nest around all of its "
-                       "micro-ops (uop_loop_begin calls, then the uop_push calls, then one uop_loop_end per loop)")
-    if len(k.loops) >= 2:
-        raise VTAError("uop_loop_begin: a kernel has at most 2 loops (allowed range [0, 2])")
-    extent = check_int("uop_loop_begin", "extent", extent, 1, isa_for(k.cfg).gemm["iter_out"].hi, InsnError)
-    factors = _naturals("uop_loop_begin", dst_factor=dst_factor, src_factor=src_factor, wgt_factor=wgt_factor)
-    k.loops.append((extent, *factors.values()))
-    k.open_loops += 1
-
-
-def uop_loop_end() -> None:
-    """Close the innermost open loop of the kernel being recorded."""
-    k = _recording("uop_loop_end")
-    if not k.open_loops:
-        raise VTAError(f"uop_loop_end: no loop is open (the kernel opened {len(k.loops)} and closed them all); "
-                       f"each uop_loop_end closes one uop_loop_begin")
-    k.open_loops -= 1
-
-
-def uop_push(mode, reset_out, dst_index, src_index, wgt_index, opcode, use_imm, imm_val) -> None:
-    k = _recording("uop_push")
-    if len(k.loops) > k.open_loops:
-        raise VTAError("uop_push: called after uop_loop_end closed a loop of this kernel; every micro-op of a "
-                       "kernel runs under all of its loops, so push them all before the first uop_loop_end")
-    imm_field = isa_for(k.cfg).alu["imm"]
-    n = _naturals("uop_push", mode=mode, dst_index=dst_index, src_index=src_index, wgt_index=wgt_index,
-                  opcode=opcode)
-    mode, dst_index, src_index, wgt_index, opcode = n.values()
-    reset_out = check_int("uop_push", "reset_out", reset_out, 0, 1, InsnError)
-    use_imm = check_int("uop_push", "use_imm", use_imm, 0, 1, InsnError)
-    imm_val = check_int("uop_push", "imm_val", imm_val, imm_field.lo, imm_field.hi, InsnError)
-    if mode not in (0, 1):
-        raise VTAError(f"uop_push: mode = {mode}; allowed: 0 GEMM, 1 ALU")
-    cfg = k.cfg
-    isa = isa_for(cfg)
-    try:
-        isa.encode_uop(dst_index, src_index, wgt_index)
-    except EncodeError as err:
-        raise InsnError(f"uop_push: {err}") from None
-    if mode == 1:
-        problem = alu_opcode_error(cfg, opcode)
-        if problem:
-            raise InsnError(f"uop_push: {problem}")
-        try:
-            isa.alu.encode({"imm": int(imm_val), "use_imm": use_imm})
-        except EncodeError as err:
-            raise InsnError(f"uop_push: {err}") from None
-    if not k.uops:
-        k.mode, k.reset = mode, reset_out
-        if mode == 1:
-            k.alu_opcode, k.use_imm, k.imm = int(opcode), use_imm, int(imm_val)
-    else:
-        if (mode, reset_out) != (k.mode, k.reset):
-            raise VTAError("uop_push: mode and reset_out must equal those of the kernel's first micro-op")
-        if mode == 1 and (int(opcode), use_imm, int(imm_val)) != (k.alu_opcode, k.use_imm, k.imm):
-            raise VTAError("uop_push: an ALU kernel has one opcode and one immediate; they must equal the first "
-                           "micro-op's")
-    k.uops.append((int(dst_index), int(src_index), int(wgt_index)))
-
-
 def push_gemm_op(cmd, kernel, key=0) -> None:
+    """Queue a GEMM instruction running the micro-kernel ``kernel`` records.
+
+    ``kernel``: a callable without arguments that records micro-ops with :func:`uop_loop_begin`,
+    :func:`uop_push` (mode 0) and :func:`uop_loop_end`; it is called only when (``kernel``,
+    ``key``) is not yet cached for this handle (``key``: any hashable value, default 0). A LOAD of
+    the micro-ops into the uop SRAM is queued first when they are not resident. Raises
+    ``VTAError`` when ``kernel`` is not callable, records nothing, leaves a loop open, records ALU
+    micro-ops or more than UOP_DEPTH, or ``key`` is not hashable; :class:`sw.pipeline.InsnError`
+    when an index the loops reach leaves its SRAM or a loop field does not fit."""
     q = _queue(cmd)
     with q.lock:
         q.push_op(0, kernel, key)
 
 
 def push_alu_op(cmd, kernel, key=0) -> None:
+    """Queue an ALU instruction running the micro-kernel ``kernel`` records (micro-ops of mode 1).
+
+    As :func:`push_gemm_op`; the kernel's first micro-op fixes its ALU opcode and immediate
+    (an opcode the config does not build, such as MUL without ALU_MUL, is an ``InsnError``)."""
     q = _queue(cmd)
     with q.lock:
         q.push_op(1, kernel, key)
 
 
 def dep_push(cmd, from_qid, to_qid) -> None:
+    """Make the last queued instruction of module ``from_qid`` push a token to module ``to_qid``.
+
+    Queue ids: 1 load, 2 compute, 3 store; tokens flow between neighbours only (1<->2, 2<->3).
+    When that instruction already pushes that way, a NOP of ``from_qid`` carries the token.
+    Raises ``VTAError`` naming the argument for any other pair."""
     q = _queue(cmd)
     with q.lock:
         q.dep_push(from_qid, to_qid)
 
 
 def dep_pop(cmd, from_qid, to_qid) -> None:
+    """Make the next instruction queued on module ``to_qid`` wait for a token from module ``from_qid``.
+
+    Queue ids as in :func:`dep_push`. A deadlock (a pop no push feeds) is found at
+    ``synchronize``, before anything runs."""
     q = _queue(cmd)
     with q.lock:
         q.dep_pop(from_qid, to_qid)
 
 
 def synchronize(cmd, wait_cycles=1 << 31) -> dict:
+    """Run everything queued on ``cmd`` and wait for it; return the run's counters (a dict of ints).
+
+    The stream is closed as VTA's runtime does (final tokens, FINISH) and checked by a token-level
+    dry run first: a deadlock raises :class:`sw.pipeline.DeadlockError` naming what each module
+    would wait for. ``wait_cycles`` (a non-negative int) bounds the run on the RTL (the golden
+    model ignores it): more raises ``RunTimeout``, no progress for the watchdog budget raises
+    ``WatchdogError`` saying what each module waits for. The counters are VTA's profiler counters
+    (``inp_load_nbytes`` ... ``out_store_nbytes`` in bytes, ``gemm_counter``, ``alu_counter`` in
+    micro-ops) on both targets, and on the RTL also ``cycles`` and the hardware's own (named as
+    their registers, docs/registers.md). The queue is empty afterwards, also after an error."""
     q = _queue(cmd)
     wait_cycles = check_int("synchronize", "wait_cycles", wait_cycles)
     with q.lock:

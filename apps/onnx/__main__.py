@@ -8,8 +8,10 @@ import sys
 
 import numpy as np
 
+from .graph import OnnxImportError
 from .model import TARGETS, Model
 from .report import format_table, rows, write_csv, write_png
+from sw.cli import command
 
 
 def _inputs(model: Model, path, seed):
@@ -55,6 +57,7 @@ def report_run(model: Model, inputs, target, vt=2, csv_path=None, png_path=None,
     return res, rr
 
 
+@command(errors=(OnnxImportError,))
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("model", help="an int8 ONNX model in QDQ form (onnxruntime quantize_static)")

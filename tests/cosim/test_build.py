@@ -79,3 +79,16 @@ def test_the_build_is_the_lint():
     flags = build.BUILD_ARGS
     assert "-Wno-fatal" in flags and not {"-Wno-lint", "-Wno-style", "-Wno-all"} & set(flags)
     assert [f for f in flags if f.startswith("-Wno-") and f != "-Wno-fatal"] == build.LINT_WAIVERS
+
+
+def test_a_build_says_once_what_it_builds_and_where_its_log_is(tmp_path, monkeypatch, capsys):
+    from cosim import build as build_mod
+    monkeypatch.setattr(build_mod, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(build_mod, "_run_build", lambda *args: None)      # the Verilator run itself is not the point
+    model = build_mod.build_model("small")
+    err = capsys.readouterr().err.splitlines()
+    log = model.build_dir / "build.log"
+    assert err == [f"building the Verilator model of config small (without waveform tracing) once; it is cached in "
+                   f"{tmp_path} (takes minutes; log: {log})", "built the model of config small in 0 s"]
+    build_mod.build_model("small")                                        # cached: silent
+    assert capsys.readouterr().err == ""

@@ -101,7 +101,7 @@ def test_small_config_operators_equal_numpy_on_the_rtl(small_run):
     for r in rows:
         assert "error" not in r, r.get("error")
         assert r["ok"], f"{r['workload']} vt={r['vt']} differs from numpy on the RTL"
-        assert r["cycles"] > 0 and r["bytes"] > 0 and r["gemm_uops"] > 0
+        assert r["cycles"] > 0 and r["bytes"] > 0 and r["gemm_counter"] > 0
         assert 0 < r["utilization"] <= 1 and r["bound_fraction"] > 0
         assert r["cycles"] >= 0.5 * r["bound_cycles"]        # read and write channels are separate
     macs = {r["workload"]: r["macs"] for r in rows}
@@ -124,7 +124,7 @@ def test_trace_of_each_call_matches_its_counters(small_run):
         for m, name in enumerate(timeline.MODULES[1:4], start=1):    # (one synchronize each: at most a cycle apart)
             assert abs(busy[m] - round(r[f"{name}_active"] * r["cycles"])) <= 1, (r["workload"], r["vt"], name)
         # the GEMM and ALU lanes: a unit runs at least a cycle per micro-op it executes
-        assert busy[4] >= r["gemm_uops"] > 0 and busy[5] >= r["alu_uops"] > 0
+        assert busy[4] >= r["gemm_counter"] > 0 and busy[5] >= r["alu_counter"] > 0
 
 
 def test_table_and_csv(small_run, tmp_path):

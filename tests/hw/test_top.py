@@ -1,5 +1,6 @@
 """The whole accelerator elaborates for every config, its Verilog lints clean, and its ports are named for vendor tools."""
 import re
+from pathlib import Path
 
 import pytest
 from amaranth.hdl import signed
@@ -74,3 +75,10 @@ def test_constant_meminit_writes_the_same_rtlil(shape, init):
         m, ports = design()
         got = rtlil.convert(m, ports=ports)
     assert got == expected and "$meminit_v2" in got
+
+
+def test_docs_of_another_config_go_to_build():
+    from hw.__main__ import docs_path
+    root = Path(__file__).resolve().parents[2]
+    assert docs_path(load_config("configs/default.json")) == root / "docs" / "registers.md"
+    assert docs_path(load_config("small")) == root / "build" / "docs" / "registers-small.md"

@@ -76,3 +76,9 @@ def test_bad_files(tmp_path):
     p.write_text("[1]")
     with pytest.raises(ConfigError, match="JSON object"):
         load_config(p)
+
+
+def test_names_and_repository_paths_work_from_any_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert load_config("small") == load_config("small.json") == load_config("configs/small.json")
+    assert load_config("configs/small.json").name == "small"

@@ -685,3 +685,16 @@ def test_force_serial_gives_the_same_results_in_order(name):
             if abs(a.stage - b.stage) == 1:
                 assert a.f["push_next" if b.stage > a.stage else "push_prev"] == 1
                 assert b.f["pop_prev" if b.stage > a.stage else "pop_next"] == 1
+
+
+def test_every_api_function_says_what_it_does():
+    """Each function of the API (and its tvm-ffi twin) has a docstring naming its arguments."""
+    import inspect
+    for name in rt._API:
+        fn = getattr(rt, name)
+        doc = inspect.getdoc(fn)
+        assert doc and len(doc) > 40, name
+        for arg in inspect.signature(fn).parameters:
+            if arg not in ("cmd", "key"):
+                assert f"``{arg}``" in doc or arg in ("x_pad_before", "x_pad_after", "y_pad_before", "y_pad_after"), \
+                    (name, arg)

@@ -1,0 +1,330 @@
+"""The README, followed as a new user follows it: every command and snippet in it is run here (the long ones with
+small arguments) or by the test named for it, which runs exactly that command; a command added to the README without
+saying how it is tested fails here.
+
+Each ``make`` line is expanded with ``make -n`` and must run exactly the Python commands listed for it; each Python
+command (from the README or from such an expansion) has one proof: ``Run`` (its ``main`` with small arguments, here),
+``Covered`` (the test file that runs it, and the call it makes), ``Suite`` (the test suite itself) or ``NotRun`` (too
+long for CI; the reason is given and the list of such commands is fixed below).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import shlex
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+PY = ".venv/bin/python"
+
+
+def readme_commands() -> list[str]:
+    """The command lines of the README: indented lines starting with ``make`` or the venv's python, comments cut."""
+    out = []
+    for line in README.splitlines():
+        if re.match(rf"    (make |{re.escape(PY)} )", line):
+            out.append(re.sub(r"\s{2,}#.*$", "", line).strip())
+    return list(dict.fromkeys(out))
+
+
+def readme_snippets() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README, re.S)
+
+
+@dataclass
+class Run:
+    """Run ``python -m module`` as ``main(argv)`` here, in a scratch directory; ``marks``: rtl, slow, fpga."""
+    argv: list
+    marks: tuple = ()
+
+
+@dataclass
+class Covered:
+    """The test file that runs the command, and the call it makes (a substring of that file)."""
+    test: str
+    call: str
+
+
+@dataclass
+class Suite:
+    """A pytest invocation of this suite."""
+
+
+@dataclass
+class NotRun:
+    reason: str
+
+
+@dataclass
+class Make:
+    expansion: list = field(default_factory=list)
+
+
+MAKE = {
+    "make sim": Make([f"{PY} -m apps.demo --config configs/default.json --demo default --target rtl"]),
+    "make test": Make([f"{PY} -m pytest -n auto -q tests"]),
+    "make test-fast": Make([f'{PY} -m pytest -n auto -q -m "not rtl and not slow and not fpga" tests']),
+    "make bench": Make([f"{PY} -m sw.bench --config configs/default.json",
+                        f"{PY} -m cosim.bench --config configs/default.json configs/batch2.json",
+                        f"{PY} -m cosim.workloads --config configs/default.json"]),
+    "make fuzz N=1000": Make([f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi"]),
+    "make fuzz SCHEDULER=local": Make([f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi "
+                                       "--scheduler local"]),
+    "make fuzz MEM=cocotbext N=50": Make([f"{PY} -m cosim.regress --config configs/default.json --mem cocotbext",
+                                          f"{PY} -m cosim.regress --fuzz 50 --config configs/default.json --mem "
+                                          "cocotbext"]),
+    "make coverage COV_N=200": Make([f"{PY} -m cosim.coverage --config configs/default.json --fuzz 200 "
+                                     "--out build/coverage"]),
+    "make verilog": Make([f"{PY} -m hw --config configs/default.json -o build/vta.v --docs"]),
+    "make sim CONFIG=configs/small.json": Make([f"{PY} -m apps.demo --config configs/small.json --demo default "
+                                                "--target rtl"]),
+    "make test JOBS=1": Make([f"{PY} -m pytest -n 1 -q tests"]),
+    "make fpga-report": Make([f"{PY} -m pip install --quiet -e '.[fpga]'",
+                              f"{PY} -m fpga.resources --report --configs configs/ulx3s.json configs/small.json "
+                              "configs/default.json --markdown docs/fpga.md"]),
+    "make bitstream BOARD=ulx3s": Make([f"{PY} -m pip install --quiet -e '.[fpga]'",
+                                        f"{PY} -m fpga.board --board ulx3s --config configs/ulx3s.json --freq 50 "
+                                        "--docs docs/fpga.md"]),
+    "make venv-fpga": Make([f"{PY} -m pip install --quiet -e '.[fpga]'"]),
+    'make fuzz N=100000 SCHEDULER=tcp://host:8786 FUZZ_CONFIGS="configs/default.json configs/small.json"': Make(
+        [f"{PY} -m cosim.regress --fuzz 100000 --config configs/default.json --config configs/small.json --mem dpi "
+         "--scheduler tcp://host:8786"]),
+    "make fuzz N=2000 SCHEDULER=local": Make([f"{PY} -m cosim.regress --fuzz 2000 --config configs/default.json "
+                                              "--mem dpi --scheduler local"]),
+    "make sim DEMO=resnet18": Make([f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl"]),
+    "make sim DEMO=resnet18 TARGET=fsim": Make([f"{PY} -m apps.demo --config configs/default.json --demo resnet18 "
+                                                "--target fsim"]),
+    "make sim DEMO=digits-onnx": Make([f"{PY} -m apps.demo --config configs/default.json --demo digits-onnx "
+                                       "--target rtl"]),
+    "make bench-resnet18": Make([f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target fsim",
+                                 f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl"]),
+}
+
+RTL = ("rtl",)
+SCHEDULER = Covered("tests/cosim/test_cluster.py", 'cluster.fuzz(**args, scheduler=None')
+RESNET_RTL = Covered("tests/apps/test_resnet18.py", 'res = m.run({resnet18.INPUT: x}, target="rtl")')
+
+PYTHON = {
+    # the test suite itself
+    f"{PY} -m pytest -n auto -q tests": Suite(),
+    f'{PY} -m pytest -n auto -q -m "not rtl and not slow and not fpga" tests': Suite(),
+    f"{PY} -m pytest -n 1 -q tests": Suite(),
+    f"{PY} -m pytest -m rtl tests": Suite(),
+    f"{PY} -m pip install --quiet -e '.[fpga]'": NotRun("installs the fpga extra (setup, never in a test)"),
+    # make sim and the demos
+    f"{PY} -m apps.demo --config configs/default.json --demo default --target rtl":
+        Covered("tests/apps/test_demo.py", 'demo.main(["--target", target])'),
+    f"{PY} -m apps.demo --config configs/small.json --demo default --target rtl":
+        Run(["--config", "configs/small.json", "--target", "rtl"], RTL),
+    f"{PY} -m apps.demo --demo digits": Run(["--demo", "digits", "--images", "16"], RTL),
+    f"{PY} -m apps.demo --demo digits --images 16": Run(["--demo", "digits", "--images", "16"], RTL),
+    f"{PY} -m apps.digits --rtl 16": Run(["--net", "mlp", "--rtl", "4"], RTL),
+    f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target fsim":
+        Run(["--demo", "resnet18", "--width", "8", "--image", "32", "--target", "fsim"], ("slow",)),
+    f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl": RESNET_RTL,
+    f"{PY} -m apps.demo --config configs/default.json --demo digits-onnx --target rtl":
+        Covered("tests/apps/test_digits_onnx.py", 'digits_onnx.evaluate("cnn", "rtl", images=32)'),
+    f"{PY} -m apps.resnet18 --compare 8":
+        Run(["--width", "8", "--image", "32", "--calib", "2", "--compare", "1", "-o", "r.onnx"], ("slow",)),
+    f"{PY} -m apps.onnx MODEL.onnx":
+        Covered("tests/apps/onnx/test_model.py", 'main([str(path), "--csv", str(tmp_path / "r.csv")'),
+    f"{PY} -m apps.onnx MODEL.onnx --target rtl --csv build/m.csv --png build/m.png": RESNET_RTL,
+    # examples
+    f"{PY} examples/get_started_vector_add.py": Covered("tests/sw/test_examples.py", "assert load(name).main([]) == 0"),
+    f"{PY} examples/blocked_matrix_multiply.py": Covered("tests/sw/test_examples.py", "assert load(name).main([]) == 0"),
+    f"{PY} examples/conv2d.py --layer C8":
+        Covered("tests/sw/test_examples.py", "assert load(name).main([]) == 0"),      # C8 is the default layer
+    f"{PY} examples/simple_gemm.py --config small --target rtl":
+        Covered("tests/sw/test_examples.py", '"examples/simple_gemm.py", "--config", "small", "--target", "rtl"'),
+    # benchmarks and measurements
+    f"{PY} -m sw.bench --config configs/default.json": Run(["--config", "small", "--csv", "b.csv"], ("slow",)),
+    f"{PY} -m cosim.bench --config configs/default.json configs/batch2.json":
+        Covered("tests/cosim/test_bench.py", 'bench.cosim_speed("small", repeats=1)'),   # main also builds a ceiling
+    f'{PY} -m cosim.bench --config configs/default.json --ceiling-args="--threads 2"':
+        NotRun("builds a second ceiling model with --threads 2 (minutes); its flags are checked below"),
+    f"{PY} -m cosim.workloads --config configs/default.json":
+        Covered("tests/cosim/test_workloads.py", 'wl.main(["--config", "small", "--only", "dense_128", "--vt", "2"'),
+    f"{PY} -m cosim.workloads --config configs/small.json --only gemm_256 resnet18.C8 --vt 2":
+        Covered("tests/cosim/test_workloads.py", 'wl.main(["--config", "small", "--only", "dense_128", "--vt", "2"'),
+    f"{PY} -m cosim.timeline --workload resnet18.C8":
+        Run(["--workload", "dense_128", "-o", "t.png"], RTL),
+    f"{PY} -m cosim.timeline --workload resnet18.C8 --vt 2 -o build/timeline_C8_vt2.png":
+        Run(["--workload", "dense_128", "--vt", "2", "-o", "t2.png"], RTL),
+    f"{PY} -m cosim.timeline --workload resnet18.C8 --window 0 60000 -o build/timeline_C8_zoom.png":
+        Run(["--workload", "dense_128", "--vt", "2", "--window", "0", "600", "-o", "t3.png"], RTL),
+    # regressions
+    f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi":
+        Run(["--fuzz", "2", "--config", "small", "--mem", "dpi"], RTL),
+    f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi --scheduler local": SCHEDULER,
+    f"{PY} -m cosim.regress --fuzz 2000 --config configs/default.json --mem dpi --scheduler local": SCHEDULER,
+    f"{PY} -m cosim.regress --fuzz 100000 --config configs/default.json --config configs/small.json --mem dpi "
+    "--scheduler tcp://host:8786": SCHEDULER,
+    f"{PY} -m cosim.regress --config configs/default.json --mem cocotbext":
+        Covered("tests/cosim/test_axiram.py", 'regress.compare(SUBSET, "small", mem="cocotbext"'),
+    f"{PY} -m cosim.regress --fuzz 50 --config configs/default.json --mem cocotbext":
+        Covered("tests/cosim/test_axiram.py", 'regress.fuzz([7, 8], "small", n_ops=12, mem="cocotbext"'),
+    f"{PY} -m cosim.regress --fuzz 400 --config small --fault alu-max-imm-as-min":
+        Covered("tests/cosim/test_regress.py", '"--fuzz", "2", "--config", "small", "--ops", "60", "--fault", '
+                                               '"alu-max-imm-as-min"'),
+    f"{PY} -m cosim.regress --replay build/replays/small-seed1.min.replay --waves":
+        Covered("tests/cosim/test_triage.py", 'regress.main(["--replay", str(path), "--waves"])'),
+    f"{PY} -m cosim.cluster --bench --config small --programs 400 --shard 100 --workers 2":
+        Run(["--bench", "--config", "small", "--programs", "4", "--shard", "2", "--workers", "1", "--ops", "6"],
+            ("rtl", "slow")),
+    f"{PY} -m cosim.coverage --config configs/default.json --fuzz 200 --out build/coverage":
+        NotRun("builds the coverage model of the config (about 20 minutes); tests/cosim/test_coverage.py checks "
+               "the report"),
+    # hardware and FPGA
+    f"{PY} -m hw --config configs/default.json -o build/vta.v --docs":
+        Covered("tests/hw/test_top.py", 'main(["--config", "configs/small.json", "-o", str(out)])'),
+    f"{PY} -m fpga.shell --config configs/default.json -o build/vta_shell.v":
+        Run(["--config", "small", "-o", "vta_shell.v"], ("slow",)),
+    f"{PY} -m fpga.timing --config configs/ulx3s.json":
+        Covered("tests/fpga/test_timing.py", 'timing.main([str(path), "--period", "2"])'),
+    f"{PY} -m fpga.resources --report --configs configs/ulx3s.json configs/small.json configs/default.json "
+    "--markdown docs/fpga.md": NotRun("yosys synthesis of three configs for three devices (tens of minutes)"),
+    f"{PY} -m fpga.board --board ulx3s --config configs/ulx3s.json --freq 50 --docs docs/fpga.md":
+        NotRun("place and route of the ULX3S bitstream (about 11 minutes); tests/fpga/test_board.py simulates "
+               "the same design"),
+}
+
+NOT_RUN = {"pip install", "--ceiling-args", "cosim.coverage", "fpga.resources", "fpga.board"}
+
+
+def test_every_readme_command_has_a_proof():
+    commands = readme_commands()
+    assert len(commands) > 40
+    missing = [c for c in commands if c not in MAKE and c not in PYTHON]
+    assert missing == [], "README commands without a test: add them to MAKE or PYTHON in tests/test_readme.py"
+    unused = [c for c in list(MAKE) + [c for c in PYTHON if c.startswith(f"{PY} ") and " -m pytest" not in c]
+              if c not in commands and not any(c in m.expansion for m in MAKE.values())]
+    assert unused == []
+
+
+def test_only_the_long_commands_are_not_run():
+    not_run = [c for c, p in PYTHON.items() if isinstance(p, NotRun)]
+    assert sorted(next(k for k in NOT_RUN if k in c) for c in not_run) == sorted(NOT_RUN)
+
+
+@pytest.mark.parametrize("command", list(MAKE))
+def test_make_runs_the_listed_commands(command):
+    res = subprocess.run(["make", "-n", "-o", ".venv/.installed", *shlex.split(command)[1:]], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    lines = [re.sub(r"^nice -n \d+ ", "", line).strip() for line in res.stdout.splitlines()]
+    assert [line for line in lines if line.startswith(PY)] == MAKE[command].expansion
+    assert all(c in PYTHON for c in MAKE[command].expansion)
+
+
+COVERED = [(c, p) for c, p in PYTHON.items() if isinstance(p, Covered)]
+
+
+@pytest.mark.parametrize("command, proof", COVERED, ids=[c[len(PY) + 1:] for c, _ in COVERED])
+def test_the_covering_test_runs_the_command(command, proof):
+    assert proof.call in (ROOT / proof.test).read_text(), f"{proof.test} no longer runs {command}"
+
+
+def test_ceiling_args_of_the_readme_reach_verilator_as_two_flags(monkeypatch):
+    from cosim import bench
+    line = next(c for c in readme_commands() if "--ceiling-args" in c)
+    seen = []
+
+    class Measured(Exception):
+        pass
+
+    def measure(config, repeats, runs, ceiling_args):
+        seen.append((config, ceiling_args))
+        raise Measured
+
+    monkeypatch.setattr(bench, "measure", measure)
+    with pytest.raises(Measured):
+        bench.main(shlex.split(line)[3:])
+    assert seen == [("configs/default.json", ("--threads", "2"))]
+
+
+def _params():
+    out = []
+    for command, proof in PYTHON.items():
+        if isinstance(proof, Run):
+            marks = [getattr(pytest.mark, m) for m in proof.marks]
+            out.append(pytest.param(command, proof, marks=marks, id=command[len(PY) + 1:]))
+    return out
+
+
+@pytest.mark.parametrize("command, proof", _params())
+def test_run(command, proof, tmp_path, monkeypatch, capsys):
+    module = shlex.split(command)[2]
+    monkeypatch.chdir(tmp_path)
+    main = importlib.import_module(module if module != "hw" else "hw.__main__").main
+    assert main(proof.argv) == 0
+    out = capsys.readouterr().out
+    assert "FAIL" not in out
+
+
+# ---------------------------------------------------------------------- the Python snippets
+def _snippet(word: str) -> str:
+    return next(s for s in readme_snippets() if word in s)
+
+
+def _python(code: str, cwd: Path, timeout=600) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_every_snippet_is_run():
+    assert len(readme_snippets()) == 4
+
+
+def test_runtime_snippet(tmp_path):
+    res = _python(_snippet("rt.push_alu_op(cmd, relu, 0)"), tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == ("{'inp_load_nbytes': 0, 'wgt_load_nbytes': 0, 'acc_load_nbytes': 4096, "
+                                  "'uop_load_nbytes': 4, 'out_store_nbytes': 1024, 'gemm_counter': 0, "
+                                  "'alu_counter': 64}")
+
+
+@pytest.mark.rtl
+def test_cosim_run_snippet(tmp_path):
+    res = _python(_snippet("out = cosim.run(programs.gemm"), tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    cycles, equal = res.stdout.split()
+    assert int(cycles) > 0 and equal == "True"
+
+
+@pytest.mark.rtl
+def test_script_snippet(tmp_path):
+    code = _snippet("# my_kernel.py")
+    script = tmp_path / "my_kernel.py"
+    script.write_text(code)
+    res = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.strip() == "(120, 'RtlDevice')"
+
+
+@pytest.mark.slow
+def test_tvm_snippet(tmp_path):
+    code = _snippet("tvm_vta.build") + textwrap.dedent("""
+        import numpy as np
+        x = digits.quantize_input(digits.load_data()[2][:16]).reshape(16, 1, 8, 8)
+        assert np.array_equal(logits, digits.reference(net, x)), "differs from the int8 reference"
+        print(logits.shape)
+    """)
+    res = _python(code, tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.strip().splitlines()[-1] == "(16, 10)"
+
+
+def test_config_table_names_every_config():
+    for path in sorted((ROOT / "configs").glob("*.json")):
+        assert f"`{path.name}`" in README, f"the README's config table does not describe configs/{path.name}"
