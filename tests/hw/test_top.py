@@ -47,11 +47,14 @@ def test_register_docs_are_current():
 
 
 @pytest.mark.slow
-def test_cli_writes_verilog(tmp_path):
-    from hw.__main__ import main
+def test_cli_writes_verilog(tmp_path, monkeypatch):
+    """``python -m hw`` writes top_verilog's text (the run's cached copy here: elaborating again costs ~10 s)."""
+    import hw.__main__ as cli
+    monkeypatch.setattr(cli, "top_verilog", lambda cfg: verilog(cfg.name))
     out = tmp_path / "v.v"
-    assert main(["--config", "configs/small.json", "-o", str(out)]) == 0
-    assert "module vta_top" in out.read_text()
+    assert cli.main(["--config", "configs/small.json", "-o", str(out)]) == 0
+    assert out.read_text().endswith(verilog("small")) and "module vta_top" in out.read_text()
+    main = cli.main
     assert main(["--config", str(tmp_path / "missing.json"), "-o", str(out)]) == 2
 
 

@@ -1,4 +1,6 @@
-"""Each block of the memory system converts to Verilog for the shipped configs."""
+"""Blocks of the memory system convert to Verilog where the whole design does not show it: bus widths
+no shipped config has, and the AXI port names. (The shipped configs' whole designs are elaborated and
+linted by tests/hw/test_top.py.)"""
 
 import pytest
 from amaranth.back import verilog
@@ -15,14 +17,6 @@ BLOCKS = {
     "control_regs": lambda cfg: ControlRegs(cfg),
     "fetch": lambda cfg: Fetch(cfg),
 }
-
-
-@pytest.mark.parametrize("config", ["default", "small"])
-@pytest.mark.parametrize("block", list(BLOCKS))
-def test_converts(block, config):
-    cfg = load_config(config)
-    text = verilog.convert(BLOCKS[block](cfg), name=block)
-    assert f"module {block}" in text
 
 
 def test_axi_port_names():
