@@ -10,9 +10,16 @@
   once (the model cache is keyed by the sources, ``VTA_COSIM_CACHE`` names it).
 
 Every shard has a fixed key, so a shard whose worker is lost mid-run is run again by the scheduler,
-and the client counts each shard's result exactly once. Failures come back with their replays, which
-the client writes to ``out_dir``; the first ``minimize`` of them are then minimized on the cluster
-(:func:`cosim.triage.minimize_on_rtl`, one launch each) and written beside them as ``*.min.replay``.
+and the client counts each shard's result exactly once: its programs, its failures and its functional
+coverage (the shard's own hits, merged per config into ``coverage``). Failures come back with their
+replays, which the client writes to ``out_dir``; the first ``minimize`` of them are then minimized on the
+cluster (:func:`cosim.triage.minimize_on_rtl`, one launch each) and written beside them as ``*.min.replay``.
+
+With ``steer=True`` the shards go out in rounds of ``round_shards`` (default: the cluster's worker threads,
+1 in this process): after each round the client merges the returned coverage and gives the next round's
+shards the generator bias toward the holes (:func:`cosim.funcov.steer`), and DPI-DRAM pauses on every
+shard while a backpressure bin is a hole. Odd-numbered shards always run with pauses (``STALL_CHANCE``).
+A run is repeatable from its seeds, shard size and round size.
 """
 
 from __future__ import annotations
@@ -26,11 +33,12 @@ from pathlib import Path
 
 from sw.config import load_config
 
-from . import replay, triage
+from . import funcov, replay, triage
 
-__all__ = ["plan", "run_shard", "fuzz", "connect", "launch_cost", "bench"]
+__all__ = ["plan", "run_shard", "steer_round", "fuzz", "connect", "launch_cost", "bench", "STALL_CHANCE"]
 
 ROOT = Path(__file__).resolve().parent.parent
+STALL_CHANCE = 64          # of 256: the DPI DRAM's chance to pause a channel in a cycle, on shards with pauses
 
 
 def plan(start: int, count: int, configs, shard: int = 200) -> list:
@@ -40,17 +48,33 @@ def plan(start: int, count: int, configs, shard: int = 200) -> list:
     out = []
     for config in configs:
         name = load_config(config).name
-        for first in range(start, start + count, shard):
+        for i, first in enumerate(range(start, start + count, shard)):
             last = min(first + shard, start + count)
-            out.append({"id": f"{name}:{first}-{last - 1}", "config": config, "seeds": list(range(first, last))})
+            out.append({"id": f"{name}:{first}-{last - 1}", "config": config, "name": name,
+                        "seeds": list(range(first, last)), "bias": None, "stall": i % 2 == 1})
     return out
 
 
 def run_shard(shard: dict, n_ops: int = 24, fault: str | None = None, cosim_options: dict | None = None) -> dict:
     """One shard: its programs in one simulator launch, compared with the golden model."""
-    out = triage.check_seeds(shard["config"], shard["seeds"], n_ops, fault, **(cosim_options or {}))
-    out["id"] = shard["id"]
+    options = dict(cosim_options or {})
+    first = shard["seeds"][0]
+    if options.get("mem") == "cocotbext":
+        options.setdefault("mem_seed", first)            # AxiRam's pauses, repeatable per shard
+    elif shard.get("stall"):
+        options.setdefault("dram_stall", ((first & 0xFFFFFF) << 8) | STALL_CHANCE)
+    out = triage.check_seeds(shard["config"], shard["seeds"], n_ops, fault, shard.get("bias"), **options)
+    out.update(id=shard["id"], bias=shard.get("bias"), stall=bool(options.get("dram_stall")))
     return out
+
+
+def steer_round(shards: list, coverage: dict) -> None:
+    """Point the shards of the next round at the holes of ``coverage`` ({config name: counts}, merged so far)."""
+    for s in shards:
+        counts = coverage.get(s["name"])
+        if counts:
+            s["bias"] = funcov.steer(counts=counts) or None
+            s["stall"] = s["stall"] or funcov.wants_stalls(counts)
 
 
 def _worker_env():
@@ -75,14 +99,22 @@ def connect(scheduler: str, workers: int | None = None):
 
 def fuzz(start: int, count: int, configs, n_ops: int = 24, shard: int = 200, scheduler: str | None = None,
          workers: int | None = None, fault: str | None = None, minimize: int = 0, out_dir="build/replays",
-         cosim_options: dict | None = None, progress=print, client=None, on_result=None) -> dict:
-    """Run the random programs and return counts, failures (with replay files) and timings."""
+         cosim_options: dict | None = None, progress=print, client=None, on_result=None, steer: bool = False,
+         round_shards: int | None = None) -> dict:
+    """Run the random programs and return counts, failures (with replay files), merged functional coverage
+    ({config name: counts}) and timings."""
     shards = plan(start, count, configs, shard)
     own_client = connect(scheduler, workers) if scheduler is not None and client is None else None
     client = client or own_client
     try:
         t0 = time.time()                        # the run, not the start of a local cluster
-        results = _run_shards(shards, client, n_ops, fault, cosim_options, progress, on_result)
+        size = round_shards or (sum(client.nthreads().values()) if client is not None else 1)
+        rounds = [shards[i:i + size] for i in range(0, len(shards), size)] if steer else [shards]
+        results, coverage = {}, {}
+        for k, batch in enumerate(rounds):
+            if k:
+                steer_round(batch, coverage)
+            results.update(_run_shards(batch, client, n_ops, fault, cosim_options, progress, on_result, coverage))
         wall = time.time() - t0
         failures = [f for s in shards for f in results[s["id"]]["failures"]]
         for f in failures:
@@ -96,15 +128,18 @@ def fuzz(start: int, count: int, configs, n_ops: int = 24, shard: int = 200, sch
             "launches": sum(r["launches"] for r in results.values()), "failures": failures, "minimized": minimized,
             "seconds": wall, "shard_seconds": sum(r["seconds"] for r in results.values()),
             "cpu_seconds": sum(r["cpu_seconds"] for r in results.values()),
-            "workers": sorted({r["worker"] for r in results.values()}), "results": results}
+            "workers": sorted({r["worker"] for r in results.values()}), "results": results, "coverage": coverage,
+            "rounds": len(rounds), "round_shards": size}
 
 
-def _run_shards(shards, client, n_ops, fault, cosim_options, progress, on_result) -> dict:
-    """Shard id -> result, each shard once: here one after the other, or on the cluster of ``client``."""
+def _run_shards(shards, client, n_ops, fault, cosim_options, progress, on_result, coverage) -> dict:
+    """Shard id -> result, each shard once (its coverage merged into ``coverage`` once): here one after the
+    other, or on the cluster of ``client``."""
     results = {}
     if client is None:
         for s in shards:
             results[s["id"]] = r = run_shard(s, n_ops, fault, cosim_options)
+            funcov.merge(coverage.setdefault(r["config"], {}), r["coverage"])
             _report(r, progress, on_result)
         return results
     from distributed import as_completed
@@ -117,6 +152,7 @@ def _run_shards(shards, client, n_ops, fault, cosim_options, progress, on_result
         if r["id"] in results:          # a shard counts once, however often it ran
             continue
         results[r["id"]] = r
+        funcov.merge(coverage.setdefault(r["config"], {}), r["coverage"])
         _report(r, progress, on_result)
     return results
 
@@ -126,8 +162,9 @@ def _report(r, progress, on_result):
         on_result(r)
     if progress:
         found = r["failures"]
+        how = "".join([f", steered: {r['bias']}" if r.get("bias") else "", ", DRAM pauses" if r.get("stall") else ""])
         progress(f"{r['id']}: {'OK' if not found else f'{len(found)} failing'} ({r['programs']} programs, "
-                 f"{r['seconds']:.1f} s)")
+                 f"{r['seconds']:.1f} s{how})")
 
 
 def _close(client):
