@@ -20,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 __all__ = ["write_job_coverage", "COVERAGE_DIR_ENV", "parse_dat", "merge_dat", "write_info", "module_table",
-           "uncovered_sources", "main"]
+           "uncovered_sources", "explain", "KNOWN_UNREACHABLE", "main"]
 
 COVERAGE_DIR_ENV = "VTA_COVERAGE_DIR"
 TESTBENCH_MODULES = {"vta_tb", "vta_axi_checker", "vta_axi_handshake"}   # not the accelerator
@@ -106,6 +106,22 @@ def uncovered_sources(points, verilog: Path) -> dict:
     return dict(out)
 
 
+# Uncovered lines that no program can reach, with the reason: (module pattern, pattern on the Amaranth source
+# or the Verilog statement of the line, why). The report lists a matching uncovered line under "explained";
+# anything else is a hole for a new directed test.
+KNOWN_UNREACHABLE = [
+]
+
+
+def explain(src: str, modules) -> str | None:
+    """The reason an uncovered line (its source key of :func:`uncovered_sources`, its modules) is unreachable,
+    or None when it is not known to be."""
+    for module_pattern, pattern, reason in KNOWN_UNREACHABLE:
+        if all(re.search(module_pattern, m) for m in modules) and re.search(pattern, src):
+            return reason
+    return None
+
+
 def _pct(c, t):
     return f"{100.0 * c / t:6.2f} %" if t else "     - "
 
@@ -124,9 +140,14 @@ def report(points, verilog: Path) -> str:
                 acc[k][1] += row[k][1]
     lines.append(f"| **accelerator (all but the testbench)** | {_pct(*acc['line'])} | {acc['line'][0]}/{acc['line'][1]} "
                  f"| {_pct(*acc['toggle'])} | {acc['toggle'][0]}/{acc['toggle'][1]} |")
-    lines += ["", "Uncovered lines of the accelerator, by Amaranth source (Verilog lines, modules):"]
+    holes, explained = [], []
     for src, (vlines, modules) in sorted(uncovered_sources(points, verilog).items()):
-        lines.append(f"  {src}: vta_top.v lines {sorted(vlines)} in {sorted(modules)}")
+        why = explain(src, modules)
+        entry = f"  {src}: vta_top.v lines {sorted(vlines)} in {sorted(modules)}"
+        (explained if why else holes).append(entry + (f"\n      unreachable: {why}" if why else ""))
+    lines += ["", f"Uncovered lines of the accelerator, by Amaranth source (Verilog lines, modules): "
+              f"{len(holes)} not explained" + (":" if holes else "")] + holes
+    lines += ["", f"Uncovered lines known to be unreachable: {len(explained)}" + (":" if explained else "")] + explained
     return "\n".join(lines)
 
 
