@@ -33,3 +33,16 @@ def test_uncovered_lines_map_to_the_amaranth_source(tmp_path):
     verilog.write_text("module a;\n(* src = \"hw/load.py:12\" *)\nx = 1;\ny = 2;\n")
     pts = [{"page": "v_line/vta_top.load", "f": str(verilog), "l": "4", "count": 0}]
     assert coverage.uncovered_sources(pts, verilog) == {"hw/load.py:12": ({4}, {"vta_top.load"})}
+
+
+def test_known_unreachable_lines_are_explained_and_the_rest_are_holes(tmp_path, monkeypatch):
+    monkeypatch.setattr(coverage, "KNOWN_UNREACHABLE", [(r"\.load$", r"hw/load\.py:12$", "no such state")])
+    verilog = tmp_path / "vta_top.v"
+    verilog.write_text("module a;\n(* src = \"hw/load.py:12\" *)\nx = 1;\n(* src = \"hw/alu.py:3\" *)\ny = 2;\n")
+    pts = [{"page": "v_line/vta_top.load", "f": str(verilog), "l": "3", "count": 0},
+           {"page": "v_line/vta_top.alu", "f": str(verilog), "l": "5", "count": 0}]
+    assert coverage.explain("hw/load.py:12", {"vta_top.load"}) == "no such state"
+    assert coverage.explain("hw/load.py:12", {"vta_top.alu"}) is None
+    text = coverage.report(pts, verilog)
+    assert "1 not explained:\n  hw/alu.py:3: vta_top.v lines [5]" in text
+    assert "known to be unreachable: 1:\n  hw/load.py:12: vta_top.v lines [3] in ['vta_top.load']\n      unreachable: no such state" in text
