@@ -183,6 +183,65 @@ def write_info(points, out: Path, verilog: Path) -> None:
         fh.write(f"LF:{len(lines)}\nLH:{sum(1 for v in lines.values() if v)}\nend_of_record\n")
 
 
+# ---------------------------------------------------------------------------------------------- directed programs
+def register_sweep() -> dict:
+    """On the RTL: read every register offset of the AXI4-Lite window up to one past the map (host registers
+    after writing them, read-only ones after writing to them, and an unmapped offset), then check that
+    writes to read-only registers changed nothing. Returns {offset: (first read, second read)}."""
+    from cocotb.task import resume
+
+    from hw import control
+    from sw import runtime
+
+    dev = runtime.current().target
+    read, write = resume(dev.read_reg), resume(dev.write_reg)
+    offsets = sorted(r.offset for r in control.REGISTER_MAP)
+    host = {r.offset for r in control.REGISTER_MAP if r.kind == "host"}
+    writable = {r.offset for r in control.REGISTER_MAP if r.access == "RW"}
+    out = {}
+    for off in offsets + [offsets[-1] + 4]:
+        if off in host:
+            write(off, 0x1000 + off)
+        first = read(off)
+        if off not in writable:                               # read-only or unmapped: the write is ignored
+            write(off, 0xFFFFFFFF)
+        out[off] = (first, read(off))
+    for off in host:
+        write(off, 0)
+    return out
+
+
+def directed_calls() -> list:
+    """The directed programs of ``make coverage`` beside the regression: each error the hardware reports
+    (cosim.faults), the accelerator working again after them, and the register sweep."""
+    from sw import programs
+
+    from . import faults
+    return [(faults.deadlock, (), {}), (faults.reserved_flag, (), {}), (faults.bad_opcode, (), {}),
+            (faults.bad_memory_type, (), {}), (faults.timeout, (), {}), (programs.vector_add, ("python",), {}),
+            (register_sweep, (), {})]
+
+
+def check_directed(results) -> list:
+    """Why the directed programs' results are wrong ([] when each did what it must)."""
+    import numpy as np
+
+    from hw import control
+
+    want = ["WatchdogError", "VTAError", "VTAError", "VTAError", "RunTimeout"]
+    bad = [f"directed program {i}: expected {w}, got {r.get('error')}" for i, (w, r) in enumerate(zip(want, results))
+           if r.get("error") != w]
+    if not np.array_equal(results[5]["result"], results[5]["expected"]):
+        bad.append("vector_add after the faults: wrong result")
+    host = {r.offset for r in control.REGISTER_MAP if r.kind == "host"}
+    for off, (first, second) in results[6].items():
+        if off in host and first != 0x1000 + off:
+            bad.append(f"register {off:#x}: wrote {0x1000 + off:#x}, read {first:#x}")
+        if off not in host and first != second:
+            bad.append(f"register {off:#x}: a write to a read-only register changed it ({first:#x} -> {second:#x})")
+    return bad
+
+
 # ---------------------------------------------------------------------------------------------- the command
 def main(argv=None) -> int:
     from sw.config import load_config
@@ -200,7 +259,9 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     jobs = Path(tempfile.mkdtemp(prefix="vta-coverage-"))
     os.environ[COVERAGE_DIR_ENV] = str(jobs)
+    import cosim
     failures = regress.compare(regress.program_names(cfg), cfg, coverage=True)
+    failures += check_directed(cosim.run_many(directed_calls(), config=cfg, coverage=True, watchdog_cycles=2000))
     for first in range(0, args.fuzz, 100):
         failures += regress.fuzz(list(range(first, min(first + 100, args.fuzz))), cfg, coverage=True)
     for f in failures:
