@@ -75,14 +75,45 @@ def module_table(points) -> dict:
     return {m: {k: tuple(v) for k, v in kinds.items()} for m, kinds in table.items()}
 
 
+_SRC = re.compile(r'\(\*\s*src\s*=\s*"([^"]+)"')
+_COND = re.compile(r"^\s*(?:end else )?if \((\\\S+ |[A-Za-z_][\w$]*)\)")
+_LABEL = re.compile(r"^\s*(\d+'h[0-9a-f]+|default)\s*:")
+_CASE = re.compile(r"^\s*casez? \((.+)\)\s*$")
+
+
 def _src_index(verilog: Path) -> list:
-    """For each line of the Verilog, the nearest ``src`` attribute at or above it (Amaranth file:line)."""
-    current, out = "", []
-    for line in verilog.read_text(errors="replace").splitlines():
-        m = re.search(r'\(\*\s*src\s*=\s*"([^"]+)"', line)
+    """For each line of the Verilog, where it comes from: the Amaranth file:line of the condition an ``if``
+    tests (the src of the ``assign`` that defines it in the same module), or of the nearest ``src``
+    attribute at or above the line; a case label also names the value tested (``case compute_fsm_state =
+    3'h3``: an FSM's state number, in the order the states are first named in the Amaranth source)."""
+    text = verilog.read_text(errors="replace").splitlines()
+    module_of, assigns, module = [], defaultdict(dict), ""
+    for line in text:
+        if line.startswith("module "):
+            module = line.split("(")[0].split()[1]
+        module_of.append(module)
+        m = re.match(r"\s*assign (\\\S+ |[A-Za-z_][\w$]*) ?= (.*)", line)
+        if m and _SRC.search(m[2]):
+            assigns[module][m[1].strip()] = _SRC.search(m[2])[1].split("|")[0]
+    current, cases, out = "", [], []
+    for n, line in enumerate(text):
+        m = _SRC.search(line)
         if m:
             current = m[1].split("|")[0]
-        out.append(current)
+        indent = len(line) - len(line.lstrip())
+        cases = [(i, subject) for i, subject in cases if i < indent]
+        case = _CASE.match(line)
+        if case:
+            cases.append((indent, case[1].strip()))
+        cond, label = _COND.match(line), _LABEL.match(line)
+        where = current
+        if cond and cond[1].strip() in assigns[module_of[n]]:
+            where = f"{assigns[module_of[n]][cond[1].strip()]} (if {cond[1].strip()})"
+        elif cond:
+            where = f"{current} (if {cond[1].strip()})"
+        elif label and cases:
+            where = f"{current} (case {cases[-1][1]} = {label[1]})"
+        out.append(where)
     return out
 
 
@@ -211,6 +242,45 @@ def register_sweep() -> dict:
     return out
 
 
+def empty_alu() -> dict:
+    """A raw ALU instruction with no iterations (iter_out = 0: the runtime never emits one) then FINISH: the ALU
+    is done at once, without error."""
+    from sw.isa import AluOp, Opcode
+
+    from .faults import _run_raw
+    return _run_raw([dict(opcode=Opcode.ALU, alu_opcode=AluOp.ADD, use_imm=1, imm=1, uop_bgn=0, uop_end=1,
+                          iter_out=0, iter_in=1), dict(opcode=Opcode.FINISH)])
+
+
+def token_traffic(rounds: int = 48) -> dict:
+    """A raw stream in which every token queue is pushed and popped in the same cycle at some point: load,
+    compute and store each run ``rounds`` short instructions of varied length, two tokens ahead on every
+    queue (load reads INP rows and passes tokens to compute; compute runs ALU loops and passes tokens to
+    load and store; store runs NOP stores and passes tokens back). Nothing is written to device memory."""
+    from sw import runtime
+    from sw.isa import AluOp, MemId, Opcode
+
+    from .faults import _run_raw
+    q = runtime.current()
+    h = q.alloc(1 << 16)
+    base = q.memory.get(h).phys // q.cfg.INP_ELEM_BYTES
+    insns = [dict(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0, dram_base=base * q.cfg.INP_ELEM_BYTES
+                  // q.cfg.UOP_ELEM_BYTES, y_size=1, x_size=1, x_stride=1)]
+    for i in range(rounds):
+        first = i < 2
+        n = 1 + (i * 3) % 8
+        insns.append(dict(opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=0, dram_base=base, y_size=1,
+                          x_size=n, x_stride=n, push_next=1, pop_next=int(not first)))
+        insns.append(dict(opcode=Opcode.ALU, alu_opcode=AluOp.ADD, use_imm=1, imm=1, uop_bgn=0, uop_end=1,
+                          iter_out=1 + i % 7, iter_in=1 + (i * 5) % 6, pop_prev=1, push_prev=1, push_next=1,
+                          pop_next=int(not first)))
+        insns.append(dict(opcode=Opcode.STORE, memory_type=MemId.OUT, x_size=0, pop_prev=1, push_prev=1))
+    insns.append(dict(opcode=Opcode.FINISH, pop_next=1))
+    out = _run_raw(insns)
+    q.free(h)
+    return out
+
+
 def directed_calls() -> list:
     """The directed programs of ``make coverage`` beside the regression: each error the hardware reports
     (cosim.faults), the accelerator working again after them, and the register sweep."""
@@ -219,7 +289,7 @@ def directed_calls() -> list:
     from . import faults
     return [(faults.deadlock, (), {}), (faults.reserved_flag, (), {}), (faults.bad_opcode, (), {}),
             (faults.bad_memory_type, (), {}), (faults.timeout, (), {}), (programs.vector_add, ("python",), {}),
-            (register_sweep, (), {})]
+            (register_sweep, (), {}), (empty_alu, (), {}), (token_traffic, (), {})]
 
 
 def check_directed(results) -> list:
@@ -233,6 +303,9 @@ def check_directed(results) -> list:
            if r.get("error") != w]
     if not np.array_equal(results[5]["result"], results[5]["expected"]):
         bad.append("vector_add after the faults: wrong result")
+    for i, name in ((7, "empty_alu"), (8, "token_traffic")):
+        if results[i]["error"] or results[i]["changed"]:
+            bad.append(f"{name}: {results[i]['error']} {results[i]['message'][:300]}, {results[i]['changed']} bytes changed")
     host = {r.offset for r in control.REGISTER_MAP if r.kind == "host"}
     for off, (first, second) in results[6].items():
         if off in host and first != 0x1000 + off:
@@ -253,10 +326,17 @@ def main(argv=None) -> int:
     parser.add_argument("--config", default=None)
     parser.add_argument("--fuzz", type=int, default=200, help="random programs after the reference ones")
     parser.add_argument("--out", default="build/coverage", help="directory of the report, merged .dat and .info")
+    parser.add_argument("--report", default=None, metavar="DAT",
+                        help="only write the report of a merged .dat of this config's coverage model (no runs)")
     args = parser.parse_args(argv)
     cfg = load_config(args.config)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.report:
+        text = report(parse_dat(args.report), build_model(cfg, coverage=True).build_dir / "src" / "vta_top.v")
+        (out / f"{cfg.name}.md").write_text(text + "\n")
+        print(text)
+        return 0
     jobs = Path(tempfile.mkdtemp(prefix="vta-coverage-"))
     os.environ[COVERAGE_DIR_ENV] = str(jobs)
     import cosim
