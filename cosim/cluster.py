@@ -201,9 +201,19 @@ def _minimize(failures, client, cosim_options, out_dir, progress) -> list:
 
 
 # ---------------------------------------------------------------------- measurements
+def cold_launch(config) -> float:
+    """Wall seconds from a fresh Python process's first ``cosim.run`` to its result (the model already
+    built): starting the simulator server, loading the model, one job that runs nothing."""
+    import subprocess
+    code = ("import time, cosim; from cosim.faults import target_info; t = time.time(); "
+            f"cosim.run(target_info, [0], config={load_config(config).name!r}); print(time.time() - t)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    return float(out.stdout.split()[-1])
+
+
 def launch_cost(config, repeats: int = 3) -> tuple:
-    """(wall seconds, CPU seconds) of one simulator launch that runs nothing (the model already built),
-    the best of ``repeats``."""
+    """(wall seconds, CPU seconds) of one simulator launch that runs nothing (the model already built, the
+    simulator server running: the launch is a forked job), the best of ``repeats``."""
     import cosim
     from .faults import target_info
 
@@ -224,6 +234,7 @@ def bench(config="small", programs: int = 200, shard: int = 50, workers: int = 2
     so they hold on a machine that other jobs share; wall-clock rates are given beside them.
     """
     launch, launch_cpu = launch_cost(config)
+    cold = cold_launch(config)
     serial = fuzz(0, programs, [config], n_ops, shard, scheduler=None, progress=None)
     local = fuzz(0, programs, [config], n_ops, shard, scheduler="local", workers=workers, progress=None)
     rows = []
@@ -235,14 +246,14 @@ def bench(config="small", programs: int = 200, shard: int = 50, workers: int = 2
     print_fn("| run | programs/s (wall) | programs per CPU-second (per core) | cores used |\n|---|---|---|---|")
     for name, wall, per_core, cores in rows:
         print_fn(f"| {name} | {wall:.2f} | {per_core:.2f} | {cores:.2f} |")
-    print_fn(f"launch cost: {launch:.2f} s wall, {launch_cpu:.2f} CPU-s per launch = {launch_cpu / shard * 1000:.0f} "
+    print_fn(f"launch cost: {launch:.3f} s wall, {launch_cpu:.3f} CPU-s per launch = {launch_cpu / shard * 1000:.1f} "
              f"CPU-ms per program at {shard} programs per launch (a program: {1000 / rows[0][2]:.0f} CPU-ms "
-             f"with its share of the launch)")
+             f"with its share of the launch); the first launch of a process (simulator server start): {cold:.2f} s")
     per_core = rows[1][2]
     fleet = machines * cores_per_machine * per_core
     print_fn(f"{machines} machines x {cores_per_machine} cores at {per_core:.2f} programs per core-second: "
              f"{fleet:.0f} programs/s, {fleet * 3600:.3g} programs/hour")
-    return {"launch_s": launch, "launch_cpu_s": launch_cpu, "serial": rows[0], "cluster": rows[1], "fleet_per_s": fleet,
+    return {"launch_s": launch, "launch_cpu_s": launch_cpu, "cold_launch_s": cold, "serial": rows[0], "cluster": rows[1], "fleet_per_s": fleet,
             "serial_failures": len(serial["failures"]), "cluster_failures": len(local["failures"])}
 
 

@@ -129,10 +129,20 @@ def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, bias=N
 
 
 def _cpu_seconds() -> float:
-    """CPU time of this process and its finished children (the simulator), for rates per core."""
+    """CPU time of this process, its finished children and its live descendants (the simulator server and its
+    jobs keep running between launches), for rates per core."""
     import resource
+
+    import psutil
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    for child in psutil.Process().children(recursive=True):
+        try:
+            t = child.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass                        # ended meanwhile: counted with the finished children once reaped
+    return total
 
 
 # ---------------------------------------------------------------------- fair variants
