@@ -138,8 +138,8 @@ def _cpu_seconds() -> float:
     total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
     for child in psutil.Process().children(recursive=True):
         try:
-            t = child.cpu_times()
-            total += t.user + t.system
+            t = child.cpu_times()      # with the children it reaped (the simulator server's finished jobs)
+            total += t.user + t.system + t.children_user + t.children_system
         except psutil.Error:
             pass                        # ended meanwhile: counted with the finished children once reaped
     return total
