@@ -328,7 +328,7 @@ def steer(probability: float = 0.3, counts: dict | None = None) -> dict:
             if any("write" in map(str, b) for b in bins):
                 bias["long_store"] = probability
             if any("read" in map(str, b) for b in bins):
-                bias["big_kernel"] = probability / 3      # micro-op rows across 4 KiB
+                bias["big_kernel"] = round(probability / 3, 3)      # micro-op rows across 4 KiB
     return bias
 
 
