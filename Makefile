@@ -54,18 +54,19 @@ bench-resnet18: $(STAMP)
 	nice -n 5 $(PY) -m apps.demo --config $(CONFIG) --demo resnet18 --target rtl
 
 # make fuzz N=100000 SCHEDULER=tcp://host:8786 FUZZ_CONFIGS="configs/default.json configs/small.json"
-# (SCHEDULER=local: a Dask cluster over this machine's cores; failures -> build/replays/, minimized);
-# without SCHEDULER the batches run in this process, steered toward the functional-coverage holes
+# (default SCHEDULER=local: a Dask cluster over this machine's cores; SCHEDULER=none: serially in this
+# process, for debugging); shards go out in rounds steered toward the functional-coverage holes of the
+# coverage merged so far, which is printed at the end; failures -> build/replays/, minimized
 N ?= 1000
 # MEM=cocotbext: the reference programs and the random ones with cocotbext-axi's AxiRam as the memory
 MEM ?= dpi
-SCHEDULER ?=
+SCHEDULER ?= local
 FUZZ_CONFIGS ?= $(CONFIG)
 fuzz: $(STAMP)
 ifeq ($(MEM),cocotbext)
 	$(PY) -m cosim.regress $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --mem $(MEM)
 endif
-	$(PY) -m cosim.regress --fuzz $(N) $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --mem $(MEM) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(FAULT),--fault $(FAULT))
+	$(PY) -m cosim.regress --fuzz $(N) $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --mem $(MEM) --scheduler $(or $(SCHEDULER),none) $(if $(FAULT),--fault $(FAULT))
 
 # Verilator line+toggle coverage of the RTL regression plus COV_N random programs: per-module table,
 # uncovered lines by Amaranth source, lcov .info (build/coverage/)

@@ -31,14 +31,16 @@ def run(fn, *args, config=None, waves=False, **options):
 
 
 def run_many(calls, config=None, waves=False, watchdog_cycles=100_000, dram_latency=20, dram_bytes_per_cycle=8,
-             trace=False, return_trace=False, queue_args=None, mem="dpi", mem_seed=0, coverage=False):
+             trace=False, return_trace=False, queue_args=None, mem="dpi", mem_seed=0, coverage=False, dram_stall=0):
     """Run several ``(fn, args, kwargs)`` in one simulation, in order; return their results.
 
     The calls share the accelerator and device memory like consecutive programs on one board; each
     ``run_many`` starts from a freshly reset accelerator with zeroed SRAMs and DRAM. An exception
     raised by a call is re-raised here (the first one, after all calls ran).
     ``mem="cocotbext"`` serves the memory port with cocotbext-axi's AxiRam (random pauses seeded by
-    ``mem_seed``, :mod:`cosim.axiram`); ``coverage=True`` runs the code-coverage model (:mod:`cosim.coverage`).
+    ``mem_seed``, :mod:`cosim.axiram`); ``dram_stall = seed << 8 | p`` makes the DPI DRAM pause each of its
+    channels with chance ``p``/256 per cycle (a pattern repeatable from ``seed``; 0: no pauses);
+    ``coverage=True`` runs the code-coverage model (:mod:`cosim.coverage`).
     """
     from . import server
 
@@ -54,6 +56,7 @@ def run_many(calls, config=None, waves=False, watchdog_cycles=100_000, dram_late
     job = {"config": cfg, "calls": entries, "t_submit": t_submit,
            "device_args": {"watchdog_cycles": watchdog_cycles, "dram_latency": dram_latency,
                            "dram_bytes_per_cycle": dram_bytes_per_cycle, "trace": trace or return_trace,
+                           **({"dram_stall": dram_stall} if dram_stall else {}),
                            **({"mem": mem, "mem_seed": mem_seed} if mem != "dpi" else {})},
            "queue_args": queue_args or {},
            "env": {k: v for k, v in os.environ.items() if k.startswith("VTA_")}}

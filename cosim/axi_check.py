@@ -25,7 +25,7 @@ from pathlib import Path
 from sw.pipeline import VTAError
 
 __all__ = ["AxiProtocolError", "RULES", "CASES", "build_parts", "begin_run", "check_run", "raw_image", "violations",
-           "negative_bench", "run_case"]
+           "stall_counts", "STALL_CHANNELS", "negative_bench", "run_case"]
 
 HERE = Path(__file__).resolve().parent
 CHECKER_SV = HERE / "axi_checker.sv"
@@ -118,6 +118,20 @@ def begin_run(device) -> None:
         bufs = list(memory.buffers.values()) + list(memory._held_freed.values())
     for buf in bufs:
         lib.vta_axi_range_add(buf.phys, buf.phys + buf.pages)          # pages: bytes of its whole pages
+
+
+STALL_CHANNELS = ("AR", "R_paused", "AW", "W", "R_held", "B_held")
+
+
+def stall_counts() -> dict | None:
+    """Cycles each channel of the memory port has waited since the model started ({channel: cycles}; None
+    outside an RTL model): AR, AW, W without READY from the memory, R paused by the memory inside a burst,
+    R and B held by the accelerator (no READY). Differences of two readings give a program's backpressure."""
+    lib = ctypes.CDLL(None)
+    if not hasattr(lib, "vta_axi_stall_count"):
+        return None
+    lib.vta_axi_stall_count.restype = ctypes.c_uint64
+    return {name: int(lib.vta_axi_stall_count(i)) for i, name in enumerate(STALL_CHANNELS)}
 
 
 def violations() -> list:

@@ -16,6 +16,8 @@ std::vector<std::string> g_messages;
 uint64_t g_count = 0;
 bool g_ranges_on = false;                    // off: every write is allowed (no allocation table for this run)
 std::vector<std::pair<uint64_t, uint64_t>> g_ranges;   // [lo, hi) byte ranges
+constexpr int STALL_CHANNELS = 6;            // AR, R paused, AW, W, R held, B held (axi_checker.sv)
+uint64_t g_stalls[STALL_CHANNELS] = {};      // cycles waited since the model started
 }  // namespace
 
 extern "C" {
@@ -34,6 +36,13 @@ int vta_axi_write_allowed(unsigned long long addr, int nbytes) {
     for (const auto& r : g_ranges)
         if (addr >= r.first && addr + static_cast<uint64_t>(nbytes) <= r.second) return 1;
     return 0;
+}
+
+void vta_axi_stall(int channel) {
+    if (channel >= 0 && channel < STALL_CHANNELS) ++g_stalls[channel];
+}
+uint64_t vta_axi_stall_count(int channel) {
+    return channel >= 0 && channel < STALL_CHANNELS ? g_stalls[channel] : 0;
 }
 
 uint64_t vta_axi_violation_count() { return g_count; }

@@ -44,6 +44,25 @@ module vta_axi_checker #(
   import "DPI-C" function void vta_axi_violation(input string rule, input string channel, input longint cycle,
                                                  input string detail);
   import "DPI-C" function int vta_axi_write_allowed(input longint unsigned addr, input int nbytes);
+  import "DPI-C" function void vta_axi_stall(input int channel);
+
+  // ---------------------------------------------------------------- backpressure counters (functional coverage)
+  // Cycles a channel waited, counted in axi_checker.cpp: 0 AR and 2 AW and 3 W (VALID, no READY from the
+  // memory), 1 R paused by the memory inside a burst (no VALID after a beat that was not the last),
+  // 4 R and 5 B held by the accelerator (VALID, no READY from the master).
+  logic r_in_burst = 1'b0;
+  always @(posedge clk) begin
+    if (rst) r_in_burst <= 1'b0;
+    else begin
+      if (rvalid && rready) r_in_burst <= !rlast;
+      if (arvalid && !arready) vta_axi_stall(0);
+      if (r_in_burst && !rvalid) vta_axi_stall(1);
+      if (awvalid && !awready) vta_axi_stall(2);
+      if (wvalid && !wready) vta_axi_stall(3);
+      if (rvalid && !rready) vta_axi_stall(4);
+      if (bvalid && !bready) vta_axi_stall(5);
+    end
+  end
 
   // ---------------------------------------------------------------- handshake rules, one instance per channel
   vta_axi_handshake #(.W(ADDR + 8 + 3 + 2 + 4 + 3 + IDW), .CH("AW")) hs_aw (

@@ -59,8 +59,8 @@ class Model:
         return json.loads((self.build_dir / "src" / "interface.json").read_text())
 
 
-def _verilog_for(cfg: Config) -> "_verilog.Generated":
-    return _verilog.generate(cfg)
+def _verilog_for(cfg: Config, src: bool = False) -> "_verilog.Generated":
+    return _verilog.generate(cfg, src)
 
 
 # Verilator flags of the co-simulation model (cosim.harness builds the ceiling with the same ones). The
@@ -128,7 +128,7 @@ def build_model(config=None, waves: bool = False, mem: str = "dpi", coverage: bo
 
     ``mem`` and ``coverage`` select a variant (:mod:`cosim.variants`): the memory model, code coverage."""
     cfg = load_config(config)
-    gen = _verilog_for(cfg)
+    gen = _verilog_for(cfg, src=coverage)      # a coverage model's Verilog keeps the Amaranth src attributes
     memo = (gen.directory, waves, mem, coverage, str(CACHE_DIR))
     if memo in _BUILT and (_BUILT[memo].build_dir / "BUILT").exists():
         return _BUILT[memo]

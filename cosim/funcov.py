@@ -5,8 +5,13 @@ golden-model device of :func:`cosim.regress.run_golden`; the RTL executes the sa
 opcode x memory type, each pad side x size, size and stride edges, micro-op loop shapes, each ALU op x
 immediate/tensor (x shift sign for SHR), GEMM reset, every dependency-flag combination per module, micro-op
 reuse, and the DMA traffic the memory instructions cause (burst lengths, 4 KiB boundary crossings, rows that
-are not a whole number of bus beats). :func:`report` prints the coverage and the bins never hit;
-:func:`holes` names them for the generator (:func:`steer`).
+are not a whole number of bus beats). Backpressure on the memory port is sampled from the RTL run
+(:func:`sample_backpressure`, the AXI checker's stall counters: cosim/axi_check.py).
+
+Coverage travels as plain counts, ``{item: {bin: hits}}``: :func:`snapshot` reads this process's, :func:`delta`
+and :func:`merge` subtract and add them (a cluster shard returns its delta, the client merges each shard once).
+:func:`report` prints coverage and the bins never hit; :func:`holes` names them for the generator
+(:func:`steer`, :func:`wants_stalls`). Without ``counts`` these read this process's coverage.
 """
 
 from __future__ import annotations
@@ -15,13 +20,16 @@ from cocotb_coverage.coverage import CoverCross, CoverPoint, coverage_db
 
 from sw.isa import AluOp, MemId, Opcode, alu_opcodes
 
-__all__ = ["sampled", "sample_stream", "report", "holes", "bins_total", "steer", "ROOT"]
+__all__ = ["sampled", "sample_stream", "sample_backpressure", "snapshot", "delta", "merge", "report", "holes",
+           "bins_total", "steer", "wants_stalls", "ROOT", "BACKPRESSURE"]
 
 ROOT = "vta"
 SIZE_CLASSES = ("1", "2-3", "4+")
 LOADS = ("UOP", "WGT", "INP", "ACC", "ACC_8BIT")
 FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
 MAX_BURST_CLASS = ("1", "2-15", "16-255", "256")
+# (direction, channel of cosim.axi_check.STALL_CHANNELS): the memory made the accelerator wait
+BACKPRESSURE = (("read", "AR"), ("read", "R_paused"), ("read", "R_held"), ("write", "AW"), ("write", "W"))
 
 
 def _size_class(n: int) -> str:
@@ -131,6 +139,11 @@ def _define(cfg) -> dict:
         pass
     fns["dma"] = dma
 
+    @CoverPoint(f"{ROOT}.axi.backpressure", xf=lambda k: k, bins=list(BACKPRESSURE))
+    def backpressure(k):
+        pass
+    fns["backpressure"] = backpressure
+
     _DEFINED.update(cfg=cfg.name, fns=fns)
     return fns
 
@@ -223,51 +236,88 @@ def sampled(device):
     return device
 
 
+def sample_backpressure(cfg, stalls: dict) -> None:
+    """One RTL program's stall cycles per channel (cosim.axi_check.stall_counts differences): a bin per
+    channel that waited at least once."""
+    fns = _define(cfg)
+    for direction, channel in BACKPRESSURE:
+        if stalls.get(channel):
+            fns["backpressure"]((direction, channel))
+
+
+def define(cfg) -> None:
+    """Register the coverage items of ``cfg`` (every bin at 0 hits), as sampling would."""
+    _define(cfg)
+
+
 def _items():
     return {name: item for name, item in coverage_db.items() if name.startswith(ROOT + ".") and
             not any(other != name and other.startswith(name + ".") for other in coverage_db)}
 
 
-def holes() -> dict:
+def snapshot() -> dict:
+    """This process's coverage as counts: {item: {bin: hits}} (every bin, hit or not)."""
+    return {name: dict(item.detailed_coverage) for name, item in _items().items()}
+
+
+def delta(after: dict, before: dict) -> dict:
+    """The hits of ``after`` not already in ``before`` (two snapshots of one process)."""
+    return {name: {b: n - before.get(name, {}).get(b, 0) for b, n in bins.items()} for name, bins in after.items()}
+
+
+def merge(into: dict, part: dict) -> dict:
+    """Add the counts ``part`` into ``into`` (in place; bins that ``into`` lacks are added) and return it."""
+    for name, bins in part.items():
+        mine = into.setdefault(name, {})
+        for b, n in bins.items():
+            mine[b] = mine.get(b, 0) + n
+    return into
+
+
+def _counts(counts):
+    return snapshot() if counts is None else counts
+
+
+def holes(counts: dict | None = None) -> dict:
     """{coverage item: [bins never hit]}."""
     out = {}
-    for name, item in _items().items():
-        missed = [b for b, hits in item.detailed_coverage.items() if not hits]
+    for name, bins in _counts(counts).items():
+        missed = [b for b, hits in bins.items() if not hits]
         if missed:
             out[name] = missed
     return out
 
 
-def bins_total() -> tuple:
+def bins_total(counts: dict | None = None) -> tuple:
     """(bins hit, bins) over every coverage item."""
     hit = total = 0
-    for item in _items().values():
-        hit += sum(1 for h in item.detailed_coverage.values() if h)
-        total += len(item.detailed_coverage)
+    for bins in _counts(counts).values():
+        hit += sum(1 for h in bins.values() if h)
+        total += len(bins)
     return hit, total
 
 
-def report() -> str:
-    if not _DEFINED:
+def report(counts: dict | None = None) -> str:
+    if counts is None and not _DEFINED or counts is not None and not counts:
         return "functional coverage: nothing sampled"
+    counts = _counts(counts)
     lines = ["functional coverage (bins hit / bins):"]
-    for name, item in sorted(_items().items()):
-        n = len(item.detailed_coverage)
-        got = sum(1 for h in item.detailed_coverage.values() if h)
+    for name, bins in sorted(counts.items()):
+        n, got = len(bins), sum(1 for h in bins.values() if h)
         lines.append(f"  {name:28s} {got:4d} / {n:4d}  {100.0 * got / n:6.2f} %")
-    hit, total = bins_total()
+    hit, total = bins_total(counts)
     lines.append(f"  {'total':28s} {hit:4d} / {total:4d}  {100.0 * hit / total:6.2f} %")
-    missing = holes()
+    missing = holes(counts)
     lines.append("bins never hit:" + ("" if missing else " none"))
     for name, bins in sorted(missing.items()):
         lines.append(f"  {name}: {', '.join(map(str, bins))}")
     return "\n".join(lines)
 
 
-def steer(probability: float = 0.3) -> dict:
+def steer(probability: float = 0.3, counts: dict | None = None) -> dict:
     """The ``bias`` of :func:`sw.fuzz.random_program` toward the holes ({} when every bin is hit)."""
     bias = {}
-    for name, bins in holes().items():
+    for name, bins in holes(counts).items():
         if name.endswith("load.pad"):
             bias["pad"] = probability
         elif name.endswith("deps.flags"):
@@ -278,5 +328,10 @@ def steer(probability: float = 0.3) -> dict:
             if any("write" in map(str, b) for b in bins):
                 bias["long_store"] = probability
             if any("read" in map(str, b) for b in bins):
-                bias["big_kernel"] = probability / 3      # micro-op rows across 4 KiB
+                bias["big_kernel"] = round(probability / 3, 3)      # micro-op rows across 4 KiB
     return bias
+
+
+def wants_stalls(counts: dict | None = None) -> bool:
+    """Whether a backpressure bin is a hole (the generator cannot help: the memory must pause)."""
+    return f"{ROOT}.axi.backpressure" in holes(counts)

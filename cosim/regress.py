@@ -2,10 +2,12 @@
 (the checks themselves: :mod:`cosim.differential`).
 
 ``compare(names, config)`` and ``fuzz(seeds, config)`` return a list of mismatch descriptions
-(empty = bit-exact). ``python -m cosim.regress --fuzz N`` is ``make fuzz``: batches of random programs
-in this process, later batches steered toward the functional-coverage holes (:mod:`cosim.funcov`);
-with ``--scheduler`` (or ``--fault``) shards over a Dask cluster (:mod:`cosim.cluster`), failures
-saved as replay files and minimized (:mod:`cosim.triage`); ``--replay FILE [--waves]`` re-runs one.
+(empty = bit-exact). ``python -m cosim.regress --fuzz N`` is ``make fuzz``: shards of random programs on
+a local Dask cluster over this machine's cores (``--scheduler tcp://host:8786``: a running cluster;
+``--serial``: one after the other in this process, for debugging), in rounds whose later shards are
+steered toward the functional-coverage holes of the coverage merged so far (:mod:`cosim.cluster`,
+:mod:`cosim.funcov`); failures saved as replay files and minimized (:mod:`cosim.triage`); at the end the
+merged functional coverage and the bins never hit. ``--replay FILE [--waves]`` re-runs a replay.
 """
 
 from __future__ import annotations
@@ -43,15 +45,17 @@ def main(argv=None) -> int:
     parser.add_argument("--start", type=int, default=0, help="first seed")
     parser.add_argument("--ops", type=int, default=24, help="operations per random program")
     parser.add_argument("--config", action="append", default=None, help="a config (repeat for several)")
-    parser.add_argument("--batch", type=int, default=200, help="programs per simulator launch (a shard)")
+    parser.add_argument("--batch", type=int, default=100, help="programs per simulator launch (a shard)")
     parser.add_argument("--mem", default="dpi", choices=("dpi", "cocotbext"),
                         help="the accelerator's memory: the DPI DRAM, or cocotbext-axi's AxiRam with random pauses")
     # random testing at scale (cosim.cluster, cosim.triage)
-    parser.add_argument("--scheduler", default=None,
-                        help="'local' (a Dask cluster over this machine's cores) or a scheduler address "
-                             "tcp://host:8786; without it the batches run in this process, steered toward the "
-                             "functional-coverage holes (cosim.funcov)")
+    parser.add_argument("--scheduler", default="local",
+                        help="'local' (default: a Dask cluster over this machine's cores), a scheduler address "
+                             "tcp://host:8786, or 'none' (= --serial)")
+    parser.add_argument("--serial", action="store_true", help="run the shards one after the other in this process")
     parser.add_argument("--workers", type=int, default=None, help="workers of the local cluster (default: cores)")
+    parser.add_argument("--round", type=int, default=None,
+                        help="shards per steering round (default: the cluster's worker threads; 1 with --serial)")
     parser.add_argument("--fault", default=None, help="inject a fault of cosim.faults.FAULTS into the RTL side")
     parser.add_argument("--minimize", type=int, default=3, help="failures to minimize (0: none)")
     parser.add_argument("--out", default="build/replays", help="directory for replay files")
@@ -65,40 +69,34 @@ def main(argv=None) -> int:
         return replay_main(args.replay, args.waves)
     configs = args.config or [None]
     mem_options = {"mem": args.mem} if args.mem != "dpi" else {}        # cosim/axiram.py
-    if args.fuzz and (args.scheduler or args.fault):
-        from . import cluster
-        summary = cluster.fuzz(args.start, args.fuzz, configs, args.ops, args.batch, scheduler=args.scheduler,
-                               workers=args.workers, fault=args.fault, minimize=args.minimize, out_dir=args.out)
-        for f in summary["failures"]:
-            print(f["failure"]["description"])
-            if f.get("replay_file"):
-                print(f"replay: python -m cosim.regress --replay {f['replay_file']} --waves")
-        rate = summary["programs"] / max(summary["seconds"], 1e-9)
-        print(f"{summary['programs']} programs in {summary['shards']} shards on {len(summary['workers'])} "
-              f"worker(s), {summary['seconds']:.1f} s ({rate:.2f} programs/s), {len(summary['failures'])} failing")
-        names = ", ".join(load_config(c).name for c in configs)
-        print(f"{'FAIL' if summary['failures'] else 'PASS'}: config {names}")
-        return 1 if summary["failures"] else 0
-    failures = []
-    for config in configs:
-        cfg = load_config(config)
-        found = []
-        if args.fuzz:
-            for first in range(args.start, args.start + args.fuzz, args.batch):
-                seeds = list(range(first, min(first + args.batch, args.start + args.fuzz)))
-                bias = funcov.steer() if first > args.start else None    # later batches steered toward the holes
-                batch = fuzz(seeds, cfg, args.ops, bias, **mem_options, **({"mem_seed": first} if mem_options else {}))
-                found += batch
-                print(f"seeds {seeds[0]}-{seeds[-1]}{f' (steered: {bias})' if bias else ''}: "
-                      f"{'OK' if not batch else f'{len(batch)} mismatches'}", flush=True)
-            print(funcov.report())
-        else:
+    if not args.fuzz:
+        failures = 0
+        for config in configs:
+            cfg = load_config(config)
             found = compare(program_names(cfg), cfg, **mem_options)
-        failures += found
-        for f in found:
-            print(f)
-        print(f"{'FAIL' if found else 'PASS'}: config {cfg.name}")
-    return 1 if failures else 0
+            failures += len(found)
+            for f in found:
+                print(f)
+            print(f"{'FAIL' if found else 'PASS'}: config {cfg.name}")
+        return 1 if failures else 0
+    from . import cluster
+    scheduler = None if args.serial or args.scheduler in ("", "none") else args.scheduler
+    summary = cluster.fuzz(args.start, args.fuzz, configs, args.ops, args.batch, scheduler=scheduler,
+                           workers=args.workers, fault=args.fault, minimize=args.minimize, out_dir=args.out,
+                           cosim_options=mem_options, steer=True, round_shards=args.round)
+    for f in summary["failures"]:
+        print(f["failure"]["description"])
+        if f.get("replay_file"):
+            print(f"replay: python -m cosim.regress --replay {f['replay_file']} --waves")
+    for name, counts in sorted(summary["coverage"].items()):
+        print(f"config {name}: " + funcov.report(counts))
+    rate = summary["programs"] / max(summary["seconds"], 1e-9)
+    print(f"{summary['programs']} programs in {summary['shards']} shards ({summary['rounds']} rounds of "
+          f"{summary['round_shards']}) on {len(summary['workers'])} worker(s), {summary['seconds']:.1f} s "
+          f"({rate:.2f} programs/s), {len(summary['failures'])} failing")
+    names = ", ".join(load_config(c).name for c in configs)
+    print(f"{'FAIL' if summary['failures'] else 'PASS'}: config {names}")
+    return 1 if summary["failures"] else 0
 
 
 def replay_main(path, waves=False) -> int:

@@ -50,7 +50,8 @@ class RtlDevice:
     name = "rtl"
 
     def __init__(self, dut, cfg, watchdog_cycles: int = 100_000, dram_latency: int = 20,
-                 dram_bytes_per_cycle: int = 8, trace: bool = False, mem: str = "dpi", mem_seed: int = 0):
+                 dram_bytes_per_cycle: int = 8, trace: bool = False, mem: str = "dpi", mem_seed: int = 0,
+                 dram_stall: int = 0):
         from hw import control
 
         self.dut = dut
@@ -61,6 +62,9 @@ class RtlDevice:
         self.watchdog_cycles = watchdog_cycles
         dut.dram_latency.value = dram_latency
         dut.dram_bytes_per_cycle.value = dram_bytes_per_cycle
+        if not 0 <= dram_stall < 1 << 32:
+            raise ValueError(f"dram_stall = {dram_stall}; allowed: 0 <= dram_stall < 2**32 (seed << 8 | chance of 256)")
+        dut.dram_stall.value = dram_stall
         dut.trace_enable.value = int(trace)
         self.launches = 0
         if mem == "cocotbext":           # cocotbext-axi's AxiRam serves the memory port (cosim/axiram.py)

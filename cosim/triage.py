@@ -40,17 +40,22 @@ ERROR_KINDS = {"WatchdogError": "watchdog", "RunTimeout": "timeout"}
 
 
 # ---------------------------------------------------------------------- random programs in batches
-def fuzz_probe(seed: int, n_ops: int = 24, fault: str | None = None) -> dict:
-    """One random program on the current target (with an injected fault), its error as a result."""
-    from . import differential
+def fuzz_probe(seed: int, n_ops: int = 24, fault: str | None = None, bias=None) -> dict:
+    """One random program on the current target (with an injected fault), its error as a result; on the RTL
+    also the cycles each memory channel waited (``stalls``, for the backpressure coverage)."""
+    from . import axi_check, differential
 
     q = runtime.current()
     if fault:
         q.target = faults.with_fault(q.target, fault)
+    before = axi_check.stall_counts()
     try:
-        return differential.fuzz_check(seed, n_ops)
+        out = differential.fuzz_check(seed, n_ops, bias)
     except Exception as err:  # noqa: BLE001 - an error is what the comparison reports
-        return {"seed": seed, "error": type(err).__name__, "message": str(err)}
+        out = {"seed": seed, "error": type(err).__name__, "message": str(err)}
+    if before is not None:
+        out["stalls"] = {k: v - before[k] for k, v in axi_check.stall_counts().items()}
+    return out
 
 
 def _compare_probe(label, gold, dut):
@@ -71,15 +76,17 @@ def _compare_probe(label, gold, dut):
     return ("mismatch", "data" if data else "counters"), "\n".join(found)
 
 
-def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, **cosim_options) -> dict:
-    """Random programs ``seeds`` on the RTL (one launch) and the golden model; counts and failures."""
+def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, bias=None, **cosim_options) -> dict:
+    """Random programs ``seeds`` on the RTL (one launch) and the golden model; counts, failures, and the
+    functional coverage the golden model and the RTL's stall counters sampled (``coverage``, counts of
+    :func:`cosim.funcov.snapshot`: this shard's hits only). ``bias`` steers the generator (cosim.funcov)."""
     import cosim
-    from . import differential
+    from . import differential, funcov
 
     cfg = load_config(config)
     seeds = [int(s) for s in seeds]
     t0, cpu0 = time.time(), _cpu_seconds()
-    calls = [(fuzz_probe, (s, n_ops, fault), {}) for s in seeds]
+    calls = [(fuzz_probe, (s, n_ops, fault, bias), {}) for s in seeds]
     try:
         dut = cosim.run_many(calls, config=cfg, **cosim_options)
     except cosim.CosimError as err:
@@ -87,20 +94,27 @@ def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, **cosi
             dut = [{"crash": str(err)}]
         else:       # find the program that crashes the simulator: each half in its own launch
             half = len(seeds) // 2
-            a = check_seeds(cfg, seeds[:half], n_ops, fault, **cosim_options)
-            b = check_seeds(cfg, seeds[half:], n_ops, fault, **cosim_options)
+            a = check_seeds(cfg, seeds[:half], n_ops, fault, bias, **cosim_options)
+            b = check_seeds(cfg, seeds[half:], n_ops, fault, bias, **cosim_options)
             return {**a, "seeds": a["seeds"] + b["seeds"], "programs": a["programs"] + b["programs"],
+                    "coverage": funcov.merge(a["coverage"], b["coverage"]),
                     "failures": a["failures"] + b["failures"], "launches": a["launches"] + b["launches"] + 1,
                     "seconds": time.time() - t0, "cpu_seconds": _cpu_seconds() - cpu0}
-    golden_calls = [(fuzz_probe, (s, n_ops, None), {}) for s in seeds]
+    golden_calls = [(fuzz_probe, (s, n_ops, None, bias), {}) for s in seeds]
+    funcov.define(cfg)
+    before = funcov.snapshot()
     gold = differential.run_golden(golden_calls, cfg, dram_bytes=replay.DRAM_BYTES)
+    for d in dut:
+        if d.get("stalls"):
+            funcov.sample_backpressure(cfg, d["stalls"])
+    coverage = funcov.delta(funcov.snapshot(), before)
     failures = []
     for i, (seed, g, d) in enumerate(zip(seeds, gold, dut)):
         found = _compare_probe(f"random program seed {seed} [{cfg.name}]", g, d)
         if found is None:
             continue
         sig, text = found
-        entry = {"config": cfg.name, "seed": seed, "n_ops": n_ops, "fault": fault, "batch": seeds,
+        entry = {"config": cfg.name, "seed": seed, "n_ops": n_ops, "fault": fault, "bias": bias, "batch": seeds,
                  "failure": {"signature": list(sig), "description": text}}
         try:
             entry["program"] = replay.record(golden_calls, cfg, index=i)
@@ -109,15 +123,26 @@ def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, **cosi
             entry["failure"]["description"] += f"\n(no replay: {type(err).__name__}: {err})"
         failures.append(entry)
     return {"config": cfg.name, "seeds": seeds, "programs": len(seeds), "failures": failures, "launches": 1,
+            "coverage": coverage,
             "seconds": time.time() - t0, "cpu_seconds": _cpu_seconds() - cpu0,
             "worker": f"{socket.gethostname()}:{os.getpid()}"}
 
 
 def _cpu_seconds() -> float:
-    """CPU time of this process and its finished children (the simulator), for rates per core."""
+    """CPU time of this process, its finished children and its live descendants (the simulator server and its
+    jobs keep running between launches), for rates per core."""
     import resource
+
+    import psutil
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    for child in psutil.Process().children(recursive=True):
+        try:
+            t = child.cpu_times()      # with the children it reaped (the simulator server's finished jobs)
+            total += t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            pass                        # ended meanwhile: counted with the finished children once reaped
+    return total
 
 
 # ---------------------------------------------------------------------- fair variants

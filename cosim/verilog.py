@@ -72,19 +72,20 @@ def source_digest(cfg: Config) -> str:
     return h.hexdigest()[:16]
 
 
-def generate(config=None) -> Generated:
-    """The Verilog of ``config``: memoized in the process, cached on disk, elaborated only when missing."""
+def generate(config=None, src: bool = False) -> Generated:
+    """The Verilog of ``config``: memoized in the process, cached on disk, elaborated only when missing.
+    ``src=True``: a separate copy that keeps Amaranth's ``src`` attributes (for code coverage)."""
     cfg = load_config(config)
     digest = source_digest(cfg)
-    key = (cfg.name, digest, str(cache_dir()))
+    key = (cfg.name, digest, str(cache_dir()), src)
     if key in _MEMO:
         return _MEMO[key]
-    out = Generated(cfg, cache_dir() / "verilog" / f"{cfg.name}-{digest}")
+    out = Generated(cfg, cache_dir() / "verilog" / f"{cfg.name}-{'src-' if src else ''}{digest}")
     out.directory.mkdir(parents=True, exist_ok=True)
     with open(out.directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (out.directory / "interface.json").exists():
-            _elaborate(cfg, out.directory)
+            _elaborate(cfg, out.directory, src)
     _MEMO[key] = out
     return out
 
@@ -94,14 +95,17 @@ def verilog_text(config=None) -> str:
     return generate(config).text()
 
 
-def _elaborate(cfg: Config, directory: Path):
+def _elaborate(cfg: Config, directory: Path, src: bool = False):
     from amaranth.hdl import Shape
     from amaranth.lib import wiring
 
     from hw import control
     from hw.top import CTL_ADDR_BITS, TRACE_LANES, Top, top_verilog
 
-    text = top_verilog(cfg)
+    text = top_verilog(cfg, emit_src=src)
+    if src:        # src paths relative to the project (hw/alu.py:12) or the site-packages (amaranth/lib/...)
+        import amaranth
+        text = text.replace(str(ROOT) + "/", "").replace(str(Path(amaranth.__file__).parent.parent) + "/", "")
     top = Top(cfg)
     top._MustUse__silence = True            # only its signature is read here; top_verilog elaborated its own
     lines = ["// Signals of vta_tb named like the ports of vta_top (generated from its signature)."]

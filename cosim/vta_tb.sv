@@ -4,7 +4,8 @@
 //   speed ceiling's harness_main.cpp) clk is an input toggled by the C++ main loop, no --timing needed;
 //   without it the testbench generates its own 10 ns clock (for a simulator run with --timing);
 // * the DRAM: an AXI4 slave whose beats are read and written through DPI in dram.cpp; its read
-//   latency (cycles from AR to the first R beat) and bandwidth (bytes per cycle) are run-time inputs;
+//   latency (cycles from AR to the first R beat), bandwidth (bytes per cycle) and seeded random pauses
+//   (dram_stall) are run-time inputs;
 // * a small AXI4-Lite master: Python sets ctl_addr/ctl_wdata/ctl_we and flips ctl_req; the access
 //   runs here and flips ctl_ack when done (one Python wake per register access);
 // * the run monitor: after `arm` flips it counts cycles and raises `done` when the accelerator's irq
@@ -57,6 +58,7 @@ module vta_tb #(
   logic [63:0] watchdog_limit = 64'd100000;
   logic [63:0] cycle_limit = 64'hFFFF_FFFF_FFFF_FFFF;
   logic trace_enable = 1'b0;
+  logic [31:0] dram_stall = 32'd0;         // DPI DRAM pauses: [7:0] chance of 256 per channel and cycle, [31:8] seed
 
   // ---------------------------------------------------------------- DUT
   `include "vta_ports.svh"
@@ -77,6 +79,24 @@ module vta_tb #(
 `ifdef VTA_TB_AXIRAM
   `include "axiram_port.svh"   // the cocotbext-axi variant: cosim/axiram.py serves the memory port instead
 `else
+  // ---------------------------------------------------------------- DRAM: deterministic pseudo-random pauses
+  // With dram_stall[7:0] = p > 0, each slave channel (AR, R, AW, W) pauses in a cycle with chance p/256: its
+  // READY (or, for R, the next beat's VALID) stays low. The pattern is an xorshift32 sequence restarted from
+  // the seed dram_stall[31:8] at every reset, so a run is repeatable. p = 0 (the default) never pauses.
+  logic [31:0] stall_rng = 32'd1;
+  always @(posedge clk) begin
+    if (rst) stall_rng <= {dram_stall[31:8], 8'h5A};
+    else begin
+      automatic logic [31:0] x = stall_rng;
+      x = x ^ (x << 13); x = x ^ (x >> 17); x = x ^ (x << 5);
+      stall_rng <= x;
+    end
+  end
+  wire stall_ar = stall_rng[7:0] < dram_stall[7:0];
+  wire stall_r = stall_rng[15:8] < dram_stall[7:0];
+  wire stall_aw = stall_rng[23:16] < dram_stall[7:0];
+  wire stall_w = stall_rng[31:24] < dram_stall[7:0];
+
   // ---------------------------------------------------------------- DRAM: AXI4 read slave
   localparam int RQ = 64;
   logic [31:0] rq_addr [RQ];
@@ -87,7 +107,7 @@ module vta_tb #(
   longint r_credit = 0;
   logic [BUS-1:0] r_data = '0;
   logic r_valid = 1'b0, r_last = 1'b0;
-  assign m_axi_arready = !rst && (rq_count < RQ);
+  assign m_axi_arready = !rst && (rq_count < RQ) && !stall_ar;
   assign m_axi_rvalid = r_valid;
   assign m_axi_rdata = r_data;
   assign m_axi_rlast = r_last;
@@ -112,7 +132,7 @@ module vta_tb #(
         count = count + 1;
       end
       if (valid && m_axi_rready) valid = 1'b0;
-      if (!valid && rq_count > 0 && rq_time[head] <= cycle && credit >= BYTES) begin
+      if (!valid && rq_count > 0 && rq_time[head] <= cycle && credit >= BYTES && !stall_r) begin
         vta_dram_read(rq_addr[head] + beat * BYTES, BYTES, r_data);
         valid = 1'b1;
         credit = credit - BYTES;
@@ -139,8 +159,8 @@ module vta_tb #(
   int w_beat = 0;
   int b_pending = 0;
   longint w_credit = 0;
-  assign m_axi_awready = !rst && (wq_count < RQ);
-  assign m_axi_wready = !rst && (wq_count > 0) && (w_credit >= BYTES);
+  assign m_axi_awready = !rst && (wq_count < RQ) && !stall_aw;
+  assign m_axi_wready = !rst && (wq_count > 0) && (w_credit >= BYTES) && !stall_w;
   assign m_axi_bvalid = (b_pending > 0);
   assign m_axi_bresp = 2'b00;
   assign m_axi_bid = '0;

@@ -199,12 +199,13 @@ class Top(wiring.Component):
         return m
 
 
-def top_verilog(cfg=None, name: str = "vta_top") -> str:
-    """The Verilog of the whole accelerator for ``cfg``."""
+def top_verilog(cfg=None, name: str = "vta_top", emit_src: bool = False) -> str:
+    """The Verilog of the whole accelerator for ``cfg``; ``emit_src=True`` keeps the ``(* src = "file:line" *)``
+    attributes that name the Amaranth source of each statement (code-coverage builds map lines back with them)."""
     from amaranth.back import verilog
     top = Top(load_config(cfg))
     with _constant_meminit():
-        return verilog.convert(top, name=name, emit_src=False)
+        return verilog.convert(top, name=name, emit_src=emit_src)
 
 
 @contextmanager

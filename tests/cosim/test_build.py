@@ -34,7 +34,7 @@ def test_build_failure_shows_the_compiler_message(tmp_path, monkeypatch):
     shutil.copytree(good.directory, broken, ignore=shutil.ignore_patterns(".lock"))
     (broken / "vta_top.v").write_text("module vta_top(input clk; endmodule\n")
     monkeypatch.setattr(build, "CACHE_DIR", tmp_path)
-    monkeypatch.setattr(build, "_verilog_for", lambda cfg: verilog.Generated(cfg, broken))
+    monkeypatch.setattr(build, "_verilog_for", lambda cfg, src=False: verilog.Generated(cfg, broken))
     with pytest.raises(build.BuildError) as err:
         build.build_model("small")
     msg = str(err.value)

@@ -22,8 +22,20 @@ def test_plan_covers_every_seed_of_every_config_once():
     for name in ("small", "default"):
         seeds = [x for s in shards if s["id"].startswith(name) for x in s["seeds"]]
         assert seeds == list(range(10, 35))
+    assert [s["stall"] for s in shards[:3]] == [False, True, False]      # every other shard: DRAM pauses
     with pytest.raises(ValueError, match="shard = 0"):
         cluster.plan(0, 10, ["small"], shard=0)
+
+
+def test_a_round_is_steered_toward_the_holes_of_its_config():
+    shards = cluster.plan(0, 4, ["small", "default"], shard=2)
+    coverage = {"small": {"vta.load.pad": {("INP", "x_pad_1", "4+"): 0, ("INP", "x_pad_0", "1"): 1},
+                          "vta.axi.backpressure": {("read", "AR"): 0}},
+                "default": {"vta.load.pad": {("INP", "x_pad_1", "4+"): 5}}}
+    cluster.steer_round(shards, coverage)
+    assert [(s["id"], s["bias"], s["stall"]) for s in shards] == [
+        ("small:0-1", {"pad": 0.3}, True), ("small:2-3", {"pad": 0.3}, True),
+        ("default:0-1", None, False), ("default:2-3", None, True)]
 
 
 def _start(args, log, env):
@@ -100,4 +112,5 @@ def test_killed_worker_loses_nothing_and_counts_nothing_twice(tmp_path):
     key = [(f["config"], f["seed"], tuple(f["failure"]["signature"])) for f in serial["failures"]]
     assert [(f["config"], f["seed"], tuple(f["failure"]["signature"])) for f in on_cluster["failures"]] == key
     assert key, "the injected fault makes some of these programs fail"
+    assert on_cluster["coverage"] == serial["coverage"]             # each shard's coverage merged once
     assert all(Path(f["replay_file"]).exists() for f in on_cluster["failures"])

@@ -48,3 +48,38 @@ def test_hub_steering_makes_every_compute_flag_combination():
 def test_steered_programs_are_bit_exact_on_the_rtl():
     bias = {"pad": 1.0, "reuse": 0.5, "long_store": 0.5, "hub": 0.5, "big_kernel": 0.3}
     assert regress.fuzz([11, 12], "small", n_ops=16, bias=bias) == []
+
+
+def _counts():
+    return {"vta.load.pad": {("INP", "y_pad_0", "1"): 2, ("INP", "y_pad_0", "4+"): 0},
+            "vta.axi.backpressure": {("read", "AR"): 1, ("write", "W"): 0}}
+
+
+def test_coverage_counts_subtract_merge_and_name_their_holes():
+    a, b = _counts(), _counts()
+    b["vta.load.pad"][("INP", "y_pad_0", "4+")] = 3
+    assert funcov.delta(b, a) == {"vta.load.pad": {("INP", "y_pad_0", "1"): 0, ("INP", "y_pad_0", "4+"): 3},
+                                  "vta.axi.backpressure": {("read", "AR"): 0, ("write", "W"): 0}}
+    merged = funcov.merge({}, a)
+    assert funcov.holes(merged) == {"vta.load.pad": [("INP", "y_pad_0", "4+")], "vta.axi.backpressure": [("write", "W")]}
+    assert funcov.bins_total(merged) == (2, 4)
+    assert funcov.steer(0.5, counts=merged) == {"pad": 0.5} and funcov.wants_stalls(merged)
+    funcov.merge(merged, funcov.delta(b, a))
+    assert merged["vta.load.pad"] == {("INP", "y_pad_0", "1"): 2, ("INP", "y_pad_0", "4+"): 3}
+    assert funcov.steer(counts=merged) == {}
+    text = funcov.report(merged)
+    assert "vta.load.pad                    2 /    2  100.00 %" in text
+    assert "total                           3 /    4   75.00 %" in text
+    assert "bins never hit:\n  vta.axi.backpressure: ('write', 'W')" in text
+    assert funcov.report({}) == "functional coverage: nothing sampled"
+
+
+def test_backpressure_bins_are_the_channels_that_waited():
+    from sw.config import load_config
+    cfg = load_config("small")
+    funcov.define(cfg)
+    before = funcov.snapshot()
+    funcov.sample_backpressure(cfg, {"AR": 3, "R_paused": 0, "R_held": 0, "AW": 0, "W": 7, "B_held": 0})
+    got = funcov.delta(funcov.snapshot(), before)["vta.axi.backpressure"]
+    assert got == {("read", "AR"): 1, ("read", "R_paused"): 0, ("read", "R_held"): 0, ("write", "AW"): 0,
+                   ("write", "W"): 1}

@@ -10,10 +10,11 @@ from cosim import regress, replay
 @pytest.mark.slow
 def test_fuzz_command_saves_and_minimizes_failures(tmp_path, capsys):
     code = regress.main(["--fuzz", "2", "--config", "small", "--ops", "60", "--fault", "alu-max-imm-as-min",
-                         "--minimize", "1", "--out", str(tmp_path)])
+                         "--minimize", "1", "--out", str(tmp_path), "--serial"])
     text = capsys.readouterr().out
     assert code == 1 and "FAIL: config small" in text
-    assert "2 programs in 1 shards on 1 worker(s)" in text and "1 failing" in text
+    assert "2 programs in 1 shards (1 rounds of 1) on 1 worker(s)" in text and "1 failing" in text
+    assert "config small: functional coverage (bins hit / bins):" in text and "bins never hit:" in text
     full, small = tmp_path / "small-seed1.replay", tmp_path / "small-seed1.min.replay"
     assert f"replay: python -m cosim.regress --replay {full} --waves" in text
     assert json.loads(full.read_text())["format"] == replay.FORMAT

@@ -98,3 +98,12 @@ def test_fault_found_on_the_rtl_minimized_and_replayed_with_waves(tmp_path, monk
     assert fst.exists() and fst.stat().st_size > 1000 and str(fst) in text
     healed = replay.save(tmp_path / "healed.replay", dict(out, fault=None))
     assert regress.main(["--replay", str(healed)]) == 0                  # the correct RTL agrees
+
+
+def test_a_shard_returns_its_coverage_with_the_backpressure_of_dram_pauses():
+    out = triage.check_seeds("small", [6], 12, bias={"pad": 1.0}, dram_stall=(7 << 8) | 128)
+    assert out["failures"] == [] and out["programs"] == 1
+    pressure = out["coverage"]["vta.axi.backpressure"]
+    assert all(pressure[b] == 1 for b in (("read", "AR"), ("read", "R_paused"), ("write", "AW"), ("write", "W")))
+    assert out["coverage"]["vta.insn.opcode_mem"][("STORE", "OUT")] == 7
+    assert out["coverage"]["vta.insn.opcode_mem"][("FINISH", "-")] >= 1        # this shard's golden streams
