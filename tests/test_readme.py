@@ -76,12 +76,15 @@ MAKE = {
     "make bench": Make([f"{PY} -m sw.bench --config configs/default.json",
                         f"{PY} -m cosim.bench --config configs/default.json configs/batch2.json",
                         f"{PY} -m cosim.workloads --config configs/default.json"]),
-    "make fuzz N=1000": Make([f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi"]),
-    "make fuzz SCHEDULER=local": Make([f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi "
-                                       "--scheduler local"]),
+    "make fuzz N=1000": Make([f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi "
+                              "--scheduler local"]),
+    "make fuzz SCHEDULER=none": Make([f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi "
+                                      "--scheduler none"]),
+    "make fuzz N=200 SCHEDULER=none": Make([f"{PY} -m cosim.regress --fuzz 200 --config configs/default.json "
+                                            "--mem dpi --scheduler none"]),
     "make fuzz MEM=cocotbext N=50": Make([f"{PY} -m cosim.regress --config configs/default.json --mem cocotbext",
                                           f"{PY} -m cosim.regress --fuzz 50 --config configs/default.json --mem "
-                                          "cocotbext"]),
+                                          "cocotbext --scheduler local"]),
     "make coverage COV_N=200": Make([f"{PY} -m cosim.coverage --config configs/default.json --fuzz 200 "
                                      "--out build/coverage"]),
     "make verilog": Make([f"{PY} -m hw --config configs/default.json -o build/vta.v --docs"]),
@@ -98,8 +101,8 @@ MAKE = {
     'make fuzz N=100000 SCHEDULER=tcp://host:8786 FUZZ_CONFIGS="configs/default.json configs/small.json"': Make(
         [f"{PY} -m cosim.regress --fuzz 100000 --config configs/default.json --config configs/small.json --mem dpi "
          "--scheduler tcp://host:8786"]),
-    "make fuzz N=2000 SCHEDULER=local": Make([f"{PY} -m cosim.regress --fuzz 2000 --config configs/default.json "
-                                              "--mem dpi --scheduler local"]),
+    "make fuzz N=2000": Make([f"{PY} -m cosim.regress --fuzz 2000 --config configs/default.json --mem dpi "
+                              "--scheduler local"]),
     "make sim DEMO=resnet18": Make([f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl"]),
     "make sim DEMO=resnet18 TARGET=fsim": Make([f"{PY} -m apps.demo --config configs/default.json --demo resnet18 "
                                                 "--target fsim"]),
@@ -162,22 +165,24 @@ PYTHON = {
     f"{PY} -m cosim.timeline --workload resnet18.C8 --window 0 60000 -o build/timeline_C8_zoom.png":
         Run(["--workload", "dense_128", "--vt", "2", "--window", "0", "600", "-o", "t3.png"], RTL),
     # regressions
-    f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi":
-        Run(["--fuzz", "2", "--config", "small", "--mem", "dpi"], RTL),
+    f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi --scheduler none":
+        Run(["--fuzz", "2", "--config", "small", "--mem", "dpi", "--scheduler", "none"], RTL),
+    f"{PY} -m cosim.regress --fuzz 200 --config configs/default.json --mem dpi --scheduler none":
+        Run(["--fuzz", "2", "--config", "small", "--mem", "dpi", "--scheduler", "none"], RTL),
     f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi --scheduler local": SCHEDULER,
     f"{PY} -m cosim.regress --fuzz 2000 --config configs/default.json --mem dpi --scheduler local": SCHEDULER,
     f"{PY} -m cosim.regress --fuzz 100000 --config configs/default.json --config configs/small.json --mem dpi "
     "--scheduler tcp://host:8786": SCHEDULER,
     f"{PY} -m cosim.regress --config configs/default.json --mem cocotbext":
         Covered("tests/cosim/test_axiram.py", 'regress.compare(SUBSET, "small", mem="cocotbext"'),
-    f"{PY} -m cosim.regress --fuzz 50 --config configs/default.json --mem cocotbext":
+    f"{PY} -m cosim.regress --fuzz 50 --config configs/default.json --mem cocotbext --scheduler local":
         Covered("tests/cosim/test_axiram.py", 'regress.fuzz([7, 8], "small", n_ops=12, mem="cocotbext"'),
     f"{PY} -m cosim.regress --fuzz 400 --config small --fault alu-max-imm-as-min":
         Covered("tests/cosim/test_regress.py", '"--fuzz", "2", "--config", "small", "--ops", "60", "--fault", '
                                                '"alu-max-imm-as-min"'),
     f"{PY} -m cosim.regress --replay build/replays/small-seed1.min.replay --waves":
         Covered("tests/cosim/test_triage.py", 'regress.main(["--replay", str(path), "--waves"])'),
-    f"{PY} -m cosim.cluster --bench --config small --programs 400 --shard 100 --workers 2":
+    f"{PY} -m cosim.cluster --bench --config default --programs 400 --shard 100 --workers 2":
         Run(["--bench", "--config", "small", "--programs", "4", "--shard", "2", "--workers", "1", "--ops", "6"],
             ("rtl", "slow")),
     f"{PY} -m cosim.coverage --config configs/default.json --fuzz 200 --out build/coverage":
