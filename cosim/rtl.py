@@ -52,7 +52,7 @@ class RtlDevice:
     def __init__(self, dut, cfg, watchdog_cycles: int = 100_000, dram_latency: int = 20,
                  dram_bytes_per_cycle: int = 8, trace: bool = False, mem: str = "dpi", mem_seed: int = 0,
                  dram_stall: int = 0):
-        from hw import control
+        from hw import registers as control
 
         self.dut = dut
         self.cfg = cfg
@@ -97,7 +97,7 @@ class RtlDevice:
 
     async def read_counters(self) -> dict:
         """Every register except the host-written ones."""
-        from hw import control
+        from hw import registers as control
         out = {}
         for reg in control.REGISTER_MAP:
             if reg.kind != "host":
@@ -112,7 +112,6 @@ class RtlDevice:
 
     async def _run(self, insn_addr, insn_count, wait_cycles):
         from cocotb.triggers import RisingEdge
-        from hw import control
 
         dut = self.dut
         self.lib.vta_dram_clear_faults()
@@ -176,7 +175,7 @@ def profiler_counters(regs: dict) -> dict:
 
 
 def decode_error(status: int) -> str:
-    from hw.control import ERROR_CODE_BITS, STATUS_BITS, ErrorCode
+    from hw.registers import STATUS_BITS, ErrorCode
     lo, width = STATUS_BITS["error_code"]
     code = (status >> lo) & ((1 << width) - 1)
     if not code:
