@@ -92,3 +92,8 @@ def test_a_build_says_once_what_it_builds_and_where_its_log_is(tmp_path, monkeyp
                    f"{tmp_path} (takes minutes; log: {log})", "built the model of config small in 0 s"]
     build_mod.build_model("small")                                        # cached: silent
     assert capsys.readouterr().err == ""
+
+
+def test_the_cocotb_version_of_the_key_comes_from_its_metadata():
+    import cocotb
+    assert build._cocotb_version() == cocotb.__version__
