@@ -45,8 +45,8 @@ test-fast: $(STAMP)
 BENCH_CONFIGS ?= configs/default.json configs/batch2.json
 bench: $(STAMP)
 	$(PY) -m sw.bench --config $(CONFIG)
-	$(PY) -m cosim.bench --config $(BENCH_CONFIGS)
-	$(PY) -m cosim.workloads --config $(CONFIG)
+	$(PY) -m cosim.perf.bench --config $(BENCH_CONFIGS)
+	$(PY) -m cosim.perf.workloads --config $(CONFIG)
 
 # a whole ResNet-18 (1x3x224x224, QDQ) on the golden model, then on the RTL: per-layer tables, build/resnet18_*.csv/png
 bench-resnet18: $(STAMP)
@@ -64,15 +64,15 @@ SCHEDULER ?= local
 FUZZ_CONFIGS ?= $(CONFIG)
 fuzz: $(STAMP)
 ifeq ($(MEM),cocotbext)
-	$(PY) -m cosim.regress $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --mem $(MEM)
+	$(PY) -m cosim.verify.regress $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --mem $(MEM)
 endif
-	$(PY) -m cosim.regress --fuzz $(N) $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --mem $(MEM) --scheduler $(or $(SCHEDULER),none) $(if $(FAULT),--fault $(FAULT))
+	$(PY) -m cosim.verify.regress --fuzz $(N) $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --mem $(MEM) --scheduler $(or $(SCHEDULER),none) $(if $(FAULT),--fault $(FAULT))
 
 # Verilator line+toggle coverage of the RTL regression plus COV_N random programs: per-module table,
 # uncovered lines by Amaranth source, lcov .info (build/coverage/)
 COV_N ?= 200
 coverage: $(STAMP)
-	nice -n 5 $(PY) -m cosim.coverage --config $(CONFIG) --fuzz $(COV_N) --out build/coverage
+	nice -n 5 $(PY) -m cosim.verify.coverage --config $(CONFIG) --fuzz $(COV_N) --out build/coverage
 
 # build/vta.v; the register map goes to docs/registers.md for the default config, build/docs/ for another
 verilog: $(STAMP)

@@ -37,7 +37,7 @@ def _timed_calls(target_name, calls, cfg) -> list:
                 timed.append((fn(*args, **kwargs), time.perf_counter() - t))
         return timed
     import cosim
-    from cosim import server
+    from cosim.sim import server
     timed = []
     for fn, args, kwargs in calls:
         res, = cosim.run_many([(fn, args, kwargs)], config=cfg)

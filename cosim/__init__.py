@@ -3,8 +3,8 @@
 ``cosim.run(fn, *args, config=None, waves=False)`` runs the module-level function ``fn(*args)``
 inside a cocotb simulation of the accelerator with the RTL as the runtime's default target, and
 returns its return value unchanged. ``fn`` may live in any importable module or in the script being
-run (:mod:`cosim.locate`); its arguments and return value travel pickled. The same ``fn`` runs on the golden model when called directly.
-The simulator of each config stays up between calls (:mod:`cosim.server`); every call still starts
+run (:mod:`cosim.sim.locate`); its arguments and return value travel pickled. The same ``fn`` runs on the golden model when called directly.
+The simulator of each config stays up between calls (:mod:`cosim.sim.server`); every call still starts
 from a freshly reset accelerator with zeroed memories.
 """
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 from sw.config import load_config
 
-from .build import BuildError, ToolchainError, build_model
-from .locate import INSIDE_ENV, locate as _locate_call
-from .server import SimulatorError
+from .model.build import BuildError, ToolchainError, build_model
+from .sim.locate import INSIDE_ENV, locate as _locate_call
+from .sim.server import SimulatorError
 
 __all__ = ["run", "run_many", "build_model", "BuildError", "ToolchainError", "CosimError"]
 
@@ -38,11 +38,11 @@ def run_many(calls, config=None, waves=False, watchdog_cycles=100_000, dram_late
     ``run_many`` starts from a freshly reset accelerator with zeroed SRAMs and DRAM. An exception
     raised by a call is re-raised here (the first one, after all calls ran).
     ``mem="cocotbext"`` serves the memory port with cocotbext-axi's AxiRam (random pauses seeded by
-    ``mem_seed``, :mod:`cosim.axiram`); ``dram_stall = seed << 8 | p`` makes the DPI DRAM pause each of its
+    ``mem_seed``, :mod:`cosim.sim.axiram`); ``dram_stall = seed << 8 | p`` makes the DPI DRAM pause each of its
     channels with chance ``p``/256 per cycle (a pattern repeatable from ``seed``; 0: no pauses);
-    ``coverage=True`` runs the code-coverage model (:mod:`cosim.coverage`).
+    ``coverage=True`` runs the code-coverage model (:mod:`cosim.verify.coverage`).
     """
-    from . import server
+    from .sim import server
 
     t_submit = time.time()
     cfg = load_config(config)

@@ -9,7 +9,7 @@ would be on a Zynq:
   test program (:func:`test_program`): LOAD UOP/WGT/INP, GEMM reset, GEMM, STORE, FINISH, with the
   dependency tokens a runtime would set;
 * :class:`Launcher`, an AXI4-Lite master doing the runtime's register sequence of
-  ``cosim/rtl.py RtlDevice._run`` (insn_count 0x08, insn_addr 0x0C, base pointers 0x10-0x20 = 0,
+  ``cosim/sim/rtl.py RtlDevice._run`` (insn_count 0x08, insn_addr 0x0C, base pointers 0x10-0x20 = 0,
   control 0x00 = 1, then polling control bit 1 (finish) and reading status 0x40);
 * a checker comparing the stored OUT row with the expected one (numpy, computed at elaboration).
 

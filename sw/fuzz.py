@@ -32,7 +32,7 @@ INP_ROWS, WGT_ROWS, ACC_ROWS = 96, 48, 96
 SHIFTS = [0, 1, -1, 2, -2, 7, 8, -8, 15, -15, 31, -31, 32, -32, 40, -40]
 
 
-# what ``bias`` (functional-coverage steering, cosim/funcov.py) may ask for, each a probability in [0, 1]
+# what ``bias`` (functional-coverage steering, cosim/verify/funcov.py) may ask for, each a probability in [0, 1]
 BIASES = ("pad", "reuse", "long_store", "hub", "big_kernel")
 BIG_KERNEL_UOPS = 1100      # a steered kernel this long is staged across a 4 KiB boundary of device memory
 LONG_OUT_ELEMS = 512

@@ -1,7 +1,7 @@
 """Benchmark workloads of the operators: VTA's GEMM and dense tests and the ResNet-18 conv layers.
 
 Each workload is a module-level function and its arguments, ready for the golden model, ``cosim.run``
-or the benchmarks (``sw.bench``, ``cosim.workloads``).
+or the benchmarks (``sw.bench``, ``cosim.perf.workloads``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The README, followed as a new user follows it: every command and snippet in it is run here (the long ones with
-small arguments) or by the test named for it, which runs exactly that command; a command added to the README without
-saying how it is tested fails here.
+"""The README and docs/, followed as a new user follows them: every command and snippet in them is run here (the long
+ones with small arguments) or by the test named for it, which runs exactly that command; a command added to the README
+or a document without saying how it is tested fails here.
 
 Each ``make`` line is expanded with ``make -n`` and must run exactly the Python commands listed for it; each Python
 command (from the README or from such an expansion) has one proof: ``Run`` (its ``main`` with small arguments, here),
@@ -24,20 +24,23 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
+DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+TEXT = "\n".join(p.read_text() for p in DOCS)
 PY = ".venv/bin/python"
 
 
 def readme_commands() -> list[str]:
-    """The command lines of the README: indented lines starting with ``make`` or the venv's python, comments cut."""
+    """The command lines of the README and docs/*.md: indented lines starting with ``make`` or the venv's python,
+    comments cut."""
     out = []
-    for line in README.splitlines():
+    for line in TEXT.splitlines():
         if re.match(rf"    (make |{re.escape(PY)} )", line):
             out.append(re.sub(r"\s{2,}#.*$", "", line).strip())
     return list(dict.fromkeys(out))
 
 
 def readme_snippets() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README, re.S)
+    return re.findall(r"```python\n(.*?)```", TEXT, re.S)
 
 
 @dataclass
@@ -74,20 +77,21 @@ MAKE = {
     "make test": Make([f"{PY} -m pytest -n auto -q tests"]),
     "make test-fast": Make([f'{PY} -m pytest -n auto -q -m "not rtl and not slow and not fpga" tests']),
     "make bench": Make([f"{PY} -m sw.bench --config configs/default.json",
-                        f"{PY} -m cosim.bench --config configs/default.json configs/batch2.json",
-                        f"{PY} -m cosim.workloads --config configs/default.json"]),
-    "make fuzz N=1000": Make([f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi "
+                        f"{PY} -m cosim.perf.bench --config configs/default.json configs/batch2.json",
+                        f"{PY} -m cosim.perf.workloads --config configs/default.json"]),
+    "make fuzz N=1000": Make([f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi "
                               "--scheduler local"]),
-    "make fuzz SCHEDULER=none": Make([f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi "
+    "make fuzz SCHEDULER=none": Make([f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi "
                                       "--scheduler none"]),
-    "make fuzz N=200 SCHEDULER=none": Make([f"{PY} -m cosim.regress --fuzz 200 --config configs/default.json "
+    "make fuzz N=200 SCHEDULER=none": Make([f"{PY} -m cosim.verify.regress --fuzz 200 --config configs/default.json "
                                             "--mem dpi --scheduler none"]),
-    "make fuzz MEM=cocotbext N=50": Make([f"{PY} -m cosim.regress --config configs/default.json --mem cocotbext",
-                                          f"{PY} -m cosim.regress --fuzz 50 --config configs/default.json --mem "
+    "make fuzz MEM=cocotbext N=50": Make([f"{PY} -m cosim.verify.regress --config configs/default.json --mem cocotbext",
+                                          f"{PY} -m cosim.verify.regress --fuzz 50 --config configs/default.json --mem "
                                           "cocotbext --scheduler local"]),
-    "make coverage COV_N=200": Make([f"{PY} -m cosim.coverage --config configs/default.json --fuzz 200 "
+    "make coverage COV_N=200": Make([f"{PY} -m cosim.verify.coverage --config configs/default.json --fuzz 200 "
                                      "--out build/coverage"]),
     "make verilog": Make([f"{PY} -m hw --config configs/default.json -o build/vta.v --docs"]),
+    "make sim DEMO=digits": Make([f"{PY} -m apps.demo --config configs/default.json --demo digits --target rtl"]),
     "make sim CONFIG=configs/small.json": Make([f"{PY} -m apps.demo --config configs/small.json --demo default "
                                                 "--target rtl"]),
     "make test JOBS=1": Make([f"{PY} -m pytest -n 1 -q tests"]),
@@ -99,9 +103,9 @@ MAKE = {
                                         "--docs docs/fpga.md"]),
     "make venv-fpga": Make([f"{PY} -m pip install --quiet -e '.[fpga]'"]),
     'make fuzz N=100000 SCHEDULER=tcp://host:8786 FUZZ_CONFIGS="configs/default.json configs/small.json"': Make(
-        [f"{PY} -m cosim.regress --fuzz 100000 --config configs/default.json --config configs/small.json --mem dpi "
+        [f"{PY} -m cosim.verify.regress --fuzz 100000 --config configs/default.json --config configs/small.json --mem dpi "
          "--scheduler tcp://host:8786"]),
-    "make fuzz N=2000": Make([f"{PY} -m cosim.regress --fuzz 2000 --config configs/default.json --mem dpi "
+    "make fuzz N=2000": Make([f"{PY} -m cosim.verify.regress --fuzz 2000 --config configs/default.json --mem dpi "
                               "--scheduler local"]),
     "make sim DEMO=resnet18": Make([f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl"]),
     "make sim DEMO=resnet18 TARGET=fsim": Make([f"{PY} -m apps.demo --config configs/default.json --demo resnet18 "
@@ -113,7 +117,7 @@ MAKE = {
 }
 
 RTL = ("rtl",)
-SCHEDULER = Covered("tests/cosim/test_cluster.py", 'cluster.fuzz(**args, scheduler=None')
+SCHEDULER = Covered("tests/cosim/verify/test_cluster.py", 'cluster.fuzz(**args, scheduler=None')
 RESNET_RTL = Covered("tests/apps/test_resnet18.py", 'res = m.run({resnet18.INPUT: x}, target="rtl")')
 
 PYTHON = {
@@ -130,6 +134,8 @@ PYTHON = {
         Run(["--config", "configs/small.json", "--target", "rtl"], RTL),
     f"{PY} -m apps.demo --demo digits": Run(["--demo", "digits", "--images", "4"], RTL),
     f"{PY} -m apps.demo --demo digits --images 16": Run(["--demo", "digits", "--images", "4"], RTL),
+    f"{PY} -m apps.demo --config configs/default.json --demo digits --target rtl":
+        Run(["--demo", "digits", "--images", "4"], RTL),
     f"{PY} -m apps.digits --rtl 16": Run(["--net", "mlp", "--rtl", "4"], RTL),
     f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target fsim":
         Run(["--demo", "resnet18", "--width", "8", "--image", "32", "--target", "fsim"], ("slow",)),
@@ -150,43 +156,43 @@ PYTHON = {
         Covered("tests/sw/test_examples.py", '"examples/simple_gemm.py", "--config", "small", "--target", "rtl"'),
     # benchmarks and measurements
     f"{PY} -m sw.bench --config configs/default.json": Run(["--config", "small", "--csv", "b.csv"], ("slow",)),
-    f"{PY} -m cosim.bench --config configs/default.json configs/batch2.json":
-        Covered("tests/cosim/test_bench.py", 'bench.cosim_speed("small", repeats=1)'),   # main also builds a ceiling
-    f'{PY} -m cosim.bench --config configs/default.json --ceiling-args="--threads 2"':
+    f"{PY} -m cosim.perf.bench --config configs/default.json configs/batch2.json":
+        Covered("tests/cosim/perf/test_bench.py", 'bench.cosim_speed("small", repeats=1)'),   # main also builds a ceiling
+    f'{PY} -m cosim.perf.bench --config configs/default.json --ceiling-args="--threads 2"':
         NotRun("builds a second ceiling model with --threads 2 (minutes); its flags are checked below"),
-    f"{PY} -m cosim.workloads --config configs/default.json":
-        Covered("tests/cosim/test_workloads.py", 'wl.main(["--config", "small", "--only", "dense_128", "--vt", "2"'),
-    f"{PY} -m cosim.workloads --config configs/small.json --only gemm_256 resnet18.C8 --vt 2":
-        Covered("tests/cosim/test_workloads.py", 'wl.main(["--config", "small", "--only", "dense_128", "--vt", "2"'),
-    f"{PY} -m cosim.timeline --workload resnet18.C8":
+    f"{PY} -m cosim.perf.workloads --config configs/default.json":
+        Covered("tests/cosim/perf/test_workloads.py", 'wl.main(["--config", "small", "--only", "dense_128", "--vt", "2"'),
+    f"{PY} -m cosim.perf.workloads --config configs/small.json --only gemm_256 resnet18.C8 --vt 2":
+        Covered("tests/cosim/perf/test_workloads.py", 'wl.main(["--config", "small", "--only", "dense_128", "--vt", "2"'),
+    f"{PY} -m cosim.perf.timeline --workload resnet18.C8":
         Run(["--workload", "dense_128", "-o", "t.png"], RTL),
-    f"{PY} -m cosim.timeline --workload resnet18.C8 --vt 2 -o build/timeline_C8_vt2.png":
+    f"{PY} -m cosim.perf.timeline --workload resnet18.C8 --vt 2 -o build/timeline_C8_vt2.png":
         Run(["--workload", "dense_128", "--vt", "2", "-o", "t2.png"], RTL),
-    f"{PY} -m cosim.timeline --workload resnet18.C8 --window 0 60000 -o build/timeline_C8_zoom.png":
+    f"{PY} -m cosim.perf.timeline --workload resnet18.C8 --window 0 60000 -o build/timeline_C8_zoom.png":
         Run(["--workload", "dense_128", "--vt", "2", "--window", "0", "600", "-o", "t3.png"], RTL),
     # regressions
-    f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi --scheduler none":
+    f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi --scheduler none":
         Run(["--fuzz", "2", "--config", "small", "--mem", "dpi", "--scheduler", "none"], RTL),
-    f"{PY} -m cosim.regress --fuzz 200 --config configs/default.json --mem dpi --scheduler none":
+    f"{PY} -m cosim.verify.regress --fuzz 200 --config configs/default.json --mem dpi --scheduler none":
         Run(["--fuzz", "2", "--config", "small", "--mem", "dpi", "--scheduler", "none"], RTL),
-    f"{PY} -m cosim.regress --fuzz 1000 --config configs/default.json --mem dpi --scheduler local": SCHEDULER,
-    f"{PY} -m cosim.regress --fuzz 2000 --config configs/default.json --mem dpi --scheduler local": SCHEDULER,
-    f"{PY} -m cosim.regress --fuzz 100000 --config configs/default.json --config configs/small.json --mem dpi "
+    f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi --scheduler local": SCHEDULER,
+    f"{PY} -m cosim.verify.regress --fuzz 2000 --config configs/default.json --mem dpi --scheduler local": SCHEDULER,
+    f"{PY} -m cosim.verify.regress --fuzz 100000 --config configs/default.json --config configs/small.json --mem dpi "
     "--scheduler tcp://host:8786": SCHEDULER,
-    f"{PY} -m cosim.regress --config configs/default.json --mem cocotbext":
-        Covered("tests/cosim/test_axiram.py", 'regress.compare(SUBSET, "small", mem="cocotbext"'),
-    f"{PY} -m cosim.regress --fuzz 50 --config configs/default.json --mem cocotbext --scheduler local":
-        Covered("tests/cosim/test_axiram.py", 'regress.fuzz([7, 8], "small", n_ops=12, mem="cocotbext"'),
-    f"{PY} -m cosim.regress --fuzz 400 --config small --fault alu-max-imm-as-min":
-        Covered("tests/cosim/test_regress.py", '"--fuzz", "2", "--config", "small", "--ops", "60", "--fault", '
+    f"{PY} -m cosim.verify.regress --config configs/default.json --mem cocotbext":
+        Covered("tests/cosim/sim/test_axiram.py", 'regress.compare(SUBSET, "small", mem="cocotbext"'),
+    f"{PY} -m cosim.verify.regress --fuzz 50 --config configs/default.json --mem cocotbext --scheduler local":
+        Covered("tests/cosim/sim/test_axiram.py", 'regress.fuzz([7, 8], "small", n_ops=12, mem="cocotbext"'),
+    f"{PY} -m cosim.verify.regress --fuzz 400 --config small --fault alu-max-imm-as-min":
+        Covered("tests/cosim/verify/test_regress.py", '"--fuzz", "2", "--config", "small", "--ops", "60", "--fault", '
                                                '"alu-max-imm-as-min"'),
-    f"{PY} -m cosim.regress --replay build/replays/small-seed1.min.replay --waves":
-        Covered("tests/cosim/test_triage.py", 'regress.main(["--replay", str(path), "--waves"])'),
-    f"{PY} -m cosim.cluster --bench --config default --programs 400 --shard 100 --workers 2":
+    f"{PY} -m cosim.verify.regress --replay build/replays/small-seed1.min.replay --waves":
+        Covered("tests/cosim/verify/test_triage.py", 'regress.main(["--replay", str(path), "--waves"])'),
+    f"{PY} -m cosim.verify.cluster --bench --config default --programs 400 --shard 100 --workers 2":
         Run(["--bench", "--config", "small", "--programs", "4", "--shard", "2", "--workers", "1", "--ops", "6"],
             ("rtl", "slow")),
-    f"{PY} -m cosim.coverage --config configs/default.json --fuzz 200 --out build/coverage":
-        NotRun("builds the coverage model of the config (about 20 minutes); tests/cosim/test_coverage.py checks "
+    f"{PY} -m cosim.verify.coverage --config configs/default.json --fuzz 200 --out build/coverage":
+        NotRun("builds the coverage model of the config (about 20 minutes); tests/cosim/verify/test_coverage.py checks "
                "the report"),
     # hardware and FPGA
     f"{PY} -m hw --config configs/default.json -o build/vta.v --docs":
@@ -202,7 +208,7 @@ PYTHON = {
                "the same design"),
 }
 
-NOT_RUN = {"pip install", "--ceiling-args", "cosim.coverage", "fpga.resources", "fpga.board"}
+NOT_RUN = {"pip install", "--ceiling-args", "cosim.verify.coverage", "fpga.resources", "fpga.board"}
 
 
 def test_every_readme_command_has_a_proof():
@@ -239,7 +245,7 @@ def test_the_covering_test_runs_the_command(command, proof):
 
 
 def test_ceiling_args_of_the_readme_reach_verilator_as_two_flags(monkeypatch):
-    from cosim import bench
+    from cosim.perf import bench
     line = next(c for c in readme_commands() if "--ceiling-args" in c)
     seen = []
 

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 import cosim
-from cosim import faults, regress
+from cosim.verify import faults
+from cosim.verify import regress
 from sw import programs
 from sw.config import load_config
 

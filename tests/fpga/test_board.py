@@ -8,7 +8,7 @@ from amaranth.sim import Simulator
 from fpga import board as fpga
 from fpga.board import BoardSoC, parse_nextpnr_report, pll_params, report_markdown, test_program as program_image
 from fpga.resources import DEVICES, FAMILIES, fits, parse_cells, parse_stat, report_table, write_markdown
-from cosim.verilog import verilog_text
+from cosim.model.verilog import verilog_text
 from sw.config import load_config
 
 ULX3S = load_config("configs/ulx3s.json")

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from amaranth.hdl import signed
 
-from cosim import verilog as cosim_verilog
-from cosim.build import build_model
+from cosim.model import verilog as cosim_verilog
+from cosim.model.build import build_model
 from hw.__main__ import registers_markdown
 from sw.config import load_config
 
@@ -18,7 +18,7 @@ def verilog(name):
 @pytest.mark.rtl
 @pytest.mark.parametrize("name", ["default", "small", "batch2"])
 def test_verilog_lints_clean(name):
-    """Verilator's warnings on the Verilog (cosim.build.LINT_WAIVERS apart), from the co-simulation model's
+    """Verilator's warnings on the Verilog (cosim.model.build.LINT_WAIVERS apart), from the co-simulation model's
     build (verilating it is the lint: linting it again would cost as much)."""
     model = build_model(name)
     assert model.lint() == []

@@ -18,11 +18,11 @@ WRONG_CONFIG = [
     ("apps.onnx.__main__", ["unused.onnx", "--config", "nope"]),
     ("sw.bench", ["--config", "nope"]),
     ("sw.fuzz", ["--config", "nope"]),
-    ("cosim.bench", ["--config", "nope"]),
-    ("cosim.workloads", ["--config", "nope"]),
-    ("cosim.timeline", ["--config", "nope"]),
-    ("cosim.regress", ["--config", "nope"]),
-    ("cosim.coverage", ["--config", "nope"]),
+    ("cosim.perf.bench", ["--config", "nope"]),
+    ("cosim.perf.workloads", ["--config", "nope"]),
+    ("cosim.perf.timeline", ["--config", "nope"]),
+    ("cosim.verify.regress", ["--config", "nope"]),
+    ("cosim.verify.coverage", ["--config", "nope"]),
     ("fpga.shell", ["--config", "nope"]),
     ("fpga.board", ["--config", "nope"]),
     ("fpga.timing", ["--config", "nope"]),
@@ -44,10 +44,10 @@ WORKLOADS = ("matrix_multiply_opt, gemm_256, dense_128, dense_16x512x1008, resne
              "resnet18.C5, resnet18.C6, resnet18.C7, resnet18.C8, resnet18.C9, resnet18.C10, resnet18.C11")
 
 WRONG_NAME = [
-    ("cosim.timeline", ["--workload", "C8"], f"error: unknown workload 'C8'; choose one of: {WORKLOADS}\n"),
-    ("cosim.workloads", ["--only", "gemm_256", "gemm256"],
+    ("cosim.perf.timeline", ["--workload", "C8"], f"error: unknown workload 'C8'; choose one of: {WORKLOADS}\n"),
+    ("cosim.perf.workloads", ["--only", "gemm_256", "gemm256"],
      f"error: unknown workload 'gemm256'; choose one of: {WORKLOADS}\n"),
-    ("cosim.regress", ["--fault", "nope"], "error: unknown --fault 'nope'; choose one of: alu-max-imm-as-min\n"),
+    ("cosim.verify.regress", ["--fault", "nope"], "error: unknown --fault 'nope'; choose one of: alu-max-imm-as-min\n"),
     ("apps.onnx.__main__", ["missing.onnx"], "error: missing.onnx: not a readable ONNX model (FileNotFoundError: "
                                              "[Errno 2] No such file or directory: 'missing.onnx')\n"),
 ]

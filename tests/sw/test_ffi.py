@@ -61,7 +61,7 @@ def test_globals_and_error_classes_are_registered():
 
 
 class _TargetTimeout(VTAError):
-    """Defined after sw.runtime was imported, as the RTL target's errors (cosim.rtl) are."""
+    """Defined after sw.runtime was imported, as the RTL target's errors (cosim.sim.rtl) are."""
 
 
 class _TimingOut:

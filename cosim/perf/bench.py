@@ -1,0 +1,128 @@
+"""Co-simulation speed (``make bench``): launch time and simulated cycles per wall second, per config.
+
+For each config it measures
+
+- the launch time: seconds from ``cosim.run`` to the first simulated cycle of the call, on a warm
+  model cache, for the first call of a process (``cold``: it starts the simulator server) and for
+  later calls (``warm``: the server forks a fresh simulation), the minimum of ``--launches`` calls;
+- the co-simulation's cycles per second on a long GEMM (cocotb + Verilator, Python asleep);
+- the ceiling: the same Verilog and testbench in a minimal Verilator C++ main loop
+  (:mod:`cosim.perf.harness`: no cocotb, no VPI, no ``--timing``), and the ratio of the two.
+
+``--ceiling-args`` adds a ceiling built with extra Verilator flags (e.g. ``--threads 2``) for comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+
+from sw.config import load_config
+
+from ..verify import faults
+from .harness import harness_speed
+from .long_gemm import long_gemm
+from sw.cli import command
+
+__all__ = ["cosim_speed", "launch_times", "measure", "main"]
+
+
+def cosim_speed(config=None, repeats=8):
+    """Cycles, wall time of the run and cycles per second of the long GEMM in the co-simulation."""
+    import cosim
+    out = cosim.run(long_gemm, None, 16, 16, repeats, config=config)
+    c = out["counters"]
+    return {"cycles": c["cycles"], "wall": out["wall"], "cpu": out["cpu"], "cycles_per_s": c["cycles"] / out["wall"],
+            "cycles_per_cpu_s": c["cycles"] / out["cpu"], "gemm_uops": c["gemm_counter"], "utilization": c["gemm_counter"] / c["cycles"]}
+
+
+def launch_times(config=None, launches=3) -> dict:
+    """Seconds from ``cosim.run`` to the call's first cycle: cold (server start) and warm (min over calls)."""
+    import cosim
+    from ..sim import server
+
+    cfg = load_config(config)
+    cosim.build_model(cfg)                       # the cache is warm: building is not part of a launch
+    server.shutdown_all()
+    cosim.run(faults.target_info, [0], config=cfg)
+    cold = server.LAST["launch"]
+    warm, total = [], []
+    for i in range(launches):
+        cosim.run(faults.target_info, [i], config=cfg)
+        warm.append(server.LAST["launch"])
+        total.append(server.LAST["total"])
+    return {"cold_launch_s": cold, "warm_launch_s": min(warm), "warm_call_s": min(total)}
+
+
+def measure(config, repeats=8, runs=3, ceiling_args=()):
+    """One row of the table: launch times, cosim and ceiling cycles/s (best of ``runs``), their ratio.
+
+    Cycles per second are given per wall second and per CPU second of the simulating process; on a
+    shared machine the CPU figure is the steadier one, and the ratio uses it.
+    """
+    cfg = load_config(config)
+    row = {"config": cfg.name, **launch_times(cfg)}
+    co = [cosim_speed(cfg, repeats) for _ in range(runs)]
+    ce = [harness_speed(cfg, repeats) for _ in range(runs)]
+    row.update(cycles=co[0]["cycles"],
+               cosim_cycles_per_s=max(r["cycles_per_s"] for r in co),
+               cosim_cycles_per_cpu_s=max(r["cycles_per_cpu_s"] for r in co),
+               ceiling_cycles_per_s=max(r["cycles_per_s"] for r in ce),
+               ceiling_cycles_per_cpu_s=max(r["cycles_per_cpu_s"] for r in ce),
+               utilization=co[0]["utilization"])
+    row["ratio"] = row["cosim_cycles_per_cpu_s"] / row["ceiling_cycles_per_cpu_s"]
+    if ceiling_args:
+        extra = [harness_speed(cfg, repeats, ceiling_args) for _ in range(runs)]
+        row["ceiling_extra_cycles_per_s"] = max(r["cycles_per_s"] for r in extra)
+        row["ceiling_extra_cycles_per_cpu_s"] = max(r["cycles_per_cpu_s"] for r in extra)
+    return row
+
+
+def format_table(rows, ceiling_args=()) -> str:
+    head = (f"{'config':8s} {'launch cold s':>13s} {'launch warm s':>13s} {'call warm s':>11s} {'cycles':>7s} "
+            f"{'cosim cyc/s wall|cpu':>21s} {'ceiling cyc/s wall|cpu':>23s} {'ratio':>6s}")
+    if ceiling_args:
+        head += f"  ceiling {' '.join(ceiling_args)} wall|cpu"
+    lines = [head]
+    for r in rows:
+        line = (f"{r['config']:8s} {r['cold_launch_s']:13.3f} {r['warm_launch_s']:13.3f} {r['warm_call_s']:11.3f} "
+                f"{r['cycles']:7d} {r['cosim_cycles_per_s']:10.0f}|{r['cosim_cycles_per_cpu_s']:<10.0f} "
+                f"{r['ceiling_cycles_per_s']:11.0f}|{r['ceiling_cycles_per_cpu_s']:<11.0f} {r['ratio']:6.2f}")
+        if ceiling_args:
+            line += f"  {r['ceiling_extra_cycles_per_s']:.0f}|{r['ceiling_extra_cycles_per_cpu_s']:.0f}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+@command
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", nargs="+", default=["configs/default.json", "configs/batch2.json"])
+    parser.add_argument("--repeats", type=int, default=8, help="GEMM instructions in the measured run")
+    parser.add_argument("--runs", type=int, default=3, help="measurements per number (the best is kept)")
+    parser.add_argument("--ceiling-args", default="", help='extra Verilator flags for a second ceiling, one string: '
+                        '--ceiling-args="--threads 2"')
+    parser.add_argument("--csv", default="build/bench_cosim.csv")
+    args = parser.parse_args(argv)
+    t = time.time()
+    rows = [measure(c, args.repeats, args.runs, tuple(args.ceiling_args.split())) for c in args.config]
+    print(f"co-simulation speed: long GEMM, {args.repeats} instructions, best of {args.runs}. launch = seconds from "
+          f"cosim.run to the call's first simulated cycle (cold: first call of a process, starts the simulator); "
+          f"call = a whole no-op cosim.run; ceiling = the same model in a minimal Verilator C++ main loop; "
+          f"ratio = cosim / ceiling per CPU second")
+    print(format_table(rows, tuple(args.ceiling_args.split())))
+    print(f"({time.time() - t:.0f} s)")
+    Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.csv, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    from cosim.perf.bench import main as _main
+    sys.exit(_main())

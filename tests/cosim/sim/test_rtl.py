@@ -1,0 +1,73 @@
+"""The RTL target's error paths: watchdog, bad instructions, timeouts; each reported clearly, nothing hangs."""
+import numpy as np
+import pytest
+
+import cosim
+from cosim.verify import faults
+from cosim.sim import rtl
+from sw import programs
+from sw.fsim import FsimDevice
+from sw.pipeline import DeadlockError, InsnError
+from sw import runtime
+
+from tests.conftest import make_queue
+
+
+@pytest.fixture(scope="module")
+def fault_results():
+    calls = [(faults.deadlock, (), {}), (faults.reserved_flag, (), {}), (faults.bad_opcode, (), {}),
+             (faults.bad_memory_type, (), {}), (faults.timeout, (), {}), (programs.vector_add, ("python",), {})]
+    return dict(zip(["deadlock", "reserved_flag", "bad_opcode", "bad_memory_type", "timeout", "after"],
+                    cosim.run_many(calls, config="small", watchdog_cycles=2000)))
+
+
+def test_deadlock_ends_in_the_watchdog_with_every_queue(fault_results):
+    r = fault_results["deadlock"]
+    assert r["error"] == "WatchdogError"
+    msg = r["message"]
+    assert "no progress for 2000 cycles" in msg
+    for part in ("fetch", "load", "compute", "store", "tokens  : l2g=0, g2l=0, g2s=0, s2g=0",
+                 "load is waiting for a g2l token", "compute is waiting for an l2g or s2g token", "store is idle"):
+        assert part in msg, msg
+    assert r["changed"] == 0
+
+
+@pytest.mark.parametrize("case, code", [("reserved_flag", "RESERVED_DEP_FLAG"), ("bad_opcode", "BAD_OPCODE"),
+                                        ("bad_memory_type", "BAD_MEMORY_TYPE")])
+def test_bad_instruction_sets_the_error_and_changes_nothing(fault_results, case, code):
+    r = fault_results[case]
+    assert r["error"] == "VTAError" and code in r["message"], r
+    assert r["changed"] == 0            # the store after the bad instruction never ran
+
+
+def test_timeout(fault_results):
+    r = fault_results["timeout"]
+    assert r["error"] == "RunTimeout" and "wait_cycles = 50" in r["message"]
+
+
+def test_the_accelerator_works_again_after_faults(fault_results):
+    r = fault_results["after"]
+    np.testing.assert_array_equal(r["result"], r["expected"])
+
+
+def test_golden_model_rejects_the_same_streams():
+    q = make_queue("small")
+    prev = runtime.set_current(q)
+    try:
+        assert faults.deadlock()["error"] == DeadlockError.__name__
+        assert faults.reserved_flag()["error"] == InsnError.__name__
+        assert faults.bad_opcode()["error"] == InsnError.__name__
+        assert faults.bad_memory_type()["error"] == InsnError.__name__
+    finally:
+        runtime.set_current(prev)
+
+
+def test_describe_state_names_waits():
+    regs = {"status": 0, "insn_fetched": 3, "cycles": 10, "queue_load": 1, "queue_compute": 1, "queue_store": 0,
+            "tokens_l2g": 0, "tokens_g2l": 0, "tokens_g2s": 0, "tokens_s2g": 0, "modules": 0b0110_0110}
+    for mod in ("fetch", "load", "compute", "store"):
+        regs[f"{mod}_busy"], regs[f"{mod}_stall"] = 5, 4
+    text = rtl.describe_state(regs)
+    assert "load is waiting for a g2l token" in text and "compute is waiting for an l2g or s2g token" in text
+    assert "fetch is idle" in text and "store is idle" in text
+    assert rtl.decode_error(3 << 8) == "RESERVED_DEP_FLAG (code 3)" and rtl.decode_error(0) == ""
