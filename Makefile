@@ -34,19 +34,24 @@ TARGET ?= rtl
 sim: $(STAMP)
 	$(PY) -m apps.demo --config $(CONFIG) --demo $(DEMO) --target $(TARGET)
 
+# lint (ruff, configured in pyproject.toml) first: it takes a second
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n $(JOBS) -q tests
 
 # the fast tier for your own loop: no RTL, no slow tests, no FPGA tooling (under a minute)
 test-fast: $(STAMP)
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n $(JOBS) -q -m "not rtl and not slow and not fpga" tests
 
-# co-simulation speed per config: launch time, cycles/s of the cosim and of a plain Verilator main loop
+# golden-model speed; co-simulation speed per config (launch time, cycles/s of the cosim and of a plain
+# Verilator main loop); every operator benchmark on the RTL. The tables also go to docs/performance.md.
 BENCH_CONFIGS ?= configs/default.json configs/batch2.json
+BENCH_DOC ?= docs/performance.md
 bench: $(STAMP)
-	$(PY) -m sw.bench --config $(CONFIG)
-	$(PY) -m cosim.perf.bench --config $(BENCH_CONFIGS)
-	$(PY) -m cosim.perf.workloads --config $(CONFIG)
+	$(PY) -m sw.bench --config $(CONFIG) --markdown $(BENCH_DOC)
+	$(PY) -m cosim.perf.bench --config $(BENCH_CONFIGS) --markdown $(BENCH_DOC)
+	$(PY) -m cosim.perf.workloads --config $(CONFIG) --markdown $(BENCH_DOC)
 
 # a whole ResNet-18 (1x3x224x224, QDQ) on the golden model, then on the RTL: per-layer tables, build/resnet18_*.csv/png
 bench-resnet18: $(STAMP)

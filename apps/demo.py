@@ -17,8 +17,8 @@ import time
 import numpy as np
 
 from sw import programs, runtime
+from sw.cli import command, run_as_main
 from sw.config import load_config
-from sw.cli import command
 
 DEMOS = (
     ("vector add (get-started, 1x64 blocks)", programs.vector_add, {}),
@@ -178,4 +178,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_main(__spec__)

@@ -32,14 +32,13 @@ Nothing is cached on disk; :func:`model` memoises trained networks in the proces
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
 from sw import ops
-from sw.cli import command
+from sw.cli import command, run_as_main
 
 __all__ = ["load_data", "train", "quantize", "quantize_input", "float_forward", "reference", "run",
            "predict", "accuracy", "model", "add_counters", "describe", "Layer", "QuantNet", "Model", "NETS", "INPUT_SCALE",
@@ -52,7 +51,7 @@ NETS = ("mlp", "cnn")
 
 
 # ---------------------------------------------------------------------- data
-@lru_cache(maxsize=None)
+@cache
 def _digits():
     from sklearn.datasets import load_digits
 
@@ -297,7 +296,7 @@ class Model:
     int8_accuracy: float
 
 
-@lru_cache(maxsize=None)
+@cache
 def model(net="mlp", seed=0) -> Model:
     """Train (deterministically) and quantize ``net``; memoised in this process."""
     params = train(net, seed)
@@ -353,7 +352,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    # cosim.run needs importable names (apps.digits.run, apps.digits.QuantNet), not __main__'s
-    from apps.digits import main as _main
-
-    sys.exit(_main())
+    run_as_main(__spec__)

@@ -12,14 +12,14 @@ defaults, QDQ) calibrated on the training split; :func:`evaluate` runs the test 
 from __future__ import annotations
 
 import argparse
-import sys
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
+from sw.cli import command, run_as_main
+
 from . import digits
 from .resnet18 import _calibrate
-from sw.cli import command
 
 __all__ = ["export", "inputs", "quantized", "evaluate", "describe", "INPUT"]
 
@@ -66,7 +66,7 @@ def inputs(net: str, pixels) -> np.ndarray:
     return x if net == "mlp" else x.reshape(-1, 1, 8, 8)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _quantized(net):
     m = digits.model(net)
     f = export(net, m.params)
@@ -133,4 +133,4 @@ def describe(r: dict) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_main(__spec__)

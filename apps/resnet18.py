@@ -23,11 +23,11 @@ import argparse
 import os
 import sys
 import tempfile
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
-from sw.cli import command
+from sw.cli import command, run_as_main
 
 __all__ = ["build", "calibration_images", "quantize", "quantized_model", "INPUT"]
 
@@ -143,7 +143,7 @@ def _calibrate(model, calibration: np.ndarray, input_name: str, batch: int = 1):
         return onnx.load(dst)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _quantized(width, image, calib, seed):
     model = build(width, image, seed=seed)
     q = quantize(model, calibration_images(calib, image))
@@ -211,4 +211,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_main(__spec__)

@@ -34,6 +34,7 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op, rewrite_call, wildcard
 
 from sw import ops
+
 from .digits import add_counters
 
 __all__ = ["relax_module", "offload", "build", "run", "run_digits", "calls", "register", "UnsupportedError",

@@ -3,7 +3,8 @@
 ``cosim.run(fn, *args, config=None, waves=False)`` runs the module-level function ``fn(*args)``
 inside a cocotb simulation of the accelerator with the RTL as the runtime's default target, and
 returns its return value unchanged. ``fn`` may live in any importable module or in the script being
-run (:mod:`cosim.sim.locate`); its arguments and return value travel pickled. The same ``fn`` runs on the golden model when called directly.
+run (:mod:`cosim.sim.locate`); its arguments and return value travel pickled. The same ``fn`` runs on the golden
+model when called directly.
 The simulator of each config stays up between calls (:mod:`cosim.sim.server`); every call still starts
 from a freshly reset accelerator with zeroed memories.
 """
@@ -12,12 +13,15 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from sw.config import load_config
+from sw.config import Config, load_config
 
 from .model.build import BuildError, ToolchainError, build_model
-from .sim.locate import INSIDE_ENV, locate as _locate_call
+from .sim.locate import INSIDE_ENV
+from .sim.locate import locate as _locate_call
 from .sim.server import SimulatorError
 
 __all__ = ["run", "run_many", "build_model", "BuildError", "ToolchainError", "CosimError"]
@@ -25,13 +29,15 @@ __all__ = ["run", "run_many", "build_model", "BuildError", "ToolchainError", "Co
 CosimError = SimulatorError     # the simulation itself failed (it crashed or did not report a result)
 
 
-def run(fn, *args, config=None, waves=False, **options):
+def run(fn: Callable, *args, config: Config | str | None = None, waves: bool = False, **options) -> Any:
     """Run ``fn(*args)`` on the RTL of ``config`` and return what it returns."""
     return run_many([(fn, args, {})], config=config, waves=waves, **options)[0]
 
 
-def run_many(calls, config=None, waves=False, watchdog_cycles=100_000, dram_latency=20, dram_bytes_per_cycle=8,
-             trace=False, return_trace=False, queue_args=None, mem="dpi", mem_seed=0, coverage=False, dram_stall=0):
+def run_many(calls: list[tuple[Callable, tuple, dict]], config: Config | str | None = None, waves: bool = False,
+             watchdog_cycles: int = 100_000, dram_latency: int = 20, dram_bytes_per_cycle: int = 8, trace: bool = False,
+             return_trace: bool = False, queue_args: dict | None = None, mem: str = "dpi", mem_seed: int = 0,
+             coverage: bool = False, dram_stall: int = 0) -> list:
     """Run several ``(fn, args, kwargs)`` in one simulation, in order; return their results.
 
     The calls share the accelerator and device memory like consecutive programs on one board; each

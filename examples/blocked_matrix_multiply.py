@@ -2,7 +2,7 @@
 output channels, then >> 8, clip to [0, 127], int8; with 1 and with 2 virtual threads.
 
     .venv/bin/python examples/blocked_matrix_multiply.py [--config default]                # on the golden model
-    .venv/bin/python examples/blocked_matrix_multiply.py [--config default] --target rtl   # the same function on the Verilated RTL
+    .venv/bin/python examples/blocked_matrix_multiply.py [--config default] --target rtl   # the same on the RTL
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import measured, parse, run_on, show  # noqa: E402
+from _common import measured, parse, run_on, show
 
-from sw import ops, runtime  # noqa: E402
+from sw import ops, runtime
 
 
 def blocked_matrix_multiply(seed: int) -> list:

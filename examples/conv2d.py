@@ -2,7 +2,7 @@
 stride 1, with bias, >> 8, clip [0, 127], int8; with 1 and with 2 virtual threads.
 
     .venv/bin/python examples/conv2d.py [--config default] [--layer C8]                # on the golden model
-    .venv/bin/python examples/conv2d.py [--config default] [--layer C8] --target rtl   # the same function on the Verilated RTL
+    .venv/bin/python examples/conv2d.py [--config default] [--layer C8] --target rtl   # the same on the RTL
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import measured, parser, run_on, show  # noqa: E402
+from _common import measured, parser, run_on, show
 
-from sw import ops, runtime, workloads  # noqa: E402
+from sw import ops, runtime, workloads
 
 
 def conv2d(layer: str, seed: int) -> list:

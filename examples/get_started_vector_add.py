@@ -2,7 +2,7 @@
 tensors, stored as int8 (the low 8 bits).
 
     .venv/bin/python examples/get_started_vector_add.py [--config small]                # on the golden model
-    .venv/bin/python examples/get_started_vector_add.py [--config small] --target rtl   # the same function on the Verilated RTL
+    .venv/bin/python examples/get_started_vector_add.py [--config small] --target rtl   # the same on the RTL
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import measured, parse, run_on, show  # noqa: E402
+from _common import measured, parse, run_on, show
 
-from sw import ops, runtime  # noqa: E402
+from sw import ops, runtime
 
 
 def vector_add(seed: int) -> list:

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import measured, parse, run_on, show  # noqa: E402
+from _common import measured, parse, run_on, show
 
-from sw import ops, runtime  # noqa: E402
+from sw import ops, runtime
 
 
 def simple_gemm(seed: int) -> list:

@@ -40,13 +40,12 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from sw.config import load_config
-from sw.isa import AluOp, MemId, Opcode, isa_for  # noqa: F401  (AluOp: for extending the program)
-
 from hw.axi import axi4_lite_signature, axi4_signature
 from hw.control import REGISTERS
 from hw.top import CTL_ADDR_BITS, Top
-from sw.cli import UsageError, command, require_extra
+from sw.cli import UsageError, command, require_extra, run_as_main
+from sw.config import load_config
+from sw.isa import AluOp, MemId, Opcode, isa_for  # noqa: F401  (AluOp: for extending the program)
 
 __all__ = ["AxiRam", "Launcher", "BoardSoC", "test_program", "pll_params", "build", "parse_nextpnr_report"]
 
@@ -550,10 +549,11 @@ def build(board: str = "ulx3s", config="configs/ulx3s.json", freq_mhz: float = 1
     (out / "report.json").write_text(json.dumps(rep, indent=1))
     (out / "report.md").write_text(f"# {board} build of {cfg.name}\n\n" + report_markdown(rep))
     if docs:
-        from .resources import write_markdown
+        from sw.tables import write_markdown
         write_markdown(docs, f"`make bitstream BOARD={board}` of `{config}` ({cfg.name}), PLL {rep['target_mhz']:g} MHz, "
                              f"nextpnr seed {seed}, {router}{(' ' + extra_opts) if extra_opts else ''}, "
-                             f"{f'floorplan of {pinned} hard blocks' if pinned else 'no floorplan'}, {seconds:.0f} s:\n\n" + report_markdown(rep), marker=f"{board}-report")
+                             f"{f'floorplan of {pinned} hard blocks' if pinned else 'no floorplan'}, {seconds:.0f} s:\n\n"
+                             + report_markdown(rep), marker=f"{board}-report")
     return rep
 
 
@@ -580,4 +580,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_main(__spec__)

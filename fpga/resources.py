@@ -27,10 +27,10 @@ import sys
 import time
 from pathlib import Path
 
-from sw.config import load_config
-
 from hw.top import top_verilog
-from sw.cli import MissingExtraError, command, require_extra
+from sw.cli import MissingExtraError, command, require_extra, run_as_main
+from sw.config import load_config
+from sw.tables import write_markdown
 
 FAMILIES = {
     "xc7": ("synth_xilinx -family xc7 -top vta_top", {
@@ -172,24 +172,6 @@ def report_table(results: dict, configs) -> str:
     return "\n".join(lines) + "\n"
 
 
-MARK_BEGIN, MARK_END = "<!-- fpga-report -->", "<!-- /fpga-report -->"
-
-
-def write_markdown(path, table: str, marker: str = "fpga-report") -> None:
-    """Put ``table`` between the ``<!-- marker -->`` and ``<!-- /marker -->`` lines of ``path`` (appended
-    with the markers if they are missing)."""
-    p = Path(path)
-    text = p.read_text() if p.exists() else ""
-    begin, end = f"<!-- {marker} -->", f"<!-- /{marker} -->"
-    block = f"{begin}\n{table}{end}"
-    if begin in text and end in text:
-        a, b = text.index(begin), text.index(end) + len(end)
-        text = text[:a] + block + text[b:]
-    else:
-        text = text + ("\n" if text and not text.endswith("\n") else "") + block + "\n"
-    p.write_text(text)
-
-
 def report(configs, markdown=None, workdir="build/synth", families=None) -> dict:
     """Synthesise (cached) every config for every family of :data:`DEVICES`; write the table as it grows."""
     families = families or [d[1] for d in DEVICES]
@@ -200,7 +182,7 @@ def report(configs, markdown=None, workdir="build/synth", families=None) -> dict
         for fam in families:
             try:
                 counts = synthesize_cached(config, fam, workdir, verilog)
-            except Exception as err:            # a failed synthesis is reported, the rest goes on
+            except Exception as err:  # noqa: BLE001 - a failed synthesis is reported, the rest goes on
                 print(f"{name:8s} {fam:5s} failed: {err}", flush=True)
                 continue
             results[(name, fam)] = counts
@@ -210,7 +192,7 @@ def report(configs, markdown=None, workdir="build/synth", families=None) -> dict
             Path(workdir).mkdir(parents=True, exist_ok=True)
             (Path(workdir) / "report.md").write_text(table)
             if markdown:
-                write_markdown(markdown, table)
+                write_markdown(markdown, table, "fpga-report")
     print(report_table(results, names))
     return results
 
@@ -257,4 +239,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_main(__spec__)

@@ -26,11 +26,10 @@ from amaranth.hdl import ClockDomain, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.config import ConfigError, load_config
-
 from hw.axi import axi4_lite_signature, axi4_signature
 from hw.top import CTL_ADDR_BITS, Top, _flat_members
-from sw.cli import command
+from sw.cli import command, run_as_main
+from sw.config import ConfigError, load_config
 
 __all__ = ["VtaShell", "shell_verilog", "SHELL_NAME"]
 
@@ -114,4 +113,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_main(__spec__)

@@ -22,11 +22,10 @@ import argparse
 import json
 import os
 import re
-import sys
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sw.cli import command
+from sw.cli import command, run_as_main
 from sw.config import load_config
 
 __all__ = ["Netlist", "analyse", "format_report", "main", "DELAYS"]
@@ -106,7 +105,7 @@ class Netlist:
                         self.fanout[bit] += 1
 
     @classmethod
-    def load(cls, path) -> "Netlist":
+    def load(cls, path) -> Netlist:
         with open(path) as f:
             return cls(json.load(f))
 
@@ -327,6 +326,7 @@ def synthesise(board="ulx3s", config="configs/ulx3s.json", freq_mhz=100.0, build
     the path of the JSON netlist."""
     import subprocess
     from pathlib import Path
+
     from .board import ROOT, board_plan
     out = Path(build_dir or ROOT / "build" / "timing" / board)
     board_plan(board, config, freq_mhz, out)
@@ -353,4 +353,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_main(__spec__)

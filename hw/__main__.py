@@ -8,14 +8,13 @@ so a build of another config never rewrites the repository's documents.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from sw.cli import command, run_as_main
 from sw.config import load_config
 
 from .control import register_table_markdown
 from .top import TRACE_LANES, top_verilog
-from sw.cli import command
 
 PORT_DOC = """// Top-level ports of vta_top ({cfg}):
 //   clk, rst            clock; synchronous active-high reset
@@ -46,7 +45,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None, help="config JSON (default: $VTA_CONFIG or configs/default.json)")
     parser.add_argument("-o", "--output", default="build/vta.v")
-    parser.add_argument("--docs", action="store_true", help="also write the register map: docs/registers.md for the default config, "
+    parser.add_argument("--docs", action="store_true",
+                        help="also write the register map: docs/registers.md for the default config, "
                                                            "build/docs/registers-<config>.md for another")
     args = parser.parse_args(argv)
     cfg = load_config(args.config)
@@ -64,4 +64,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_main(__spec__)

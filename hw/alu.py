@@ -1,10 +1,11 @@
-"""The tensor ALU: runs one ALU instruction over the micro-op loop nest (docs/architecture.md §2.8, docs/architecture.md §2)."""
+"""The tensor ALU: runs one ALU instruction over the micro-op loop nest (docs/architecture.md §2.8)."""
 
 from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.isa import AluOp, alu_opcodes
+
 from .gemm import UopSequencer
 from .isa import insn_layouts, uop_layout
 from .sram import check_config, merge_history, merge_rows, merge_select, read_signature, write_signature

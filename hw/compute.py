@@ -1,11 +1,11 @@
 """The compute module: GEMM, ALU, FINISH and the LOADs of UOP, ACC and ACC_8BIT."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import memory
-from amaranth.lib import stream, wiring
+from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.isa import INS_WIDTH, MemId, Opcode, alu_opcodes
+
 from .alu import Alu
 from .footprint import AccFootprint
 from .gemm import Gemm
@@ -78,7 +78,8 @@ class Compute(wiring.Component):
         ``error``       Out(1)  sticky, a bad instruction stopped the module
         ``clear``       In(1)   leave the error halt (clears ``error``; ignored unless halted), e.g. at launch
 
-    The units are the attributes ``gemm`` and ``alu``; the SRAMs are inside: ``uop_mem``, and ``acc_banks``/``out_banks`` (lists of two memories, rows
+    The units are the attributes ``gemm`` and ``alu``; the SRAMs are inside: ``uop_mem``, and ``acc_banks``/``out_banks``
+    (lists of two memories, rows
     [0, D/2) and [D/2, D); one when the acc depth D is 1), attributes for tests.
     """
 
@@ -262,7 +263,8 @@ class Compute(wiring.Component):
             w_en = Cat(*(own[k] & en & (bank_bit(addr) == b) for k, (en, addr, _) in enumerate(writers))).any()
             w_addr = and_or([(own[k], addr[:bw]) for k, (_, addr, _) in enumerate(writers)], bw)
             w_data = Cat(*lane_data)
-            for port, data, tag in ((wr, w_data, "acc"), (owr, Cat(*(w_data.word_select(i, cfg.ACC_WIDTH)[:cfg.OUT_WIDTH] for i in range(lanes))), "out")):
+            out_data = Cat(*(w_data.word_select(i, cfg.ACC_WIDTH)[:cfg.OUT_WIDTH] for i in range(lanes)))
+            for port, data, tag in ((wr, w_data, "acc"), (owr, out_data, "out")):
                 q_en = Signal(name=f"bank{b}_{tag}_wen_copy")
                 q_addr = Signal(bw, name=f"bank{b}_{tag}_waddr_copy", reset_less=True)
                 q_data = Signal(len(data), name=f"bank{b}_{tag}_wdata_copy", reset_less=True)

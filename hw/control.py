@@ -10,8 +10,18 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .axi import axi4_lite_signature
-from .registers import (ERROR_CODE_BITS, REGISTER_MAP, REGISTERS, STATUS_BITS, ErrorCode, Register, _const_values,
-                        config_words, register_table_markdown, version_word)
+from .registers import (
+    ERROR_CODE_BITS,
+    REGISTER_MAP,
+    REGISTERS,
+    STATUS_BITS,
+    ErrorCode,
+    Register,
+    _const_values,
+    config_words,
+    register_table_markdown,
+    version_word,
+)
 
 __all__ = ["ErrorCode", "ERROR_CODE_BITS", "Register", "REGISTER_MAP", "REGISTERS", "STATUS_BITS",
            "ControlRegs", "register_table_markdown", "version_word", "config_words"]

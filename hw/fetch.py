@@ -38,7 +38,8 @@ class Fetch(wiring.Component):
     4. ``BAD_ALU_OPCODE``: ALU with alu_opcode 5..7, or MUL (4) when the config has ALU_MUL = 0.
 
     A bad instruction is not routed: Fetch drives its code on ``error`` (cleared by the next
-    ``start`` pulse, on the following cycle), stops requesting instructions, and drains the words already requested so that the
+    ``start`` pulse, on the following cycle), stops requesting instructions, and drains the words already requested so
+    that the
     shared AXI read channel is never blocked. The top level must treat a non-zero ``error`` as
     finish (:class:`hw.control.ControlRegs` does). ``insn_fetched`` counts the routed
     instructions, so after an error it is the index of the bad one.

@@ -9,6 +9,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.isa import Opcode
+
 from .gemm import registered_mul
 from .isa import insn_layouts, uop_layout
 from .sram import check_config, read_signature

@@ -5,12 +5,13 @@ time); :class:`Load` is the load module of the accelerator (two TensorLoads, INP
 one DMA read client) and :class:`Compute` reuses TensorLoad for UOP, ACC and ACC_8BIT loads.
 """
 
-from amaranth.hdl import Const, Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
 from sw.isa import INS_WIDTH, MemId
+
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_read_signature
 from .isa import insn_layouts
 from .sram import check_config, parameter_error, write_signature

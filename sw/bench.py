@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from . import runtime as rt
+from .cli import command, run_as_main
 from .config import load_config
 from .fsim import FsimDevice
 from .isa import AluOp, MemId
-from .cli import command
+from .tables import Column, format_table, write_markdown
 
 
 def _timed(dev):
@@ -121,19 +121,25 @@ def bench_runtime(cfg, n=20000):
             "rate": n / dt, "cpu_seconds": dc, "cpu_rate": n / max(dc, 1e-9), "unit": "insn/s"}
 
 
+COLUMNS = [("benchmark", "benchmark"), ("work", "work"), Column("seconds", "seconds", ".4f"),
+           Column("rate", "rate", ".3e"), Column("cpu_seconds", "CPU s", ".4f"), Column("cpu_rate", "rate per CPU s", ".3e"),
+           ("unit", "unit")]
+
+
 @command
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None)
     parser.add_argument("--csv", default="build/bench_fsim.csv")
+    parser.add_argument("--markdown", default=None, help="also write the table into this Markdown file (docs/)")
     args = parser.parse_args(argv)
     cfg = load_config(args.config)
     rows = [bench_gemm(cfg, *s) for s in gemm_shapes(cfg)] + [bench_alu(cfg), bench_runtime(cfg)]
     print(f"config {cfg}")
-    print(f"{'benchmark':32s} {'work':28s} {'seconds':>9s} {'rate':>12s} {'cpu_sec':>9s} {'cpu_rate':>12s}")
-    for r in rows:
-        print(f"{r['benchmark']:32s} {r['work']:28s} {r['seconds']:9.4f} {r['rate']:12.3e} "
-              f"{r['cpu_seconds']:9.4f} {r['cpu_rate']:12.3e} {r['unit']}")
+    print(format_table(rows, COLUMNS))
+    if args.markdown:
+        write_markdown(args.markdown, f"Golden model, config {cfg.name}:\n\n" + format_table(rows, COLUMNS, markdown=True),
+                       "bench-fsim")
     Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
     with open(args.csv, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -144,4 +150,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_main(__spec__)

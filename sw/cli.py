@@ -50,7 +50,8 @@ EXTRA_TARGETS = {"fpga": "make venv-fpga (or .venv/bin/pip install -e '.[fpga]')
 
 
 def require_extra(module: str, extra: str):
-    """Import ``module`` (a package of the optional ``extra``), or raise :class:`MissingExtraError` saying how to install it."""
+    """Import ``module`` (a package of the optional ``extra``), or raise :class:`MissingExtraError` saying how to
+    install it."""
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as err:
@@ -81,3 +82,19 @@ def _message(err: BaseException) -> str:
     if isinstance(err, FileNotFoundError) and err.filename:
         return f"no such file: {err.filename}"
     return str(err)
+
+
+def progress_bar(total: int, desc: str, file=None, **kwargs):
+    """A tqdm progress bar on stderr (or ``file``) that draws only on a terminal: off a terminal (CI, a pipe,
+    a log file) it writes nothing, so logs carry no carriage-return noise."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, file=file if file is not None else sys.stderr, disable=None, leave=False,
+                dynamic_ncols=True, **kwargs)
+
+
+def run_as_main(spec) -> None:
+    """The ``if __name__ == "__main__":`` of every tool: exit with the ``main()`` of the module imported under
+    its own name (``__spec__`` of ``python -m``), so the functions it sends to the simulator (``cosim.run``)
+    are importable there by that name rather than as ``__main__``."""
+    sys.exit(importlib.import_module(spec.name).main())

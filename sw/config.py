@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from .isa import ISA, MEMOP_SRAM_ADDR_BITS, UOP_WIDTH, FormatError
@@ -72,7 +72,7 @@ class Config:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_dict(cls, data: dict, name: str = "config") -> "Config":
+    def from_dict(cls, data: dict, name: str = "config") -> Config:
         if not isinstance(data, dict):
             raise ConfigError(f"{name}: a config is a JSON object of keys, got {type(data).__name__}")
         values = {}
@@ -106,7 +106,7 @@ class Config:
         cfg._check()
         return cfg
 
-    def with_changes(self, **changes) -> "Config":
+    def with_changes(self, **changes) -> Config:
         """A copy with some JSON keys changed, validated again."""
         data = self.to_dict()
         if "LOG_BLOCK" in changes:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+from .cli import run_as_main
 from .config import load_config
 from .isa import isa_for
 
@@ -33,4 +33,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_main(__spec__)

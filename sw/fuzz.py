@@ -14,12 +14,10 @@ seeds on the golden model.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
+from .cli import command, run_as_main
 from .isa import AluOp, MemId, alu_opcodes
-from .cli import command
 
 __all__ = ["random_program"]
 
@@ -313,4 +311,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_main(__spec__)

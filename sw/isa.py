@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -219,7 +219,7 @@ class Format:
 
     def table(self) -> str:
         """A markdown table of the layout (for the docs)."""
-        rows = [f"| bits | field | width | meaning |", "|---|---|---|---|"]
+        rows = ["| bits | field | width | meaning |", "|---|---|---|---|"]
         for f in self.fields.values():
             rows.append(f"| {f.offset}-{f.offset + f.width - 1} | `{f.name}` | {f.width}"
                         f"{' (signed)' if f.signed else ''} | {f.doc} |")
@@ -425,6 +425,6 @@ class ISA:
         return f"acc[{d['dst_idx']}] += inp[{d['src_idx']}] . wgt[{d['wgt_idx']}]"
 
 
-@lru_cache(maxsize=None)
+@cache
 def isa_for(cfg) -> ISA:
     return ISA(cfg)

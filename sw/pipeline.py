@@ -14,9 +14,19 @@ from __future__ import annotations
 
 import operator
 import threading
-from functools import lru_cache
+from functools import cache
 
-from .isa import TOKEN_QUEUE_DEPTH, Insn, alu_opcode_error, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE
+from .isa import (
+    STAGE_COMPUTE,
+    STAGE_LOAD,
+    STAGE_NAMES,
+    STAGE_STORE,
+    TOKEN_QUEUE_DEPTH,
+    Insn,
+    MemId,
+    Opcode,
+    alu_opcode_error,
+)
 
 __all__ = ["VTAError", "InsnError", "DeadlockError", "check_insn", "schedule", "force_serial", "TOKEN_QUEUES",
            "elem_bytes", "sram_depth", "check_int", "on_error_class", "error_classes", "format_stream"]
@@ -109,7 +119,7 @@ _FLAG_QUEUES = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def elem_bytes(cfg, mem: int) -> int:
     """Bytes of one element of a memory type in DRAM (ACC_8BIT: the int8 lanes of one acc element)."""
     return {
@@ -119,7 +129,7 @@ def elem_bytes(cfg, mem: int) -> int:
     }[mem]
 
 
-@lru_cache(maxsize=None)
+@cache
 def sram_depth(cfg, mem: int) -> int:
     return {
         MemId.UOP: cfg.UOP_DEPTH, MemId.WGT: cfg.WGT_DEPTH, MemId.INP: cfg.INP_DEPTH,

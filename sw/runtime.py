@@ -42,21 +42,37 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
 
-from .config import Config, load_config
-from .fsim import FsimDevice
-from .isa import (Insn, MemId, Opcode, STAGE_COMPUTE, STAGE_LOAD, STAGE_NAMES, STAGE_STORE, EncodeError,
-                  alu_opcode_error, expand_uops, isa_for, uop_index_error)
 from . import session
+from .config import Config, load_config
 from .ffi import python_callable, register
+from .fsim import FsimDevice
+from .isa import (
+    STAGE_COMPUTE,
+    STAGE_LOAD,
+    STAGE_NAMES,
+    STAGE_STORE,
+    EncodeError,
+    Insn,
+    MemId,
+    Opcode,
+    alu_opcode_error,
+    expand_uops,
+    isa_for,
+    uop_index_error,
+)
 from .memory import BufferError, DeviceMemory
-from .pipeline import InsnError, VTAError, check_insn, check_int, force_serial, elem_bytes, format_stream, schedule
+from .pipeline import InsnError, VTAError, check_insn, check_int, elem_bytes, force_serial, format_stream, schedule
 from .uopcache import STAGE_CHUNK, KernelCache
-from .uopkernel import RECORDING, UopKernel, naturals as _naturals, uop_loop_begin, uop_loop_end, uop_push
+from .uopkernel import RECORDING, UopKernel, uop_loop_begin, uop_loop_end, uop_push
+from .uopkernel import naturals as _naturals
 from .views import check_barrier, copy_bytes, device_range
+
+Target = object     # a buffer handle (int) from buffer_alloc, or a DLPack tensor viewing device memory
 
 __all__ = [
     "CommandQueue", "UopKernel", "RuntimeError_", "current", "set_current", "use_target", "make_target",
@@ -442,7 +458,7 @@ class CommandQueue:
 set_current = session.set_current
 
 
-def make_target(config=None):
+def make_target(config: Config | str | None = None) -> FsimDevice:
     """The golden-model target for a config (a Config, a JSON path, or None for VTA_CONFIG/default)."""
     return FsimDevice(load_config(config))
 
@@ -456,7 +472,7 @@ def current() -> CommandQueue:
 
 
 @contextmanager
-def use_target(target, **kwargs):
+def use_target(target: object, **kwargs) -> Iterator[CommandQueue]:
     """Run the calling thread's API calls on ``target`` (or a config for a fresh golden model) in the block."""
     if target is None or isinstance(target, (Config, str, dict)):
         target = make_target(target)
@@ -503,7 +519,7 @@ def buffer_free(handle: int) -> None:
     current().free(handle)
 
 
-def buffer_cpu_ptr(cmd, handle) -> np.ndarray:
+def buffer_cpu_ptr(cmd: int, handle: int) -> np.ndarray:
     """A 1-D uint8 numpy view of the buffer's ``nbytes`` bytes of device memory (no copy).
 
     What the host writes there is what the accelerator reads, and the other way round (device
@@ -512,7 +528,7 @@ def buffer_cpu_ptr(cmd, handle) -> np.ndarray:
     return _queue(cmd).cpu_view(handle)
 
 
-def buffer_copy(src, src_offset, dst, dst_offset, nbytes, kind_mask) -> None:
+def buffer_copy(src: Target, src_offset: int, dst: Target, dst_offset: int, nbytes: int, kind_mask: int) -> None:
     """Copy ``nbytes`` bytes from ``src`` at ``src_offset`` to ``dst`` at ``dst_offset`` (offsets in bytes).
 
     ``kind_mask`` in [0, 3]: bit 1 (value 2) means ``src`` is device memory (a handle or a tensor
@@ -529,7 +545,7 @@ def _barrier(what, cmd, handle, elem_bits, start, extent):
     # Device memory is coherent on every target of this project: nothing to flush or invalidate.
 
 
-def write_barrier(cmd, handle, elem_bits, start, extent) -> None:
+def write_barrier(cmd: int, handle: Target, elem_bits: int, start: int, extent: int) -> None:
     """VTA's write barrier: check that ``start``, ``extent`` (in ``elem_bits``-bit elements) lie in ``handle``.
 
     Device memory is coherent on every target, so there is nothing to flush. Raises
@@ -537,7 +553,7 @@ def write_barrier(cmd, handle, elem_bits, start, extent) -> None:
     _barrier("write_barrier", cmd, handle, elem_bits, start, extent)
 
 
-def read_barrier(cmd, handle, elem_bits, start, extent) -> None:
+def read_barrier(cmd: int, handle: Target, elem_bits: int, start: int, extent: int) -> None:
     """VTA's read barrier: check that ``start``, ``extent`` (in ``elem_bits``-bit elements) lie in ``handle``.
 
     Device memory is coherent on every target, so there is nothing to invalidate. Raises
@@ -545,7 +561,7 @@ def read_barrier(cmd, handle, elem_bits, start, extent) -> None:
     _barrier("read_barrier", cmd, handle, elem_bits, start, extent)
 
 
-def set_debug_mode(cmd, flag) -> None:
+def set_debug_mode(cmd: int, flag: int) -> None:
     """Set the debug flags of ``cmd``: ``flag`` is a non-negative int, a bit mask of the ``DEBUG_*`` constants.
 
     ``DEBUG_DUMP_INSN`` (2) prints each stream at ``synchronize`` with the token counts,
@@ -554,8 +570,8 @@ def set_debug_mode(cmd, flag) -> None:
     _queue(cmd).debug = check_int("set_debug_mode", "flag", flag)
 
 
-def load_2d(cmd, src, src_elem_offset, x_size, y_size, x_stride, x_pad_before, y_pad_before, x_pad_after,
-            y_pad_after, dst_sram_index, dst_memory_type) -> None:
+def load_2d(cmd: int, src: Target, src_elem_offset: int, x_size: int, y_size: int, x_stride: int, x_pad_before: int,
+            y_pad_before: int, x_pad_after: int, y_pad_after: int, dst_sram_index: int, dst_memory_type: int) -> None:
     """Queue a 2-D load from device memory into an SRAM (a LOAD instruction; nothing runs until ``synchronize``).
 
     ``src``: a buffer handle or a tensor viewing device memory. Sizes and offsets count elements of
@@ -575,7 +591,8 @@ def load_2d(cmd, src, src_elem_offset, x_size, y_size, x_stride, x_pad_before, y
                   x_pad_after, y_pad_after, dst_sram_index, dst_memory_type)
 
 
-def store_2d(cmd, src_sram_index, src_memory_type, dst, dst_elem_offset, x_size, y_size, x_stride) -> None:
+def store_2d(cmd: int, src_sram_index: int, src_memory_type: int, dst: Target, dst_elem_offset: int, x_size: int,
+             y_size: int, x_stride: int) -> None:
     """Queue a 2-D store from the OUT SRAM to device memory (a STORE instruction on the store module).
 
     ``src_memory_type`` must be ``MemId.OUT`` (4). Sizes and offsets count OUT elements (one
@@ -589,7 +606,7 @@ def store_2d(cmd, src_sram_index, src_memory_type, dst, dst_elem_offset, x_size,
         q.store_2d(src_sram_index, src_memory_type, dst, dst_elem_offset, x_size, y_size, x_stride)
 
 
-def push_gemm_op(cmd, kernel, key=0) -> None:
+def push_gemm_op(cmd: int, kernel: Callable[[], None], key: object = 0) -> None:
     """Queue a GEMM instruction running the micro-kernel ``kernel`` records.
 
     ``kernel``: a callable without arguments that records micro-ops with :func:`uop_loop_begin`,
@@ -604,7 +621,7 @@ def push_gemm_op(cmd, kernel, key=0) -> None:
         q.push_op(0, kernel, key)
 
 
-def push_alu_op(cmd, kernel, key=0) -> None:
+def push_alu_op(cmd: int, kernel: Callable[[], None], key: object = 0) -> None:
     """Queue an ALU instruction running the micro-kernel ``kernel`` records (micro-ops of mode 1).
 
     As :func:`push_gemm_op`; the kernel's first micro-op fixes its ALU opcode and immediate
@@ -614,7 +631,7 @@ def push_alu_op(cmd, kernel, key=0) -> None:
         q.push_op(1, kernel, key)
 
 
-def dep_push(cmd, from_qid, to_qid) -> None:
+def dep_push(cmd: int, from_qid: int, to_qid: int) -> None:
     """Make the last queued instruction of module ``from_qid`` push a token to module ``to_qid``.
 
     Queue ids: 1 load, 2 compute, 3 store; tokens flow between neighbours only (1<->2, 2<->3).
@@ -625,7 +642,7 @@ def dep_push(cmd, from_qid, to_qid) -> None:
         q.dep_push(from_qid, to_qid)
 
 
-def dep_pop(cmd, from_qid, to_qid) -> None:
+def dep_pop(cmd: int, from_qid: int, to_qid: int) -> None:
     """Make the next instruction queued on module ``to_qid`` wait for a token from module ``from_qid``.
 
     Queue ids as in :func:`dep_push`. A deadlock (a pop no push feeds) is found at
@@ -635,7 +652,7 @@ def dep_pop(cmd, from_qid, to_qid) -> None:
         q.dep_pop(from_qid, to_qid)
 
 
-def synchronize(cmd, wait_cycles=1 << 31) -> dict:
+def synchronize(cmd: int, wait_cycles: int = 1 << 31) -> dict[str, int]:
     """Run everything queued on ``cmd`` and wait for it; return the run's counters (a dict of ints).
 
     The stream is closed as VTA's runtime does (final tokens, FINISH) and checked by a token-level

@@ -25,7 +25,7 @@ def device_range(memory: DeviceMemory, dram: np.ndarray, obj, what: str) -> tupl
         return buf.phys, buf.end, buf
     try:
         arr = np.from_dlpack(obj)
-    except Exception:
+    except Exception:  # noqa: BLE001 - DLPack producers raise many types; the message says what was given
         raise BufferError(f"{what}: {type(obj).__name__} is neither a buffer handle nor a DLPack tensor "
                           f"that views device memory") from None
     ptr = arr.ctypes.data
@@ -50,7 +50,7 @@ def host_bytes(obj, what: str, writable: bool) -> np.ndarray:
     """The bytes of a host array or DLPack tensor (``buffer_copy``'s host side), as a flat uint8 view."""
     try:
         arr = np.from_dlpack(obj) if not isinstance(obj, np.ndarray) else obj
-    except Exception:
+    except Exception:  # noqa: BLE001 - not a DLPack producer: try the buffer protocol
         try:
             arr = np.frombuffer(obj, dtype=np.uint8) if not writable else None
         except TypeError:

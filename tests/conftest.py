@@ -4,9 +4,9 @@ import threading
 import numpy as np
 import pytest
 
+from sw import runtime
 from sw.config import load_config
 from sw.fsim import FsimDevice
-from sw import runtime
 
 _DIR_MARKS = {"cosim": "rtl", "fpga": "fpga"}   # every test below tests/cosim runs the RTL
 

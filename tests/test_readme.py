@@ -76,9 +76,10 @@ MAKE = {
     "make sim": Make([f"{PY} -m apps.demo --config configs/default.json --demo default --target rtl"]),
     "make test": Make([f"{PY} -m pytest -n auto -q tests"]),
     "make test-fast": Make([f'{PY} -m pytest -n auto -q -m "not rtl and not slow and not fpga" tests']),
-    "make bench": Make([f"{PY} -m sw.bench --config configs/default.json",
-                        f"{PY} -m cosim.perf.bench --config configs/default.json configs/batch2.json",
-                        f"{PY} -m cosim.perf.workloads --config configs/default.json"]),
+    "make bench": Make([f"{PY} -m sw.bench --config configs/default.json --markdown docs/performance.md",
+                        f"{PY} -m cosim.perf.bench --config configs/default.json configs/batch2.json --markdown "
+                        "docs/performance.md",
+                        f"{PY} -m cosim.perf.workloads --config configs/default.json --markdown docs/performance.md"]),
     "make fuzz N=1000": Make([f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi "
                               "--scheduler local"]),
     "make fuzz SCHEDULER=none": Make([f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi "
@@ -155,12 +156,13 @@ PYTHON = {
     f"{PY} examples/simple_gemm.py --config small --target rtl":
         Covered("tests/sw/test_examples.py", '"examples/simple_gemm.py", "--config", "small", "--target", "rtl"'),
     # benchmarks and measurements
-    f"{PY} -m sw.bench --config configs/default.json": Run(["--config", "small", "--csv", "b.csv"], ("slow",)),
-    f"{PY} -m cosim.perf.bench --config configs/default.json configs/batch2.json":
+    f"{PY} -m sw.bench --config configs/default.json --markdown docs/performance.md":
+        Run(["--config", "small", "--csv", "b.csv", "--markdown", "p.md"], ("slow",)),
+    f"{PY} -m cosim.perf.bench --config configs/default.json configs/batch2.json --markdown docs/performance.md":
         Covered("tests/cosim/perf/test_bench.py", 'bench.cosim_speed("small", repeats=1)'),   # main also builds a ceiling
     f'{PY} -m cosim.perf.bench --config configs/default.json --ceiling-args="--threads 2"':
         NotRun("builds a second ceiling model with --threads 2 (minutes); its flags are checked below"),
-    f"{PY} -m cosim.perf.workloads --config configs/default.json":
+    f"{PY} -m cosim.perf.workloads --config configs/default.json --markdown docs/performance.md":
         Covered("tests/cosim/perf/test_workloads.py", 'wl.main(["--config", "small", "--only", "dense_128", "--vt", "2"'),
     f"{PY} -m cosim.perf.workloads --config configs/small.json --only gemm_256 resnet18.C8 --vt 2":
         Covered("tests/cosim/perf/test_workloads.py", 'wl.main(["--config", "small", "--only", "dense_128", "--vt", "2"'),

@@ -8,10 +8,11 @@ import sys
 
 import numpy as np
 
+from sw.cli import command, run_as_main
+
 from .graph import OnnxImportError
 from .model import TARGETS, Model
 from .report import format_table, rows, write_csv, write_png
-from sw.cli import command
 
 
 def _inputs(model: Model, path, seed):
@@ -77,4 +78,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_main(__spec__)

@@ -86,7 +86,7 @@ def load(model) -> QGraph:
     if not isinstance(model, onnx.ModelProto):
         try:
             model = onnx.load(str(model))
-        except Exception as e:      # protobuf raises several types for a damaged file
+        except Exception as e:  # noqa: BLE001 - protobuf raises several types for a damaged file
             raise OnnxImportError(f"{model}: not a readable ONNX model ({type(e).__name__}: {e})") from None
     try:
         onnx.checker.check_model(model)

@@ -19,8 +19,17 @@ import numpy as np
 from sw import ops
 
 from .graph import QGraph, QNode
-from .numerics import (NumericsError, QParams, Step, apply_steps, dequantize, quantize_float, requant_steps,
-                       rescale_reference, rescale_steps)
+from .numerics import (
+    NumericsError,
+    QParams,
+    Step,
+    apply_steps,
+    dequantize,
+    quantize_float,
+    requant_steps,
+    rescale_reference,
+    rescale_steps,
+)
 
 __all__ = ["Layer", "prepare", "canonical", "to_onnx_dtype", "reference", "VTA_KINDS"]
 

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Step", "QParams", "NumericsError", "requant_steps", "rescale_steps", "rescale_reference", "apply_steps", "steps_error",
+__all__ = ["Step", "QParams", "NumericsError", "requant_steps", "rescale_steps", "rescale_reference", "apply_steps",
+           "steps_error",
            "qrange", "quantize_float", "dequantize", "IMM_MAX", "IMM_MIN"]
 
 IMM_MAX = (1 << 15) - 1

@@ -11,12 +11,12 @@ inputs)`` runs the same network on the RTL.
 
 from __future__ import annotations
 
-import sys
 import time
 
 import numpy as np
 
 from sw import ops
+from sw.cli import progress_bar
 from sw.isa import AluOp
 
 from .layers import Layer, _prepare_gap
@@ -110,8 +110,8 @@ def run(layers: list[Layer], inputs: dict, virtual_threads: int = 2, progress: b
     outputs); records, one per layer, say where it ran and its counters (cycles on the RTL)."""
     env = dict(inputs)
     records = []
-    t_all = time.perf_counter()
-    for i, lay in enumerate(layers):
+    bar = progress_bar(len(layers), "layers") if progress else None
+    for lay in layers:
         xs = [env[n] for n in lay.node.inputs]
         if lay.kind == "gap" and lay.params.get("hw") != xs[0].shape[2] * xs[0].shape[3]:
             _prepare_gap(lay, xs[0].shape[2] * xs[0].shape[3])
@@ -135,9 +135,9 @@ def run(layers: list[Layer], inputs: dict, virtual_threads: int = 2, progress: b
         records.append(Record(name=lay.name, kind=lay.kind, where=where, reason=reason,
                               in_shape=tuple(xs[0].shape) if xs else (), out_shape=tuple(np.shape(y)),
                               macs=int(macs), counters=counters, seconds=dt))
-        if progress:
-            print(f"\r  [{i + 1}/{len(layers)}] {lay.kind:10s} {lay.name[:40]:40s} {where} "
-                  f"{time.perf_counter() - t_all:6.1f} s", end="", file=sys.stderr, flush=True)
-    if progress:
-        print(file=sys.stderr)
+        if bar is not None:
+            bar.set_postfix_str(f"{lay.kind} {lay.name[:40]} on {where}", refresh=False)
+            bar.update()
+    if bar is not None:
+        bar.close()
     return env, records

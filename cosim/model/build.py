@@ -18,11 +18,10 @@ from pathlib import Path
 from sw.config import Config, load_config
 
 from . import variants
-from .cache import cached_build, digest
-from .toolchain import BuildError, ToolchainError, toolchain_env, verilate_and_make, verilator_root
 from . import verilog as _verilog
-from .toolchain import CACHE_DIR
+from .cache import cached_build, digest
 from .testbench import TESTBENCH_SV, control_file, testbench_parameters
+from .toolchain import CACHE_DIR, BuildError, ToolchainError, toolchain_env, verilate_and_make, verilator_root
 
 __all__ = ["BuildError", "ToolchainError", "Model", "build_model", "model_key", "verilator_root", "toolchain_env", "lz4_dir",
            "CACHE_DIR", "BUILD_ARGS", "SIM_MAIN", "DRAM_CPP", "verilate_testbench"]
@@ -57,7 +56,7 @@ class Model:
         return json.loads((self.build_dir / "src" / "interface.json").read_text())
 
 
-def _verilog_for(cfg: Config, src: bool = False) -> "_verilog.Generated":
+def _verilog_for(cfg: Config, src: bool = False) -> _verilog.Generated:
     return _verilog.generate(cfg, src)
 
 

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
 import time
 from pathlib import Path
 
+from sw import tables
+from sw.cli import command, run_as_main
 from sw.config import load_config
+from sw.tables import Column
 
 from ..verify import faults
 from .harness import harness_speed
 from .long_gemm import long_gemm
-from sw.cli import command
 
 __all__ = ["cosim_speed", "launch_times", "measure", "main"]
 
@@ -36,12 +37,14 @@ def cosim_speed(config=None, repeats=8):
     out = cosim.run(long_gemm, None, 16, 16, repeats, config=config)
     c = out["counters"]
     return {"cycles": c["cycles"], "wall": out["wall"], "cpu": out["cpu"], "cycles_per_s": c["cycles"] / out["wall"],
-            "cycles_per_cpu_s": c["cycles"] / out["cpu"], "gemm_uops": c["gemm_counter"], "utilization": c["gemm_counter"] / c["cycles"]}
+            "cycles_per_cpu_s": c["cycles"] / out["cpu"], "gemm_uops": c["gemm_counter"],
+            "utilization": c["gemm_counter"] / c["cycles"]}
 
 
 def launch_times(config=None, launches=3) -> dict:
     """Seconds from ``cosim.run`` to the call's first cycle: cold (server start) and warm (min over calls)."""
     import cosim
+
     from ..sim import server
 
     cfg = load_config(config)
@@ -81,20 +84,17 @@ def measure(config, repeats=8, runs=3, ceiling_args=()):
     return row
 
 
-def format_table(rows, ceiling_args=()) -> str:
-    head = (f"{'config':8s} {'launch cold s':>13s} {'launch warm s':>13s} {'call warm s':>11s} {'cycles':>7s} "
-            f"{'cosim cyc/s wall|cpu':>21s} {'ceiling cyc/s wall|cpu':>23s} {'ratio':>6s}")
+def format_table(rows, ceiling_args=(), markdown: bool = False) -> str:
+    columns = [("config", "config"), Column("cold_launch_s", "launch cold s", ".3f"),
+               Column("warm_launch_s", "launch warm s", ".3f"), Column("warm_call_s", "call warm s", ".3f"),
+               Column("cycles", "cycles", ",d"), Column("cosim_cycles_per_s", "cosim cycles/s", ",.0f"),
+               Column("cosim_cycles_per_cpu_s", "per CPU s", ",.0f"),
+               Column("ceiling_cycles_per_s", "ceiling cycles/s", ",.0f"),
+               Column("ceiling_cycles_per_cpu_s", "per CPU s", ",.0f"), Column("ratio", "ratio", ".2f")]
     if ceiling_args:
-        head += f"  ceiling {' '.join(ceiling_args)} wall|cpu"
-    lines = [head]
-    for r in rows:
-        line = (f"{r['config']:8s} {r['cold_launch_s']:13.3f} {r['warm_launch_s']:13.3f} {r['warm_call_s']:11.3f} "
-                f"{r['cycles']:7d} {r['cosim_cycles_per_s']:10.0f}|{r['cosim_cycles_per_cpu_s']:<10.0f} "
-                f"{r['ceiling_cycles_per_s']:11.0f}|{r['ceiling_cycles_per_cpu_s']:<11.0f} {r['ratio']:6.2f}")
-        if ceiling_args:
-            line += f"  {r['ceiling_extra_cycles_per_s']:.0f}|{r['ceiling_extra_cycles_per_cpu_s']:.0f}"
-        lines.append(line)
-    return "\n".join(lines)
+        columns += [Column("ceiling_extra_cycles_per_s", f"ceiling {' '.join(ceiling_args)} cycles/s", ",.0f"),
+                    Column("ceiling_extra_cycles_per_cpu_s", "per CPU s", ",.0f")]
+    return tables.format_table(rows, columns, markdown)
 
 
 @command
@@ -106,6 +106,7 @@ def main(argv=None) -> int:
     parser.add_argument("--ceiling-args", default="", help='extra Verilator flags for a second ceiling, one string: '
                         '--ceiling-args="--threads 2"')
     parser.add_argument("--csv", default="build/bench_cosim.csv")
+    parser.add_argument("--markdown", default=None, help="also write the table into this Markdown file (docs/)")
     args = parser.parse_args(argv)
     t = time.time()
     rows = [measure(c, args.repeats, args.runs, tuple(args.ceiling_args.split())) for c in args.config]
@@ -114,6 +115,9 @@ def main(argv=None) -> int:
           f"call = a whole no-op cosim.run; ceiling = the same model in a minimal Verilator C++ main loop; "
           f"ratio = cosim / ceiling per CPU second")
     print(format_table(rows, tuple(args.ceiling_args.split())))
+    if args.markdown:
+        tables.write_markdown(args.markdown, format_table(rows, tuple(args.ceiling_args.split()), markdown=True),
+                              "bench-cosim")
     print(f"({time.time() - t:.0f} s)")
     Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
     with open(args.csv, "w", newline="") as fh:
@@ -124,5 +128,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from cosim.perf.bench import main as _main
-    sys.exit(_main())
+    run_as_main(__spec__)

@@ -21,9 +21,9 @@ from sw.fsim import FsimDevice
 from ..model import verilog as _verilog
 from ..model.build import BUILD_ARGS, CACHE_DIR, DRAM_CPP, verilate_testbench, verilator_root
 from ..model.cache import cached_build, digest
-from .long_gemm import long_gemm
 from ..model.testbench import TESTBENCH_SV, control_file, testbench_parameters
 from ..model.variants import MODEL_DIR
+from .long_gemm import long_gemm
 
 __all__ = ["build_harness", "harness_speed", "HARNESS_ARGS"]
 

@@ -16,12 +16,11 @@ busy at that (absolute testbench) cycle, 0 when it became idle.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 
-from sw.cli import choose, command
+from sw.cli import choose, command, run_as_main
 
 __all__ = ["MODULES", "intervals", "busy_cycles", "trace_span", "run_traced", "draw", "panel_label", "main"]
 
@@ -37,7 +36,7 @@ def trace_span(trace) -> tuple[int, int]:
     return int(trace[:, 0].min()), int(trace[:, 0].max())
 
 
-def intervals(trace, start=None, end=None, modules=len(MODULES)) -> list[np.ndarray]:
+def intervals(trace, start=None, end=None, modules=None) -> list[np.ndarray]:
     """Busy intervals per module: a list (one per module) of int64 arrays of [begin, end) cycle pairs.
 
     Rows are taken in cycle order. A module still busy at ``end`` (default: the last transition) is
@@ -50,7 +49,7 @@ def intervals(trace, start=None, end=None, modules=len(MODULES)) -> list[np.ndar
     end = hi if end is None else int(end)
     trace = trace[np.argsort(trace[:, 0], kind="stable")]
     out = []
-    for m in range(modules):
+    for m in range(len(MODULES) if modules is None else modules):
         rows = trace[trace[:, 1] == m]
         spans, opened = [], None
         for cycle, _, busy in rows:
@@ -163,12 +162,11 @@ def main(argv=None) -> int:
     title = (f"{args.workload} on the RTL, config {cfg.name} ({cfg.bitstream}); DRAM latency {args.dram_latency}, "
              f"{args.dram_bytes_per_cycle} B/cycle")
     path = draw(panels, out, title, window=args.window)
-    for row, trace in results:
+    for row, _ in results:
         print(panel_label(row))
     print(f"timeline written to {path}")
     return 0
 
 
 if __name__ == "__main__":
-    from cosim.perf.timeline import main as _main
-    sys.exit(_main())
+    run_as_main(__spec__)

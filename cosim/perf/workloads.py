@@ -2,7 +2,7 @@
 
 ``python -m cosim.perf.workloads [--config ...] [--only NAME...] [--csv build/bench_workloads.csv]`` runs
 every workload of :func:`sw.workloads.workloads` with 1 and 2 virtual threads in the Verilated RTL (many
-calls per simulator launch, a progress bar on stderr), prints a table and writes a CSV with:
+calls per simulator launch, a progress bar on stderr when it is a terminal), prints a table and writes a CSV with:
 
 - MAC utilization = MACs / (cycles x BATCH x BLOCK_IN x BLOCK_OUT), over the whole operator (loads,
   GEMMs, requantization, stores, every ``synchronize``);
@@ -23,18 +23,19 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import sys
 import tempfile
 import threading
 import time
 import traceback
 from pathlib import Path
 
+from sw import tables
 from sw import workloads as sw_workloads
+from sw.cli import UsageError, choose, command, progress_bar, run_as_main
 from sw.config import load_config
-from sw.cli import UsageError, choose, command
+from sw.tables import Column
 
-__all__ = ["measured_call", "bytes_moved", "roofline", "make_row", "ProgressBar", "measure", "summary",
+__all__ = ["measured_call", "bytes_moved", "roofline", "make_row", "measure", "summary",
            "format_table", "format_summary", "write_csv", "main",
            "TARGET_GEMM", "TARGET_RESNET_VT2", "VTA_PUBLISHED", "CONV_LAYERS", "COLUMNS"]
 
@@ -119,35 +120,17 @@ def make_row(name: str, vt: int, out: dict, cfg, dram_bytes_per_cycle: float = 8
     return {"workload": name, "vt": vt, "macs": int(res["macs"]), "cycles": int(c.get("cycles", 0)),
             "utilization": r["utilization"], "bound_cycles": r["bound_cycles"],
             "bound_fraction": r["bound_fraction"], "bound_by": r["bound_by"], "bytes": r["bytes"],
-            "ok": bool(res["ok"]), "gemm_counter": int(c.get("gemm_counter", 0)), "alu_counter": int(c.get("alu_counter", 0)),
+            "ok": bool(res["ok"]), "gemm_counter": int(c.get("gemm_counter", 0)),
+            "alu_counter": int(c.get("alu_counter", 0)),
             **busy, "wall_s": out.get("wall", 0.0)}
 
 
 # ---------------------------------------------------------------------- running
-class ProgressBar:
-    """A one-line text progress bar on a stream (redrawn in place on a terminal, one line per step otherwise)."""
-
-    def __init__(self, total: int, stream=None, width: int = 30):
-        self.total, self.width, self.done = total, width, 0
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.start = time.perf_counter()
-
-    def update(self, done: int, label: str = ""):
-        self.done = done
-        filled = int(self.width * done / self.total) if self.total else self.width
-        bar = "#" * filled + "." * (self.width - filled)
-        text = f"[{bar}] {done}/{self.total} {time.perf_counter() - self.start:6.1f} s {label}"
-        if self.tty:
-            self.stream.write("\r" + text.ljust(100))
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def close(self):
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+def _advance(bar, done: int, labels) -> None:
+    """Move the progress bar to ``done`` finished jobs, naming the next one."""
+    bar.set_postfix_str(f"next: {labels[done]}" if done < len(labels) else "", refresh=False)
+    bar.update(done - bar.n)
+    bar.refresh()
 
 
 def _run_launch(calls, config, launch_kwargs, progress_path, bar, labels, offset):
@@ -173,8 +156,7 @@ def _run_launch(calls, config, launch_kwargs, progress_path, bar, labels, offset
             lines = []
         if len(lines) > seen and bar is not None:
             seen = len(lines)
-            nxt = offset + seen
-            bar.update(nxt, f"next: {labels[nxt]}" if nxt < len(labels) else "")
+            _advance(bar, offset + seen, labels)
         if not worker.is_alive():
             break
     if "error" in box:
@@ -200,9 +182,9 @@ def measure(names=None, vts=(1, 2), config=None, per_launch: int = 0, dram_laten
     jobs = [(name, vt) for vt in vts for name in names]
     labels = [f"{name} vt={vt}" for name, vt in jobs]
     per_launch = per_launch or len(jobs)
-    bar = ProgressBar(len(jobs)) if progress else None
+    bar = progress_bar(len(jobs), "workloads") if progress else None
     if bar:
-        bar.update(0, f"next: {labels[0]}" if labels else "")
+        _advance(bar, 0, labels)
     rows, traces = [], []
     launch_kwargs = {"dram_latency": dram_latency, "dram_bytes_per_cycle": dram_bytes_per_cycle,
                      "return_trace": return_traces, "watchdog_cycles": 1_000_000}
@@ -219,8 +201,8 @@ def measure(names=None, vts=(1, 2), config=None, per_launch: int = 0, dram_laten
                 if return_traces:
                     r = value.get("trace_range")
                     traces.append(trace[r[0]:r[1]] if r is not None and trace is not None else None)
-            if bar and bar.done != lo + len(chunk):
-                bar.update(lo + len(chunk), f"next: {labels[lo + len(chunk)]}" if lo + len(chunk) < len(jobs) else "")
+            if bar and bar.n != lo + len(chunk):
+                _advance(bar, lo + len(chunk), labels)
     if bar:
         bar.close()
     return (rows, traces) if return_traces else rows
@@ -248,21 +230,22 @@ def _pct(x):
     return "   n/a" if x is None or x != x else f"{100 * x:5.1f}%"
 
 
-def format_table(rows) -> str:
-    head = (f"{'workload':20s} {'vt':>2s} {'MACs':>11s} {'cycles':>10s} {'util':>6s} {'bound cyc':>10s} "
-            f"{'of bound':>8s} {'bound by':>8s} {'bytes':>10s} {'active ld/cmp/st%':>17s} {'numpy':>5s} {'wall s':>7s}")
-    lines = [head, "-" * len(head)]
+TABLE_COLUMNS = [("workload", "workload"), Column("vt", "vt", "d"), Column("macs", "MACs", ",d"),
+                 Column("cycles", "cycles", ",d"), Column("utilization", "utilization", ".1%"),
+                 Column("bound_cycles", "bound cycles", ",.0f"), Column("bound_fraction", "of bound", ".1%"),
+                 ("bound_by", "bound by"), Column("bytes", "bytes", ",d"), ("active", "active ld/cmp/st %"),
+                 ("numpy", "numpy"), Column("wall_s", "wall s", ".2f")]
+
+
+def format_table(rows, markdown: bool = False) -> str:
+    shown = []
     for r in rows:
-        ok = "ok" if r["ok"] else ("ERROR" if "error" in r else "DIFF")
         busy = "/".join("n/a" if r[f"{m}_active"] != r[f"{m}_active"] else f"{100 * r[f'{m}_active']:.0f}"
                         for m in BUSY)
-        bound = f"{r['bound_cycles']:10.0f}" if r["bound_cycles"] == r["bound_cycles"] else f"{'n/a':>10s}"
-        lines.append(f"{r['workload']:20s} {r['vt']:2d} {r['macs']:11d} {r['cycles']:10d} {_pct(r['utilization'])} "
-                     f"{bound} {_pct(r['bound_fraction']):>8s} {r['bound_by']:>8s} {r['bytes']:10d} {busy:>17s} "
-                     f"{ok:>5s} {r['wall_s']:7.2f}")
-        if "error" in r:
-            lines.append(f"    {r['error']}")
-    return "\n".join(lines)
+        shown.append(dict(r, active=busy, numpy="ok" if r["ok"] else ("ERROR" if "error" in r else "DIFF")))
+    text = tables.format_table(shown, TABLE_COLUMNS, markdown)
+    errors = [f"{r['workload']} vt={r['vt']}: {r['error']}" for r in rows if "error" in r]
+    return text + "".join(f"\n    {e}" for e in errors)
 
 
 def format_summary(rows) -> str:
@@ -316,6 +299,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these workloads")
     parser.add_argument("--vt", nargs="+", type=int, default=[1, 2], choices=[1, 2], help="virtual threads")
     parser.add_argument("--csv", default="build/bench_workloads.csv")
+    parser.add_argument("--markdown", default=None, help="also write the table into this Markdown file (docs/)")
     parser.add_argument("--per-launch", type=int, default=0, help="calls per simulator launch (0: all in one)")
     parser.add_argument("--dram-latency", type=int, default=20)
     parser.add_argument("--dram-bytes-per-cycle", type=int, default=8)
@@ -329,11 +313,14 @@ def main(argv=None) -> int:
     print(format_table(rows))
     print()
     print(format_summary(rows))
+    if args.markdown:
+        tables.write_markdown(args.markdown, f"Config {cfg.name}, DRAM latency {args.dram_latency} cycles, "
+                              f"{args.dram_bytes_per_cycle} bytes per cycle:\n\n{format_table(rows, markdown=True)}\n\n"
+                              + format_summary(rows).replace("\n", "  \n"), "bench-workloads")
     path = write_csv(rows, args.csv)
     print(f"written to {path}")
     return 0 if all(r["ok"] for r in rows) else 1
 
 
 if __name__ == "__main__":
-    from cosim.perf.workloads import main as _main
-    sys.exit(_main())
+    run_as_main(__spec__)

@@ -21,7 +21,7 @@ class Channel:
         self.read_fd, self.write_fd = read_fd, write_fd
 
     @classmethod
-    def from_env(cls) -> "Channel":
+    def from_env(cls) -> Channel:
         r, w = (int(x) for x in os.environ[FDS_ENV].split(","))
         return cls(r, w)
 

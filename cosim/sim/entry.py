@@ -46,7 +46,7 @@ def _call(job, device):
             try:
                 pickle.dumps(err)
                 results.append(("error", err, traceback.format_exc()))
-            except Exception:
+            except Exception:  # noqa: BLE001 - an exception that does not pickle goes back as text
                 results.append(("error", RuntimeError(f"{type(err).__name__}: {err}"), traceback.format_exc()))
         finally:
             runtime.set_current(previous)
@@ -95,8 +95,10 @@ async def serve(dut):
     await ClockCycles(dut.clk, RESET_CYCLES)
     os.environ[INSIDE_ENV] = "1"          # cosim.run inside a job (a script's unguarded top level) is an error
     import numpy  # noqa: F401 - everything a job needs, loaded once before the first fork
-    from sw import runtime  # noqa: F401
+
     from hw import registers  # noqa: F401 - the register map, without Amaranth
+    from sw import runtime  # noqa: F401
+
     from . import rtl
     rtl.dram_view()
     chan = Channel.from_env()

@@ -31,13 +31,10 @@ import sys
 import time
 from pathlib import Path
 
+from sw.cli import command, run_as_main
 from sw.config import load_config
 
-from sw.cli import command
-
-from . import funcov
-from . import replay
-from . import triage
+from . import funcov, replay, triage
 
 __all__ = ["plan", "run_shard", "steer_round", "fuzz", "connect", "launch_cost", "bench", "STALL_CHANCE"]
 
@@ -219,6 +216,7 @@ def launch_cost(config, repeats: int = 3) -> tuple:
     """(wall seconds, CPU seconds) of one simulator launch that runs nothing (the model already built, the
     simulator server running: the launch is a forked job), the best of ``repeats``."""
     import cosim
+
     from .faults import target_info
 
     cosim.run(target_info, [0], config=config)       # builds the model if needed
@@ -257,7 +255,8 @@ def bench(config="small", programs: int = 200, shard: int = 50, workers: int = 2
     fleet = machines * cores_per_machine * per_core
     print_fn(f"{machines} machines x {cores_per_machine} cores at {per_core:.2f} programs per core-second: "
              f"{fleet:.0f} programs/s, {fleet * 3600:.3g} programs/hour")
-    return {"launch_s": launch, "launch_cpu_s": launch_cpu, "cold_launch_s": cold, "serial": rows[0], "cluster": rows[1], "fleet_per_s": fleet,
+    return {"launch_s": launch, "launch_cpu_s": launch_cpu, "cold_launch_s": cold, "serial": rows[0], "cluster": rows[1],
+            "fleet_per_s": fleet,
             "serial_failures": len(serial["failures"]), "cluster_failures": len(local["failures"])}
 
 
@@ -278,5 +277,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from cosim.verify.cluster import main as _main
-    sys.exit(_main())
+    run_as_main(__spec__)

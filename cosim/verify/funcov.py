@@ -16,7 +16,7 @@ and :func:`merge` subtract and add them (a cluster shard returns its delta, the 
 
 from __future__ import annotations
 
-from cocotb_coverage.coverage import CoverCross, CoverPoint, coverage_db
+from cocotb_coverage.coverage import CoverPoint, coverage_db
 
 from sw.isa import AluOp, MemId, Opcode, alu_opcodes
 from sw.pipeline import elem_bytes

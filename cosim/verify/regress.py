@@ -13,13 +13,12 @@ merged functional coverage and the bins never hit. ``--replay FILE [--waves]`` r
 from __future__ import annotations
 
 import argparse
-import sys
 
+from sw.cli import choose, command, run_as_main
 from sw.config import load_config
 
 from . import funcov
-from .differential import differences, fuzz_check, program_check, program_names, run_golden  # noqa: F401
-from sw.cli import choose, command
+from .differential import differences, fuzz_check, program_check, program_names, run_golden
 
 
 def compare(names, config, **cosim_options) -> list:
@@ -102,8 +101,8 @@ def main(argv=None) -> int:
 def replay_main(path, waves=False) -> int:
     """Re-run a replay file: the golden model and the RTL (with waves), and say whether it still fails."""
     import cosim
-    from . import replay
-    from . import triage
+
+    from . import replay, triage
 
     body = replay.load(path)
     program = body["program"]
@@ -126,6 +125,4 @@ def replay_main(path, waves=False) -> int:
 
 
 if __name__ == "__main__":
-    # run the importable module's main, so that the functions sent to the simulator have a module name
-    from cosim.verify.regress import main as _main
-    sys.exit(_main())
+    run_as_main(__spec__)

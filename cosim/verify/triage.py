@@ -25,8 +25,7 @@ from sw.config import load_config
 from sw.isa import Insn, MemId, Opcode
 from sw.pipeline import elem_bytes
 
-from . import faults
-from . import replay
+from . import faults, replay
 
 __all__ = ["fuzz_probe", "check_seeds", "signature", "ordering_problem", "Evaluator", "rtl_dut", "golden_dut",
            "here_dut", "minimize", "minimize_replay", "minimize_here", "minimize_on_rtl"]
@@ -83,8 +82,8 @@ def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, bias=N
     functional coverage the golden model and the RTL's stall counters sampled (``coverage``, counts of
     :func:`cosim.verify.funcov.snapshot`: this shard's hits only). ``bias`` steers the generator (cosim.verify.funcov)."""
     import cosim
-    from . import differential
-    from . import funcov
+
+    from . import differential, funcov
 
     cfg = load_config(config)
     seeds = [int(s) for s in seeds]
@@ -406,9 +405,9 @@ def minimize(program, evaluate, wanted=None, log=print, max_rounds=60) -> dict:
         # 1. instructions -> NOPs that keep their tokens
         real = [i for i, f in enumerate(insns) if not _is_nop(f) and i != len(insns) - 1]
         log(f"minimize: {len(real)} instructions that do work")
-        keep = _ddmin(real, lambda ks: _with(program, _tidy([f if (i in ks or i not in real) else _nop(f)
-                                                              for i, f in enumerate(insns)])),
-                      evaluate, wanted, log)
+        def nops(ks, program=program, insns=insns, real=real):
+            return _with(program, _tidy([f if (i in ks or i not in real) else _nop(f) for i, f in enumerate(insns)]))
+        keep = _ddmin(real, nops, evaluate, wanted, log)
         keep = set(keep)
         program = _with(program, _tidy([f if (i in keep or i not in real) else _nop(f) for i, f in enumerate(insns)]))
         # 2. dependency tokens, a push and its pop together
@@ -416,7 +415,7 @@ def minimize(program, evaluate, wanted=None, log=print, max_rounds=60) -> dict:
         edges = _token_edges(insns)
         log(f"minimize: {len(edges)} tokens")
 
-        def drop(kept, insns=insns, edges=edges):
+        def drop(kept, insns=insns, edges=edges, program=program):
             out = [dict(f) for f in insns]
             for e in edges:
                 if e not in kept:

@@ -67,11 +67,17 @@ from .base import TileError
 from .conv2d import conv2d, conv2d_packed
 from .dense import dense, dense_packed, gemm
 from .elementwise import add_bias, add_rescaled, relu, requantize, vadd
-from .layout import (pack_bias, pack_conv_data, pack_conv_weight, pack_dense_data, pack_dense_weight,
-                     unpack_conv_output, unpack_dense_output)
+from .layout import (
+    pack_bias,
+    pack_conv_data,
+    pack_conv_weight,
+    pack_dense_data,
+    pack_dense_weight,
+    unpack_conv_output,
+    unpack_dense_output,
+)
 from .plan import ConvPlan, DensePlan, plan_conv2d, plan_dense
-from .reference import (add_bias_ref, conv2d_nchw, conv2d_ref, dense_ref, gemm_ref, relu_ref, requantize_ref,
-                        vadd_ref)
+from .reference import add_bias_ref, conv2d_nchw, conv2d_ref, dense_ref, gemm_ref, relu_ref, requantize_ref, vadd_ref
 
 __all__ = [
     # operators

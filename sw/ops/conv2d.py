@@ -11,7 +11,7 @@ from ..isa import AluOp, MemId
 from .base import MAX_PAD, TileError, _cdiv, _cfg, _check_vt, _finish, _from_device, _halves, _operands_on_device
 from .epilogue import epilogue_actions, packed_vectors
 from .kernels import Gemm, Load, Store, _alu_rows, _alu_tensor, _conv_variant, _k_conv
-from .layout import pack_bias, pack_conv_data, pack_layer_bias, pack_conv_weight, unpack_conv_output
+from .layout import pack_bias, pack_conv_data, pack_conv_weight, pack_layer_bias, unpack_conv_output
 from .plan import ConvPlan, _conv_caps, _in_rows, plan_conv2d
 from .schedule import _Step, _Tile, run_tiles
 

@@ -11,7 +11,7 @@ from ..isa import AluOp, MemId
 from .base import _cdiv, _cfg, _check_vt, _finish, _from_device, _halves, _operands_on_device
 from .epilogue import epilogue_actions, packed_vectors
 from .kernels import Gemm, Load, Store, _alu_rows, _alu_tensor, _k_dense
-from .layout import pack_bias, pack_dense_data, pack_layer_bias, pack_dense_weight, unpack_dense_output
+from .layout import pack_bias, pack_dense_data, pack_dense_weight, pack_layer_bias, unpack_dense_output
 from .plan import DensePlan, _resolve_tiles, plan_dense
 from .schedule import _Step, _Tile, run_tiles
 

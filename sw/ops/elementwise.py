@@ -8,8 +8,8 @@ import numpy as np
 
 from .. import runtime as rt
 from ..isa import AluOp, MemId
+from .base import TileError, _cfg, _check_vt, _finish, _from_device, _halves, _to_device
 from .epilogue import check_alu
-from .base import TileError, _check_vt, _cfg, _finish, _from_device, _halves, _to_device
 from .kernels import Alu, Load, Store, _alu_rows, _k_alu
 from .layout import pack_bias
 from .schedule import _Tile, run_tiles

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from .. import runtime as rt
 from ..isa import AluOp
@@ -52,7 +52,7 @@ class Store:
     def emit(self, cmd):
         rt.store_2d(cmd, *self.args)
 
-@lru_cache(maxsize=None)
+@cache
 def _k_reset(base: int, rows: int):
     """GEMM reset of acc rows [base, base + rows)."""
     def kernel():
@@ -62,7 +62,7 @@ def _k_reset(base: int, rows: int):
     return kernel
 
 
-@lru_cache(maxsize=None)
+@cache
 def _k_alu(opcode: int, use_imm: int, imm: int, dst: int, src: int, loops: tuple):
     """One ALU micro-op under up to two loops ((extent, dst_factor, src_factor), outer first)."""
     def kernel():
@@ -92,7 +92,7 @@ def _zero_rows(base, rows):
     return [_alu_rows(AluOp.SHR, 31, base, rows), _alu_rows(AluOp.MAX, 0, base, rows)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _k_dense(acc: int, inp: int, wgt: int, tn: int, tk: int, tm: int):
     """acc[n*tm + j] += inp[n*tk + k] . wgt[j*tk + k]: loops k (outer), n (inner); uops j.
 
@@ -132,7 +132,7 @@ def _conv_variant(tm, th, tw, tc, kh, kw):
     return v, uops
 
 
-@lru_cache(maxsize=None)
+@cache
 def _k_conv(acc, inp, wgt, tm, th, tw, tc, kh, kw, s, ih, iw, sh=None):
     """acc[j, oh, ow] += inp[c, oh*sh + ky, ow*s + kx] . wgt[j, c, ky, kx] over c, ky, kx.
 

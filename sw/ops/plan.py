@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .base import TileError, _cands, _cdiv, _cfg, _halves
 from .kernels import _conv_variant

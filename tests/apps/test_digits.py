@@ -5,7 +5,7 @@ import pytest
 
 import cosim
 from apps import digits
-from sw import runtime          # needs scikit-learn (dev extra); not skipped when missing
+from sw import runtime  # needs scikit-learn (dev extra); not skipped when missing
 
 NETS = digits.NETS
 
@@ -71,5 +71,5 @@ def test_rtl_equals_reference(data):
         assert np.array_equal(logits, digits.reference(q, x_q)), q.name
         assert digits.accuracy(digits.predict(logits), y) == digits.model(q.name).int8_accuracy
         assert 0 < counters["cycles"] / len(x_q) < (200 if q.name == "mlp" else 3000)
-    for q, (logits, counters) in zip(nets, results[2:]):
+    for q, (logits, _) in zip(nets, results[2:]):
         assert np.array_equal(logits, digits.reference(q, x_q[:16])), q.name

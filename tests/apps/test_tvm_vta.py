@@ -2,13 +2,10 @@
 
 import numpy as np
 import pytest
-
-from apps import digits
-
-import tvm                  # the tvm extra, installed by make: never skipped
+import tvm  # the tvm extra, installed by make: never skipped
 from tvm import relax
 
-from apps import tvm_vta
+from apps import digits, tvm_vta
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,7 @@ import numpy as np
 import pytest
 
 import cosim
-from cosim.verify import faults
-from cosim.verify import regress
+from cosim.verify import faults, regress
 from sw import programs
 from sw.config import load_config
 

@@ -5,10 +5,11 @@ takes minutes on this machine (`make fpga-report` and `make bitstream` do that).
 import pytest
 from amaranth.sim import Simulator
 
-from fpga import board as fpga
-from fpga.board import BoardSoC, parse_nextpnr_report, pll_params, report_markdown, test_program as program_image
-from fpga.resources import DEVICES, FAMILIES, fits, parse_cells, parse_stat, report_table, write_markdown
 from cosim.model.verilog import verilog_text
+from fpga import board as fpga
+from fpga.board import BoardSoC, parse_nextpnr_report, pll_params, report_markdown
+from fpga.board import test_program as program_image
+from fpga.resources import DEVICES, FAMILIES, fits, parse_cells, parse_stat, report_table
 from sw.config import load_config
 
 ULX3S = load_config("configs/ulx3s.json")
@@ -138,15 +139,6 @@ def test_report_table_and_fits():
     assert "| small | xc7z020 (Pynq-Z1) |" in lines[2] and "| yes |" in lines[2]
     assert "not measured" in lines[3]                     # no xcup result given
     assert "no (DSP)" in lines[4]
-
-
-def test_write_markdown_between_markers(tmp_path):
-    doc = tmp_path / "fpga.md"
-    doc.write_text("# title\n\n<!-- fpga-report -->\nold\n<!-- /fpga-report -->\n\ntail\n")
-    write_markdown(doc, "| new |\n")
-    assert doc.read_text() == "# title\n\n<!-- fpga-report -->\n| new |\n<!-- /fpga-report -->\n\ntail\n"
-    write_markdown(doc, "| newer |\n")
-    assert "| newer |" in doc.read_text() and "| new |\n" not in doc.read_text()
 
 
 def test_design_hash_tracks_verilog_and_script():

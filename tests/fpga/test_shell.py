@@ -3,8 +3,8 @@ import re
 
 from amaranth.lib import wiring
 
-from hw.axi import axi4_lite_signature, axi4_signature
 from fpga.shell import SHELL_NAME, shell_verilog
+from hw.axi import axi4_lite_signature, axi4_signature
 from hw.top import CTL_ADDR_BITS
 from sw.config import load_config
 

@@ -40,10 +40,10 @@ random (probability ``stall``), read data starts ``latency`` cycles after its co
 fails the test. ``reads`` / ``writes`` record the commands seen, as (addr, beats).
 """
 
-from collections import deque
 import gc
 import random
 import warnings
+from collections import deque
 
 import numpy as np
 import pytest

@@ -6,10 +6,10 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from sw.config import load_config
-from sw.isa import AluOp, Opcode, isa_for
 from hw.alu import Alu
 from hw.sram import join_acc, make_memory
+from sw.config import load_config
+from sw.isa import AluOp, Opcode, isa_for
 from tests.hw.bus_models import pack_rows, unpack_rows
 
 SMALL = load_config("small")

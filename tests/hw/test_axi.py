@@ -7,7 +7,6 @@ import pytest
 from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
-
 from hw.axi import AxiMaster
 from tests.hw.bus_models import AxiMemory, assert_value_error
 
@@ -52,7 +51,7 @@ def expected_reads(mem, cmds, nbytes):
 
 def run_reads(bus_width, n_readers, cmds_per_client, *, seed, max_burst=256, ready_prob=0.8,
               mem_kwargs=None):
-    rng = random.Random(seed)
+    random.Random(seed)
     dut = AxiMaster(bus_width, n_readers, max_burst=max_burst)
     sim = Simulator(dut)
     sim.add_clock(1e-6)

@@ -6,10 +6,10 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from sw.config import load_config
-from sw.isa import AluOp, MemId, Opcode, isa_for
 from hw.compute import Compute
 from hw.sram import make_memory
+from sw.config import load_config
+from sw.isa import AluOp, MemId, Opcode, isa_for
 from tests.hw.bus_models import DmaModel, pack_rows, unpack_rows
 from tests.hw.test_alu import alu_insn, ref_alu
 from tests.hw.test_gemm import gemm_insn, ref_gemm

@@ -5,8 +5,15 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from hw.control import (REGISTER_MAP, REGISTERS, ControlRegs, ErrorCode, config_words,
-                        register_table_markdown, version_word)
+from hw.control import (
+    REGISTER_MAP,
+    REGISTERS,
+    ControlRegs,
+    ErrorCode,
+    config_words,
+    register_table_markdown,
+    version_word,
+)
 from sw.config import load_config
 from tests.hw.bus_models import assert_value_error, axil_read, axil_write
 

@@ -7,9 +7,9 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
+from hw.isa import insn_layouts, uop_layout
 from sw.config import load_config
 from sw.isa import Opcode, isa_for
-from hw.isa import insn_layouts, uop_layout
 
 OPCODE_OF = {"mem": [Opcode.LOAD, Opcode.STORE], "gemm": [Opcode.GEMM, Opcode.FINISH], "alu": [Opcode.ALU]}
 

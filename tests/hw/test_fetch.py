@@ -9,13 +9,12 @@ from amaranth.hdl import Elaboratable, Module, UnusedElaboratable
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-
 from hw.axi import AxiMaster
-from tests.hw.bus_models import AxiMemory, axil_read, axil_write
 from hw.control import REGISTERS, ControlRegs, ErrorCode
 from hw.fetch import Fetch
 from sw.config import load_config
 from sw.isa import STAGE_COMPUTE, STAGE_LOAD, STAGE_STORE, AluOp, MemId, Opcode, isa_for
+from tests.hw.bus_models import AxiMemory, axil_read, axil_write
 
 MEM_SIZE = 1 << 14
 QUEUES = {STAGE_LOAD: "load", STAGE_COMPUTE: "compute", STAGE_STORE: "store"}
@@ -120,7 +119,7 @@ def run_fetch(cfg, runs, *, seed=0, queue_depth=8, ready_prob=0.5, buffer_beats=
             ctx.set(fetch.start, 1)
             await ctx.tick()
             ctx.set(fetch.start, 0)
-            for cycle in range(40 * len(words) + 400):
+            for _cycle in range(40 * len(words) + 400):
                 await ctx.tick()
                 queued = sum(ctx.get(getattr(fetch, f"{n}_level")) for n in got)
                 if ctx.get(fetch.idle) and queued == 0 and sum(map(len, got.values())) == routed:

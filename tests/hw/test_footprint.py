@@ -6,10 +6,10 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from sw.config import load_config
-from sw.isa import AluOp, isa_for
 from hw.footprint import AccFootprint
 from hw.sram import make_memory
+from sw.config import load_config
+from sw.isa import AluOp, isa_for
 from tests.hw.test_alu import alu_insn
 from tests.hw.test_gemm import gemm_insn
 
@@ -33,7 +33,7 @@ def scan(cfg, uops, f):
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
-        for cycle in range(1, 200):
+        for cycle in range(1, 200):  # noqa: B007 - read after the loop
             await ctx.tick()
             if ctx.get(dut.done):
                 break

@@ -6,10 +6,10 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from sw.config import load_config
-from sw.isa import Opcode, isa_for
 from hw.gemm import Gemm
 from hw.sram import join_acc, make_memory
+from sw.config import load_config
+from sw.isa import Opcode, isa_for
 from tests.hw.bus_models import pack_rows, unpack_rows
 
 SMALL = load_config("small")
@@ -161,6 +161,7 @@ def test_random_hazards():
 def test_registered_mul_fabric_is_exact_two_cycles_later():
     """registered_mul off an ECP5: operands registered, then the product (signed and unsigned)."""
     from amaranth.hdl import Signal
+
     from hw.gemm import registered_mul
     rng = np.random.default_rng(11)
     for signed_operands, (wa, wb) in ((True, (8, 8)), (False, (14, 11))):
@@ -189,6 +190,7 @@ def test_registered_mul_fabric_is_exact_two_cycles_later():
 
 def test_registered_mul_on_ecp5_is_a_registered_mult18x18d():
     from amaranth.hdl import Fragment, Instance, Signal
+
     from hw.gemm import registered_mul
 
     class Ecp5:

@@ -3,12 +3,12 @@ lint and the RTL regression cover their conversion to Verilog)."""
 
 import pytest
 
-from sw.config import load_config
 from hw.alu import Alu
 from hw.compute import Compute
 from hw.gemm import Gemm
 from hw.load import Load
 from hw.store import Store
+from sw.config import load_config
 
 COMPONENTS = {"load": Load, "store": Store, "gemm": Gemm, "alu": Alu, "compute": Compute}
 

@@ -6,10 +6,10 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from sw.config import load_config
-from sw.isa import MemId, Opcode, isa_for
 from hw.sram import make_memory
 from hw.store import Store
+from sw.config import load_config
+from sw.isa import MemId, Opcode, isa_for
 from tests.hw.bus_models import DmaModel, pack_rows
 
 SMALL = load_config("small")

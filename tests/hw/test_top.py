@@ -10,6 +10,7 @@ from cosim.model.build import build_model
 from hw.__main__ import registers_markdown
 from sw.config import load_config
 
+
 def verilog(name):
     """The config's Verilog, from the cache the co-simulation builds share (generated once per source change)."""
     return cosim_verilog.verilog_text(name)

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from sw import runtime
-
 from tests.conftest import make_queue
 
 ROOT = Path(__file__).resolve().parent.parent.parent

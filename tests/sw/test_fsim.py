@@ -311,7 +311,7 @@ def loop_kernel(shape, rng, cfg):
     random sizes that fit the SRAMs of cfg."""
     f = dict(iter_out=1, iter_in=1, dst_factor_out=0, dst_factor_in=0, src_factor_out=0, src_factor_in=0,
              wgt_factor_out=0, wgt_factor_in=0)
-    r = lambda lo, hi: int(rng.integers(lo, hi + 1))  # noqa: E731
+    r = lambda lo, hi: int(rng.integers(lo, hi + 1))
     if shape == "dense":            # sw.ops.kernels._k_dense: loops k (outer), n (inner); uops j
         tk, tn, tm = r(1, 6), r(1, 5), r(1, 5)
         uops = [(j, 0, j * tk) for j in range(tm)]

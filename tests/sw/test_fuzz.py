@@ -3,14 +3,13 @@ import numpy as np
 import pytest
 
 from sw import fuzz, runtime
-
 from tests.conftest import make_queue
 
 
 @pytest.mark.parametrize("config", ["default", "small", "batch2"])
 def test_random_programs_are_valid_and_reproducible(config):
     outs = []
-    for attempt in range(2):
+    for _attempt in range(2):
         q = make_queue(config)
         prev = runtime.set_current(q)
         try:

@@ -4,7 +4,6 @@ import pytest
 
 from sw import programs, runtime
 from sw.pipeline import InsnError
-
 from tests.conftest import make_queue
 
 

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import tvm_ffi
 
-from sw import programs, runtime as rt
+from sw import programs
+from sw import runtime as rt
 from sw.fsim import FsimDevice
 from sw.isa import AluOp, MemId, Opcode
 from sw.memory import PAGE_BYTES, BufferError
 from sw.pipeline import DeadlockError, InsnError, VTAError
-
 from tests.conftest import make_queue, run_threads
 
 

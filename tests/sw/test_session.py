@@ -29,7 +29,7 @@ def test_default_runtime_made_once_and_run_locks_per_target():
     previous = session.set_current(None)
     made = []
     try:
-        make = lambda: made.append(SimpleNamespace(handle=-103)) or made[-1]   # noqa: E731
+        make = lambda: made.append(SimpleNamespace(handle=-103)) or made[-1]
         assert session.current(make) is session.current(make) and len(made) == 1
         session.shutdown()
         assert session.lookup(-103) is None

@@ -42,7 +42,7 @@ def test_views_that_are_not_one_range_of_one_buffer(mem):
 
 def test_copy_and_barrier_use_the_view_range(mem):
     m, dram, a, b = mem
-    region = lambda obj, what: device_range(m, dram, obj, what)   # noqa: E731
+    region = lambda obj, what: device_range(m, dram, obj, what)
     copy_bytes(region, dram, np.arange(8, dtype=np.uint8), 0, dram[b.phys + 8:b.phys + 16], 0, 8, 1)
     assert list(dram[b.phys:b.phys + 17]) == [0] * 8 + list(range(8)) + [0]
     with pytest.raises(BufferError, match=r"dst range \[0, 9\) exceeds its 8 bytes"):

@@ -6,7 +6,6 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 
-
 def _model(nodes, inits, in_shape, out_shape, extra_inputs=()):
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)]
     inputs += [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in extra_inputs]

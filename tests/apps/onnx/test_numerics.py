@@ -5,8 +5,17 @@ import math
 import numpy as np
 import pytest
 
-from apps.onnx.numerics import (IMM_MAX, NumericsError, QParams, Step, apply_steps, requant_steps, rescale_reference,
-                                rescale_steps, steps_error)
+from apps.onnx.numerics import (
+    IMM_MAX,
+    NumericsError,
+    QParams,
+    Step,
+    apply_steps,
+    requant_steps,
+    rescale_reference,
+    rescale_steps,
+    steps_error,
+)
 
 
 def _exact(acc, M, zp, lo, hi):

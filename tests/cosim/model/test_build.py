@@ -4,8 +4,7 @@ import sys
 
 import pytest
 
-from cosim.model import build
-from cosim.model import verilog
+from cosim.model import build, verilog
 
 
 def test_cached_build_is_reused_without_elaborating(monkeypatch):

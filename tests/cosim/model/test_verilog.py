@@ -2,10 +2,9 @@
 from amaranth.hdl import Shape
 from amaranth.lib import wiring
 
-from cosim.model import verilog
-from cosim.model import testbench
+from cosim.model import testbench, verilog
 from hw import control
-from hw.top import Top, TRACE_LANES
+from hw.top import TRACE_LANES, Top
 from sw.config import load_config
 
 

@@ -10,6 +10,7 @@ import pytest
 from cosim.perf import timeline
 from cosim.perf import workloads as wl
 from sw import workloads
+from sw.cli import progress_bar
 from sw.config import load_config
 
 # name -> vt -> (fn, positional args); every call compares its result with numpy (np.array_equal)
@@ -73,15 +74,16 @@ def test_make_row_summary_and_verdicts():
     assert "ERROR" in table and "VTAError: boom" in table and "20/95/2" in table
 
 
-def test_progress_bar_writes_one_line_per_step_off_a_terminal():
-    out = io.StringIO()
-    bar = wl.ProgressBar(4, out, width=8)
-    bar.update(1, "next: a")
-    bar.update(4)
-    bar.close()
-    lines = out.getvalue().splitlines()
-    assert lines[0].startswith("[##......] 1/4") and lines[0].endswith("next: a")
-    assert lines[1].startswith("[########] 4/4")
+def test_progress_goes_to_a_terminal_only():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for stream, shown in ((io.StringIO(), False), (Terminal(), True)):
+        bar = progress_bar(4, "workloads", file=stream)
+        wl._advance(bar, 1, ["a", "b", "c", "d"])
+        bar.close()
+        assert ("1/4" in stream.getvalue() and "next: b" in stream.getvalue()) == shown, stream.getvalue()
 
 
 # ---------------------------------------------------------------------- on the RTL
@@ -130,7 +132,7 @@ def test_trace_of_each_call_matches_its_counters(small_run):
 def test_table_and_csv(small_run, tmp_path):
     rows, _ = small_run
     text = wl.format_table(rows)
-    assert text.count("\n") == len(rows) + 1 and "dense_16x64x64" in text and "DIFF" not in text
+    assert text.count("\n") == len(rows) and "dense_16x64x64" in text and "DIFF" not in text
     path = wl.write_csv(rows, tmp_path / "sub" / "bench.csv")
     with open(path) as fh:
         back = list(csv.DictReader(fh))
@@ -140,12 +142,15 @@ def test_table_and_csv(small_run, tmp_path):
         assert float(b["utilization"]) == pytest.approx(r["utilization"])
 
 
-def test_command_line_writes_table_and_csv(tmp_path, capsys):
-    path = tmp_path / "w.csv"
-    assert wl.main(["--config", "small", "--only", "dense_128", "--vt", "2", "--csv", str(path)]) == 0
+def test_command_line_writes_table_csv_and_markdown(tmp_path, capsys):
+    path, doc = tmp_path / "w.csv", tmp_path / "performance.md"
+    doc.write_text("# Performance\n\n<!-- bench-workloads -->\nold\n<!-- /bench-workloads -->\n")
+    assert wl.main(["--config", "small", "--only", "dense_128", "--vt", "2", "--csv", str(path),
+                    "--markdown", str(doc)]) == 0
     out, err = capsys.readouterr()
     assert "dense_128" in out and "all results equal numpy" in out and "VTA's published figure" in out
-    assert "1/1" in err
+    assert "1/1" not in err              # no progress bar off a terminal
+    assert "| dense_128 | 2 | 2,097,152 |" in doc.read_text() and "old" not in doc.read_text()
     with open(path) as fh:
         row, = csv.DictReader(fh)
     assert row["workload"] == "dense_128" and row["vt"] == "2" and int(row["macs"]) == 128 ** 3

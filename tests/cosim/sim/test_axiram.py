@@ -2,8 +2,8 @@
 channel, results bit-exact with the golden model (device memory compared page by page), AXI checker on."""
 import pytest
 
-from cosim.verify import regress
 from cosim.model import variants
+from cosim.verify import regress
 
 # a few small programs on the small config: loads with padding, GEMM, ALU, stores (make fuzz MEM=cocotbext: all)
 SUBSET = ["vector_add", "padded_load[all]", "gemm[default]", "alu[shr_tensor]"]

@@ -3,13 +3,10 @@ import numpy as np
 import pytest
 
 import cosim
-from cosim.verify import faults
 from cosim.sim import rtl
-from sw import programs
-from sw.fsim import FsimDevice
+from cosim.verify import faults
+from sw import programs, runtime
 from sw.pipeline import DeadlockError, InsnError
-from sw import runtime
-
 from tests.conftest import make_queue
 
 

@@ -3,12 +3,11 @@ import numpy as np
 import pytest
 
 import cosim
-from cosim.verify import faults
-from cosim.verify import probes
 from cosim.sim import server
+from cosim.verify import faults, probes
 from sw import programs, runtime
-from sw.fsim import FsimDevice
 from sw.config import load_config
+from sw.fsim import FsimDevice
 
 CONFIG = "small"
 

@@ -1,8 +1,7 @@
 """Functional coverage (cosim.verify.funcov): streams are sampled as they launch, holes are named, steering fills them."""
 import pytest
 
-from cosim.verify import funcov
-from cosim.verify import regress
+from cosim.verify import funcov, regress
 
 
 def _hits(item):

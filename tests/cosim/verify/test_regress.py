@@ -3,8 +3,7 @@ import json
 
 import pytest
 
-from cosim.verify import regress
-from cosim.verify import replay
+from cosim.verify import regress, replay
 
 
 @pytest.mark.rtl

@@ -1,8 +1,7 @@
 """Replay programs: captured from the golden model, re-run bit for bit, saved and loaded unchanged."""
 import numpy as np
 
-from cosim.verify import replay
-from cosim.verify import triage
+from cosim.verify import replay, triage
 from sw import runtime
 from sw.config import load_config
 from sw.isa import MemId, Opcode

@@ -1,9 +1,7 @@
 """Triage: fair variants, failure signatures, and the minimizer (on the golden model and on the RTL)."""
 import pytest
 
-from cosim.verify import regress
-from cosim.verify import replay
-from cosim.verify import triage
+from cosim.verify import regress, replay, triage
 from sw.isa import Opcode
 
 FAULT = "alu-max-imm-as-min"

@@ -3,9 +3,7 @@ import numpy as np
 import pytest
 
 from sw import ops
-
 from tests.conftest import CONFIGS, rand8, rand32
-
 
 # (N, C, H, W, O, k, pad, stride): channels and sizes that are not multiples of the blocks
 CONV_SHAPES = [
@@ -71,7 +69,7 @@ def test_conv2d_untileable_is_a_clear_error(on, rng):
 
 
 def test_conv2d_packed_api(on, rng):
-    q = on("default")
+    on("default")
     x, wt = rand8(rng, (1, 32, 6, 6)), rand8(rng, (32, 32, 3, 3))
     xp, wp = ops.pack_conv_data(x), ops.pack_conv_weight(wt)
     assert xp.shape == (1, 2, 6, 6, 1, 16) and wp.shape == (2, 2, 3, 3, 16, 16)

@@ -3,9 +3,7 @@ import numpy as np
 import pytest
 
 from sw import ops
-
 from tests.conftest import CONFIGS, rand8, rand32
-
 
 DENSE_SHAPES = [(1, 100, 37), (5, 33, 20), (33, 70, 45), (40, 200, 130)]
 
@@ -82,7 +80,7 @@ def test_dense_explicit_tiles_and_limits(on, rng):
 
 
 def test_packed_dense_api(on, rng):
-    q = on("batch2")
+    on("batch2")
     x, w = rand8(rng, (6, 48)), rand8(rng, (64, 48))
     bias = rand32(rng, (64,), -1000, 1000)
     xp, wp = ops.pack_dense_data(x), ops.pack_dense_weight(w)

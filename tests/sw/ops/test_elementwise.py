@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 
 from sw import ops
-
 from tests.conftest import CONFIGS, rand8, rand32
 
 
@@ -44,7 +43,7 @@ def test_elementwise_2d_bias(on, rng, config):
 
 
 def test_vadd_matches_the_get_started_tutorial(on, rng):
-    q = on("default")
+    on("default")
     a = rand32(rng, (1, 64, 1, 16), -128, 128)
     b = rand32(rng, (1, 64, 1, 16), -128, 128)
     np.testing.assert_array_equal(ops.vadd(a, b), (a + b).astype(np.int8))

@@ -1,11 +1,11 @@
 """sw.ops.schedule: virtual threads, dependency tokens, stream splitting and the JIT reuse of kernels."""
+import io
+
 import numpy as np
 import pytest
 
 from sw import ops, runtime
-
 from tests.conftest import CONFIGS, rand8
-import io
 
 
 # ---------------------------------------------------------------------- virtual threads, tokens, kernels
