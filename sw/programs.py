@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from . import runtime
 from .isa import AluOp, MemId
 
 __all__ = ["api", "to_device", "from_device", "runtime_array", "save_load_out", "padded_load", "gemm", "alu",
@@ -23,18 +24,12 @@ QLOAD, QCOMPUTE, QSTORE = 1, 2, 3
 
 def api(kind: str = "python"):
     """The runtime API as a namespace: the Python functions, or their tvm-ffi registrations."""
-    from . import runtime
     if kind == "python":
         return runtime
     if kind == "ffi":
         import tvm_ffi
         return SimpleNamespace(**{name: tvm_ffi.get_global_func(name) for name in runtime._API})
     raise ValueError(f"api = {kind!r}; allowed: 'python', 'ffi'")
-
-
-def _cfg():
-    from . import runtime
-    return runtime.current().cfg
 
 
 def view(rt, cmd, handle) -> np.ndarray:
@@ -80,7 +75,7 @@ def _alu_kernel(rt, opcode, n, dst=0, src=0, use_imm=1, imm=0):
 def runtime_array(api_kind="python", seed=0):
     """A buffer round trip through buffer_alloc and buffer_copy (test_runtime_array)."""
     rt = api(api_kind)
-    cfg = _cfg()
+    cfg = runtime.current_config()
     rng = np.random.default_rng(seed)
     x = rng.integers(1, 10, size=(100, 100, cfg.BATCH, cfg.BLOCK_OUT), dtype=np.int8)
     handle = rt.buffer_alloc(x.nbytes)
@@ -94,7 +89,7 @@ def runtime_array(api_kind="python", seed=0):
 def save_load_out(api_kind="python", seed=0):
     """LOAD ACC, ALU SHR 0, STORE (test_save_load_out)."""
     rt = api(api_kind)
-    cfg = _cfg()
+    cfg = runtime.current_config()
     rng = np.random.default_rng(seed)
     x = rng.integers(1, 10, size=(6, 6, cfg.BATCH, cfg.BLOCK_OUT), dtype=np.int32)
     cmd = rt.command_handle()
@@ -120,7 +115,7 @@ def same_row(api_kind="python", depth=5, seed=0):
     into row 4, and a row doubled by tensor ADDs of itself (row 5). The immediate ADDs are recorded with
     ``reset_out`` = 1, which the ALU instruction carries (as VTA's runtime writes it) and ignores."""
     rt = api(api_kind)
-    cfg = _cfg()
+    cfg = runtime.current_config()
     B, I, O = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     rng = np.random.default_rng(seed)
     x = rng.integers(-128, 128, size=(depth, B, I), dtype=np.int8)
@@ -174,7 +169,7 @@ PADDING_CASES = {"Y0": (2, 0, 0, 0), "Y1": (0, 2, 0, 0), "X0": (0, 0, 2, 0), "X1
 def padded_load(api_kind="python", case="all", seed=0):
     """A zero-padded ACC load, SHR 0, STORE of the padded block (test_padded_load)."""
     rt = api(api_kind)
-    cfg = _cfg()
+    cfg = runtime.current_config()
     yp0, xp0, yp1, xp1 = PADDING_CASES[case]
     n, m = 3, 5
     rng = np.random.default_rng(seed)
@@ -205,7 +200,7 @@ def gemm(api_kind="python", virtual_threads=1, rows=4, cols=4, blocks=1, seed=0)
     l2g (RAW) and g2l (WAR) token queues.
     """
     rt = api(api_kind)
-    cfg = _cfg()
+    cfg = runtime.current_config()
     B, I, O = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     if rows % virtual_threads:
         raise ValueError(f"rows = {rows} must be a multiple of virtual_threads = {virtual_threads}")
@@ -280,7 +275,7 @@ ALU_CASES = {
 def alu(api_kind="python", case="add_tensor", seed=0):
     """One ALU operation over (8, 8) acc blocks, with an immediate or a tensor operand (test_alu)."""
     rt = api(api_kind)
-    cfg = _cfg()
+    cfg = runtime.current_config()
     opcode, use_imm, ref = ALU_CASES[case]
     rng = np.random.default_rng(seed)
     shape = (8, 8, cfg.BATCH, cfg.BLOCK_OUT)
@@ -306,7 +301,7 @@ def alu(api_kind="python", case="add_tensor", seed=0):
 def relu(api_kind="python", seed=0):
     """MAX 0 then MIN 127 (test_relu)."""
     rt = api(api_kind)
-    cfg = _cfg()
+    cfg = runtime.current_config()
     rng = np.random.default_rng(seed)
     shape = (8, 10, cfg.BATCH, cfg.BLOCK_OUT)
     a = rng.integers(-256, 256, size=shape, dtype=np.int32)
@@ -326,7 +321,7 @@ def relu(api_kind="python", seed=0):
 def shift_and_scale(api_kind="python", seed=0):
     """ADD imm then SHR imm (test_shift_and_scale)."""
     rt = api(api_kind)
-    cfg = _cfg()
+    cfg = runtime.current_config()
     rng = np.random.default_rng(seed)
     shape = (2, 8, cfg.BATCH, cfg.BLOCK_OUT)
     a = rng.integers(-10, 10, size=shape, dtype=np.int32)
@@ -348,7 +343,7 @@ def shift_and_scale(api_kind="python", seed=0):
 def vector_add(api_kind="python", n=64, seed=0):
     """VTA's get-started tutorial: C = (A + B) for two int32 (1, n, BATCH, BLOCK_OUT) tensors, cast to int8."""
     rt = api(api_kind)
-    cfg = _cfg()
+    cfg = runtime.current_config()
     rng = np.random.default_rng(seed)
     shape = (1, n, cfg.BATCH, cfg.BLOCK_OUT)
     a = rng.integers(-128, 128, size=shape, dtype=np.int32)

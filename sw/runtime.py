@@ -75,7 +75,7 @@ from .views import check_barrier, copy_bytes, device_range
 Target = object     # a buffer handle (int) from buffer_alloc, or a DLPack tensor viewing device memory
 
 __all__ = [
-    "CommandQueue", "UopKernel", "RuntimeError_", "current", "set_current", "use_target", "make_target",
+    "CommandQueue", "UopKernel", "RuntimeError_", "current", "current_config", "set_current", "use_target", "make_target",
     "command_handle", "buffer_alloc", "buffer_free", "buffer_copy", "buffer_cpu_ptr", "load_2d", "store_2d",
     "uop_loop_begin", "uop_loop_end", "uop_push", "push_gemm_op", "push_alu_op", "dep_push", "dep_pop",
     "synchronize", "write_barrier", "read_barrier", "set_debug_mode", "runtime_shutdown",
@@ -469,6 +469,11 @@ def current() -> CommandQueue:
     The process-wide runtime is created on first use, on the golden model of the default config.
     """
     return session.current(lambda: CommandQueue(make_target()))
+
+
+def current_config() -> Config:
+    """The hardware configuration of the calling thread's runtime (:func:`current`)."""
+    return current().cfg
 
 
 @contextmanager

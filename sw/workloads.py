@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ops import conv2d, conv2d_ref, dense, dense_ref
-from .ops.base import _cfg
+from .ops.base import config
 
 # ResNet-18 layers of VTA's conv2d benchmark (docs/architecture.md): H, W, Cin, Cout, k, pad, stride
 RESNET18 = {
@@ -45,7 +45,7 @@ def run_conv2d_workload(name=None, batch=None, h=None, w=None, cin=None, cout=No
     """Random conv2d layer (a RESNET18 name, or explicit sizes) with bias; returns counters, MACs, check."""
     if name is not None:
         h, w, cin, cout, k, pad, stride = RESNET18[name]
-    batch = batch or _cfg().BATCH
+    batch = batch or config().BATCH
     rng = np.random.default_rng(seed)
     x, wt = _rand(rng, (batch, cin, h, w)), _rand(rng, (cout, cin, k, k))
     b = _rand(rng, (cout,), -(1 << 14), 1 << 14, np.int32) if bias else None

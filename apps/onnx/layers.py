@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sw import ops
+from sw.ops.epilogue import AluStep
 
 from .graph import QGraph, QNode
 from .numerics import (
     NumericsError,
     QParams,
-    Step,
-    apply_steps,
     dequantize,
     quantize_float,
     requant_steps,
@@ -57,9 +56,14 @@ class Layer:
     inp: list[QParams]
     out: QParams | None
     params: dict = field(default_factory=dict)
-    steps: list[Step] = field(default_factory=list)
+    steps: list[AluStep] = field(default_factory=list)
     macs_per_item: int = 0
     cpu_reason: str = ""            # why this layer cannot run on the accelerator ('' if it can)
+
+    @property
+    def epilogue(self) -> ops.Epilogue:
+        """conv/dense/gap: the requantization as the accelerator's epilogue (its vectors in params)."""
+        return ops.Epilogue(tuple(self.steps))
 
     @property
     def kind(self):
@@ -116,7 +120,7 @@ class Layer:
 
     def finish(self, acc: np.ndarray) -> np.ndarray:
         """conv/dense: requantize int32 accumulators (the ALU steps) to canonical int8."""
-        return apply_steps(acc, self.steps, self.params["vectors"], 1).astype(np.int8)
+        return self.epilogue.reference(acc, self.params["vectors"], 1)
 
     def _rescale(self, x):
         if self.params.get("identity", True):

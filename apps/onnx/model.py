@@ -8,13 +8,15 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
 import numpy as np
+import onnx
 
 from sw import runtime
-from sw.config import load_config
+from sw.config import Config, load_config
 
 from . import graph as _graph
 from . import layers as _layers
@@ -38,7 +40,7 @@ class RunResult:
 class Model:
     """An imported int8 QDQ ONNX model prepared for ``config`` (default: $VTA_CONFIG or default)."""
 
-    def __init__(self, model, config=None):
+    def __init__(self, model: str | os.PathLike | onnx.ModelProto, config: str | Config | None = None):
         self.cfg = load_config(config)
         self.onnx_model = model
         self.graph = _graph.load(model)
@@ -79,7 +81,7 @@ class Model:
         theirs = _ort.run_all(sess, inputs, self.graph)
         return _ort.layer_agreement(self.layers, theirs, inputs), theirs
 
-    def placement_table(self, records) -> str:
+    def placement_table(self, records: list) -> str:
         lines = [f"{'node':34s} {'kind':10s} {'ran on':6s} why"]
         for r in records:
             lines.append(f"{r['name'][:34]:34s} {r['kind']:10s} {r['where']:6s} {r['reason']}")

@@ -4,7 +4,8 @@ A quantized layer's real result is ``acc * M`` in output units, where ``acc`` is
 accumulator (with the zero-point and bias corrections folded in) and ``M = s_in * s_w / s_out`` is a
 float that is rarely a power of two. VTA's ALU works on 32-bit lanes with 16-bit signed immediates
 and five operations (MIN, MAX, ADD, SHR, MUL), so the multiplication by ``M`` is done in fixed point
-as a short list of ALU steps (:class:`Step`), applied in order, in place, to every accumulator:
+as a short list of ALU steps ``(AluOp, operand)`` (an :class:`sw.ops.Epilogue`), applied in order,
+in place, to every accumulator:
 
 1. ``ADD vector`` -- the per-channel int32 bias (the layer's bias, the zero-point correction and the
    rounding constant of step 2), broadcast along the spatial axes;
@@ -19,8 +20,9 @@ as a short list of ALU steps (:class:`Step`), applied in order, in place, to eve
 
 :func:`requant_steps` chooses ``s1``, ``s2`` and ``m0`` by brute force to minimise the worst-case
 error (at most about 2**-8 output units; docs/numerics.md), under the constraints that every
-immediate fits 16 signed bits and no intermediate leaves 32 bits. :func:`apply_steps` is the numpy
-definition, with exactly the golden model's ALU semantics (int32 wrap-around, arithmetic shift).
+immediate fits 16 signed bits and no intermediate leaves 32 bits. ``Epilogue(steps).reference`` is
+the numpy definition, with exactly the golden model's ALU semantics (int32 wrap-around, arithmetic
+shift).
 
 Configs without the ALU's MUL get :class:`NumericsError`; the partitioner then keeps that layer on
 the CPU.
@@ -33,13 +35,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Step", "QParams", "NumericsError", "requant_steps", "rescale_steps", "rescale_reference", "apply_steps",
-           "steps_error",
-           "qrange", "quantize_float", "dequantize", "IMM_MAX", "IMM_MIN"]
+from sw.isa import AluOp
+from sw.ops.epilogue import IMM_MAX, IMM_MIN, AluStep, Epilogue, alu_apply, steps_multiplier
 
-IMM_MAX = (1 << 15) - 1
-IMM_MIN = -(1 << 15)
+__all__ = ["QParams", "NumericsError", "requant_steps", "rescale_steps", "rescale_reference", "steps_error",
+           "qrange", "quantize_float", "dequantize"]
+
 _I32 = 1 << 31
+ADD, SHR, MIN, MAX, MUL = AluOp.ADD, AluOp.SHR, AluOp.MIN, AluOp.MAX, AluOp.MUL
 
 
 class NumericsError(ValueError):
@@ -67,24 +70,6 @@ class QParams:
         return np.int8 if self.dtype == "int8" else np.uint8
 
 
-@dataclass(frozen=True)
-class Step:
-    """One ALU pass over the accumulators: op in {'add', 'shr', 'min', 'max', 'mul'}; operand an int
-    immediate, or 'v0' / 'v1' / 'v2' for a per-channel int32 vector (v0: the bias)."""
-    op: str
-    operand: int | str
-
-    def __post_init__(self):
-        if self.op not in ("add", "shr", "min", "max", "mul"):
-            raise ValueError(f"step op = {self.op!r}; allowed: add, shr, min, max, mul")
-        if isinstance(self.operand, str):
-            if self.operand not in ("v0", "v1", "v2") or self.op == "shr":
-                raise ValueError(f"step ({self.op}, {self.operand!r}): a vector operand is 'v0', 'v1' or "
-                                 f"'v2', of add, min, max or mul")
-        elif not IMM_MIN <= int(self.operand) <= IMM_MAX:
-            raise ValueError(f"step ({self.op}, {self.operand}): immediate outside [{IMM_MIN}, {IMM_MAX}]")
-
-
 def qrange(dtype: str) -> tuple[int, int]:
     """(qmin, qmax) of 'int8' or 'uint8'."""
     if dtype == "int8":
@@ -107,12 +92,12 @@ def dequantize(q, qp: QParams) -> np.ndarray:
     return ((np.asarray(q, np.int32) - qp.zero_point).astype(np.float32) * np.float32(qp.scale))
 
 
-def _shift_steps(s2: int) -> list[Step]:
+def _shift_steps(s2: int) -> list[AluStep]:
     if s2 == 0:
         return []
     if s2 <= 15:
-        return [Step("add", 1 << (s2 - 1)), Step("shr", s2)]
-    return [Step("shr", s2 - 15), Step("add", 1 << 14), Step("shr", 15)]
+        return [(ADD, 1 << (s2 - 1)), (SHR, s2)]
+    return [(SHR, s2 - 15), (ADD, 1 << 14), (SHR, 15)]
 
 
 def _search(M: float, T: int, qmin: int, qmax: int):
@@ -159,14 +144,14 @@ def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool
         raise NumericsError(f"requantization multiplier {M}; must be positive and finite")
     qmin, qmax = qrange(out.dtype)
     zp = out.zero_point
-    tail = [Step("add", zp), Step("max", qmin), Step("min", qmax)]
+    tail = [(ADD, zp), (MAX, qmin), (MIN, qmax)]
     m_exp = math.frexp(M)
     if not alu_mul:
         if m_exp[0] != 0.5 or M > 1:
             raise NumericsError(f"requantization multiplier {M:.6g} is not a power of two <= 1 and the "
                                 f"config has no ALU MUL (ALU_MUL = 0)")
         s = -(m_exp[1] - 1)
-        return [Step("add", "v0")] + _shift_steps(s) + tail, (0, ())
+        return [(ADD, "v0")] + _shift_steps(s) + tail, (0, ())
     lo = math.floor((qmin - zp - 2) / M)
     hi = math.ceil((qmax - zp + 2) / M)
     unclipped = _search(M, acc_bound, qmin, qmax)
@@ -183,18 +168,18 @@ def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool
         raise NumericsError(f"no fixed-point form of multiplier {M:.6g} fits VTA's 32-bit ALU with 16-bit "
                             f"immediates")
     _, k, S, m1, m2 = best
-    steps = [Step("add", "v0")]
+    steps = [(ADD, "v0")]
     vectors = ()
     if clip:
         if IMM_MIN <= lo and hi <= IMM_MAX:
-            steps += [Step("max", lo), Step("min", hi)]
+            steps += [(MAX, lo), (MIN, hi)]
         else:
-            steps += [Step("max", "v1"), Step("min", "v2")]
+            steps += [(MAX, "v1"), (MIN, "v2")]
             vectors = (lo, hi)
-    steps.append(Step("mul", m1))
+    steps.append((MUL, m1))
     steps += _shift_steps(k)
     if m2 != 1:
-        steps.append(Step("mul", m2))
+        steps.append((MUL, m2))
     steps += _shift_steps(S)
     return steps + tail, (0, vectors)
 
@@ -230,7 +215,7 @@ def rescale_steps(multipliers, zero_points, out: QParams):
     factors = [_factor(m * 2.0 ** S, 64) for m in ms]
     if any(m1 * m2 == 0 for m1, m2 in factors):
         raise NumericsError(f"rescale multipliers {ms}: one rounds to zero")
-    tail = _shift_steps(S) + [Step("add", out.zero_point), Step("max", qmin), Step("min", qmax)]
+    tail = _shift_steps(S) + [(ADD, out.zero_point), (MAX, qmin), (MIN, qmax)]
     return factors, tail
 
 
@@ -238,51 +223,11 @@ def rescale_reference(xs, zero_points, factors, tail) -> np.ndarray:
     """numpy of a rescale: sum_i ((x_i - z_i) * m1_i * m2_i) then the tail steps, int8."""
     acc = None
     for x, z, (m1, m2) in zip(xs, zero_points, factors):
-        t = _alu("mul", _alu("mul", _alu("add", np.asarray(x, np.int32), -int(z)), m1), m2)
-        acc = t if acc is None else _alu("add", acc, t)
-    return apply_steps(acc, tail).astype(np.int8)
-
-
-def _alu(op: str, a: np.ndarray, b) -> np.ndarray:
-    a = a.astype(np.int64)
-    b = np.asarray(b, np.int64)
-    if op == "add":
-        r = a + b
-    elif op == "mul":
-        r = a * b
-    elif op == "min":
-        r = np.minimum(a, b)
-    elif op == "max":
-        r = np.maximum(a, b)
-    else:  # shr: arithmetic right shift (negative = left), as the golden model's ALU
-        r = np.where(b >= 0, np.right_shift(a, np.clip(b, 0, 31)), np.left_shift(a, np.clip(-b, 0, 31)))
-    return r.astype(np.int32)       # wraps to 32 bits like the ALU
-
-
-def apply_steps(acc, steps, vectors=None, channel_axis: int = 1) -> np.ndarray:
-    """Apply ALU steps to int32 accumulators; ``vectors`` (V, channels) int32 are the operands 'v0',
-    'v1', ... along ``channel_axis``. Returns int32 (the caller casts to the 8-bit output type)."""
-    y = np.asarray(acc).astype(np.int32)
-    for st in steps:
-        if isinstance(st.operand, str):
-            i = int(st.operand[1:])
-            if vectors is None or i >= len(vectors):
-                raise ValueError(f"the steps use vector {st.operand} but {0 if vectors is None else len(vectors)} "
-                                 f"were given")
-            shape = [1] * y.ndim
-            shape[channel_axis] = -1
-            y = _alu(st.op, y, np.asarray(vectors[i], np.int64).astype(np.int32).reshape(shape))
-        else:
-            y = _alu(st.op, y, int(st.operand))
-    return y
+        t = alu_apply(MUL, alu_apply(MUL, alu_apply(ADD, np.asarray(x, np.int32), -int(z)), m1), m2)
+        acc = t if acc is None else alu_apply(ADD, acc, t)
+    return Epilogue(tuple(tail)).reference(acc)
 
 
 def steps_error(multiplier: float, steps) -> float:
     """The effective multiplier of ``steps`` relative to ``multiplier`` minus 1 (for reports)."""
-    shift, m0 = 0, 1
-    for st in steps:
-        if st.op == "shr":
-            shift += int(st.operand)
-        elif st.op == "mul":
-            m0 *= int(st.operand)
-    return m0 / 2.0 ** shift / multiplier - 1
+    return steps_multiplier(steps) / multiplier - 1

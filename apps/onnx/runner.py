@@ -18,17 +18,11 @@ import numpy as np
 from sw import ops
 from sw.cli import progress_bar
 from sw.isa import AluOp
+from sw.runtime import current_config
 
 from .layers import Layer, _prepare_gap
 
-__all__ = ["run", "placement", "alu_steps", "Record"]
-
-_OPS = {"add": AluOp.ADD, "shr": AluOp.SHR, "min": AluOp.MIN, "max": AluOp.MAX, "mul": AluOp.MUL}
-
-
-def alu_steps(steps):
-    """apps.onnx Steps -> the (AluOp, operand) epilogue of sw.ops."""
-    return [(_OPS[s.op], s.operand) for s in steps]
+__all__ = ["run", "placement", "Record"]
 
 
 def placement(lay: Layer, xs) -> tuple[str, str]:
@@ -47,9 +41,7 @@ def placement(lay: Layer, xs) -> tuple[str, str]:
 def _im2col_pays(lay: Layer) -> bool:
     """A conv with fewer input channels than a block (an RGB stem) wastes most of each GEMM block;
     as a GEMM over its im2col matrix (K = C*kh*kw) it fills the blocks."""
-    from sw.ops.base import _cfg
-
-    cfg = _cfg()
+    cfg = current_config()
     c, kh, kw = lay.params["weight"].shape[1:]
     block = cfg.BLOCK_IN
     direct = c / (-(-c // block) * block)
@@ -75,7 +67,7 @@ def _run_vta(lay: Layer, xs, vt):
     if lay.kind == "conv" and _im2col_pays(lay):
         o, c, kh, kw = p["weight"].shape
         cols, (n, ho, wo) = _im2col(lay.pad_input(xs[0]), kh, kw, p["strides"])
-        y, counters = ops.dense(cols, p["weight"].reshape(o, -1), p["vectors"], alu=alu_steps(lay.steps),
+        y, counters = ops.dense(cols, p["weight"].reshape(o, -1), p["vectors"], epilogue=lay.epilogue,
                                 virtual_threads=vt, return_counters=True)
         return np.ascontiguousarray(y.reshape(n, ho, wo, o).transpose(0, 3, 1, 2)), counters
     if lay.kind == "conv":
@@ -87,16 +79,16 @@ def _run_vta(lay: Layer, xs, vt):
         else:
             x, pad = lay.pad_input(x), 0          # pad with the zero point on the host
         return ops.conv2d(x, p["weight"], p["vectors"], stride=int(p["strides"][0]), padding=pad,
-                          alu=alu_steps(lay.steps), virtual_threads=vt, return_counters=True)
+                          epilogue=lay.epilogue, virtual_threads=vt, return_counters=True)
     if lay.kind == "dense":
         x = xs[0].reshape(xs[0].shape[0], -1)
-        return ops.dense(x, p["weight"], p["vectors"], alu=alu_steps(lay.steps), virtual_threads=vt,
+        return ops.dense(x, p["weight"], p["vectors"], epilogue=lay.epilogue, virtual_threads=vt,
                          return_counters=True)
     pre = [[(AluOp.ADD, -q.zero_point), (AluOp.MUL, m1), (AluOp.MUL, m2)]
            for q, (m1, m2) in zip(lay.inp, p["factors"])]
     pre = [[s for s in st if not (s[0] == AluOp.MUL and s[1] == 1) and not (s[0] == AluOp.ADD and s[1] == 0)]
            for st in pre]
-    return ops.add_rescaled(xs[0], xs[1], pre[0], pre[1], alu_steps(lay.steps), virtual_threads=vt,
+    return ops.add_rescaled(xs[0], xs[1], pre[0], pre[1], lay.steps, virtual_threads=vt,
                             return_counters=True)
 
 

@@ -29,19 +29,22 @@ Operators (all take ``virtual_threads=1|2`` and ``return_counters=False``):
 ``vadd(a, b)``, ``relu(a)``, ``add_bias(a, bias)``  int32 (n, BATCH, BLOCK_OUT) or (r, c, BATCH,
 ``requantize(a, shift=8, bias=None, clip=True)``    BLOCK_OUT) -> int8 of the same shape
 ``dense(data, weight, bias=None, shift=8,           int8 (N, K), (M, K), int32 (M,) -> int8 (N, M)
-clip=True, tiles=None)``
+clip=True, tiles=None, epilogue=None)``
 ``gemm(data, weight, tiles=None)``                  int8 (N, K), (M, K) -> exact int32 (N, M)
 ``conv2d(data, weight, bias=None, stride=1,         int8 (N, C, H, W), (O, C, kh, kw), int32 (O,)
-padding=0, shift=8, clip=True, tiles=None)``        -> int8 (N, O, Ho, Wo)
+padding=0, shift=8, clip=True, tiles=None,          -> int8 (N, O, Ho, Wo)
+epilogue=None)``
 ``dense_packed``, ``conv2d_packed``                 the same on already packed operands
 ``add_rescaled(a, b, a_alu, b_alu, alu)``           int8 a, b of one shape -> int8: ALU steps on
                                                     each, a + b, ALU steps (a residual add)
 =================================================  ==============================================
 
-``conv2d``/``dense`` (and the packed forms) take ``alu=``: an epilogue of ALU steps
-``(AluOp, immediate | "vI")`` that replaces shift / bias / clip, with ``bias`` then holding its
-per-channel vectors (V, channels) (:mod:`sw.ops.epilogue`): fixed-point requantization with a
-multiplier, zero points and int8/uint8 saturation.
+``conv2d``/``dense`` (and the packed forms) finish each tile with an :class:`Epilogue`
+(:mod:`sw.ops.epilogue`): by default VTA's (``shift`` / ``bias`` / ``clip``); ``epilogue=`` takes any
+other, an ``Epilogue`` or its ALU steps ``(AluOp, immediate | "vI")``, with ``bias`` then holding its
+per-channel vectors (V, channels): fixed-point requantization with a multiplier, zero points and
+int8/uint8 saturation, or the exact int32 accumulators (``Epilogue.exact_int32()``, what ``gemm``
+uses), or a few low bytes of them.
 
 Tiling: dense steps are (tn batch blocks, tk reduction blocks, tm output blocks); conv2d steps are
 (tm output-channel blocks, th output rows, tw output columns, tc input-channel blocks, with the
@@ -67,6 +70,7 @@ from .base import TileError
 from .conv2d import conv2d, conv2d_packed
 from .dense import dense, dense_packed, gemm
 from .elementwise import add_bias, add_rescaled, relu, requantize, vadd
+from .epilogue import Epilogue
 from .layout import (
     pack_bias,
     pack_conv_data,
@@ -90,6 +94,8 @@ __all__ = [
     "unpack_conv_output", "pack_bias",
     # planning
     "plan_dense", "plan_conv2d", "DensePlan", "ConvPlan", "last_counters", "TileError",
+    # epilogues
+    "Epilogue",
 ]
 
 

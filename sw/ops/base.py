@@ -21,17 +21,18 @@ class TileError(ValueError):
     """A layer cannot be tiled on this configuration (the message names the limit)."""
 
 
-def _cdiv(a, b):
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) for positive b."""
     return -(-a // b)
 
 
 def _cands(n: int) -> list[int]:
     """Tile sizes worth trying for an extent n: ceil(n / k) for every tile count k."""
-    return sorted({_cdiv(n, k) for k in range(1, n + 1)})
+    return sorted({cdiv(n, k) for k in range(1, n + 1)})
 
 
-def _cfg():
-    return rt.current().cfg
+config = rt.current_config
+"""The configuration of the current runtime (:func:`sw.runtime.current_config`)."""
 
 
 def _to_device(cmd, arr) -> int:

@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 
 from .. import runtime as rt
-from ..isa import AluOp, MemId
-from .base import MAX_PAD, TileError, _cdiv, _cfg, _check_vt, _finish, _from_device, _halves, _operands_on_device
-from .epilogue import epilogue_actions, packed_vectors
-from .kernels import Gemm, Load, Store, _alu_rows, _alu_tensor, _conv_variant, _k_conv
-from .layout import pack_bias, pack_conv_data, pack_conv_weight, pack_layer_bias, unpack_conv_output
+from ..isa import MemId
+from .base import MAX_PAD, TileError, _check_vt, _finish, _from_device, _halves, _operands_on_device, cdiv, config
+from .epilogue import Epilogue, packed_vectors
+from .kernels import Gemm, Load, Store, _conv_variant, _k_conv
+from .layout import pack_conv_data, pack_conv_weight, pack_layer_bias, unpack_conv_output
 from .plan import ConvPlan, _conv_caps, _in_rows, plan_conv2d
 from .schedule import _Step, _Tile, run_tiles
 
 
-def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, shift, clip, alu=None, nvec=0):
+def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> list[_Tile]:
     nb, cb, ob, h, w, kh, kw, s, pad = shape
     vt = plan.virtual_threads
     hv = _halves(cfg, vt)
     ho, wo = (h + 2 * pad - kh) // s + 1, (w + 2 * pad - kw) // s + 1
     kk = kh * kw
-    INP, WGT, ACC, OUT = int(MemId.INP), int(MemId.WGT), int(MemId.ACC), int(MemId.OUT)
+    INP, WGT, ACC = int(MemId.INP), int(MemId.WGT), int(MemId.ACC)
     tiles = []
     step_no = 0
     ti = 0
@@ -52,7 +53,7 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, shift, clip, alu=Non
         ti += 1
         acc = hv["acc"][1][a % vt] + (a // vt) * (hv["acc"][0] // plan.slots)
         rows = tm * th * tw
-        t = _Tile(acc=a, reset=(acc, rows), gemm_uops=rows * cb * kk)
+        t = _Tile(acc=a, reset=(acc, rows * epi.planes), gemm_uops=rows * cb * kk)
         for c0 in range(0, cb, plan.tc):
             tc = min(plan.tc, cb - c0)
             b = step_no % vt
@@ -61,42 +62,34 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, shift, clip, alu=Non
             loads = []
             for c in range(tc):
                 off = ((n * cb + c0 + c) * h + r0 + ypb) * w + c0_ + xpb
-                loads.append(Load((xd, off, xs, ys, w * s if skip else w, xpb, ypb, xpa, ypa, inp + c * ih * iw, INP)))
-            loads.append(Load((wd, (m0 * cb + c0) * kk, tc * kk, tm, cb * kk, 0, 0, 0, 0, wgt, WGT)))
-            comps = []
-            comps.append(Gemm(_k_conv(acc, inp, wgt, tm, th, tw, tc, kh, kw, s, ih, iw, 1 if skip else s)))
-            t.steps.append(_Step(b, loads, comps))
-        if alu is not None:
-            vec_base = acc + rows
-            for i in range(nvec):
-                t.computes.append(Load((pd, i * ob + m0, tm, 1, tm, 0, 0, 0, 0, vec_base + i * tm, ACC)))
-            t.computes += epilogue_actions(alu, acc, rows, vec_base, tm, ((tm, th * tw, 1), (th * tw, 1, 0)))
-        elif shift:
-            t.computes.append(_alu_rows(AluOp.SHR, shift, acc, rows))
-        if pd is not None and alu is None:
-            bias_base = acc + rows
-            t.computes.append(Load((pd, m0, tm, 1, tm, 0, 0, 0, 0, bias_base, ACC)))
-            t.computes.append(_alu_tensor(acc, bias_base, ((tm, th * tw, 1), (th * tw, 1, 0))))
-        if clip and alu is None:
-            t.computes.append(_alu_rows(AluOp.MIN, 127, acc, rows))
-            t.computes.append(_alu_rows(AluOp.MAX, 0, acc, rows))
-        for j in range(tm):
-            t.stores.append(Store((acc + j * th * tw, OUT, yd, ((n * ob + m0 + j) * ho + h0) * wo + w0,
-                                   tw, th, wo)))
+                loads.append(Load(xd, off, xs, ys, w * s if skip else w, inp + c * ih * iw, INP, xpb, ypb, xpa, ypa))
+            loads.append(Load(wd, (m0 * cb + c0) * kk, tc * kk, tm, cb * kk, wgt, WGT))
+            gemm = Gemm(_k_conv(acc, inp, wgt, tm, th, tw, tc, kh, kw, s, ih, iw, 1 if skip else s))
+            t.steps.append(_Step(b, loads, [gemm]))
+
+        def load_vector(i, row, m0=m0, tm=tm):
+            return Load(pd, i * ob + m0, tm, 1, tm, row, ACC)
+
+        t.computes += epi.actions(acc, rows, tm, ((tm, th * tw, 1), (th * tw, 1, 0)), load_vector)
+        for p, j in itertools.product(range(epi.planes), range(tm)):
+            t.stores.append(Store(acc + p * rows + j * th * tw, yd,
+                                  (((p * nb + n) * ob + m0 + j) * ho + h0) * wo + w0, tw, th, wo))
         tiles.append(t)
     return tiles
 
 
-def conv2d_packed(data, weight, bias=None, stride=1, padding=0, shift=8, clip=True, virtual_threads=1,
-                  tiles=None, return_counters=False, alu=None):
+def conv2d_packed(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: int = 8, clip: bool = True,
+                  virtual_threads: int = 1, tiles=None, return_counters: bool = False,
+                  epilogue: Epilogue | Sequence | None = None):
     """conv2d on packed operands: data (nb, cb, H, W, BATCH, BLOCK_IN), weight (ob, cb, kh, kw, BLOCK_OUT,
     BLOCK_IN) int8, bias None or packed (ob, BATCH, BLOCK_OUT) int32; returns (nb, ob, Ho, Wo, BATCH,
     BLOCK_OUT) int8 after >> shift, + bias, clip [0, 127].
 
-    With ``alu`` (an epilogue, :mod:`sw.ops.epilogue`) the accumulators get those ALU steps instead,
-    and ``bias`` holds its vectors packed as (V, ob, BATCH, BLOCK_OUT)."""
+    ``epilogue`` (an :class:`~sw.ops.epilogue.Epilogue` or its ALU steps) replaces that requantization;
+    ``bias`` then holds its vectors packed as (V, ob, BATCH, BLOCK_OUT), and an epilogue of k > 1
+    planes returns (k, nb, ob, Ho, Wo, BATCH, BLOCK_OUT) int8, the bytes of each result."""
     _check_vt(virtual_threads)
-    cfg = _cfg()
+    cfg = config()
     B, I, O = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     data, weight = np.asarray(data), np.asarray(weight)
     if data.ndim != 6 or data.shape[4:] != (B, I) or weight.ndim != 6 or weight.shape[4:] != (O, I):
@@ -118,37 +111,34 @@ def conv2d_packed(data, weight, bias=None, stride=1, padding=0, shift=8, clip=Tr
     if ob * ho * wo < 3:
         raise ValueError(f"the output has {ob * ho * wo} blocks; the GEMM micro-kernel needs at least 3 "
                          f"(pad the output channels: conv2d() does this)")
-    if not 0 <= shift <= 31:
-        raise ValueError(f"shift = {shift}; allowed range [0, 31]")
-    nvec = 0
-    if alu is not None:
-        bias, nvec, alu = packed_vectors(bias, alu, ob, cfg)
-    elif bias is not None:
-        bias = pack_bias(bias, ob, cfg)
-    plan = plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, padding, virtual_threads,
-                       nvec if alu is not None else bias is not None, cfg, tiles)
+    epi = Epilogue.of(epilogue) or Epilogue.vta(shift, bias is not None, clip)
+    if bias is not None and np.ndim(bias) == 3:
+        bias = np.asarray(bias)[None]
+    vectors, _ = packed_vectors(bias, epi, ob, cfg)
+    plan = plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, padding, virtual_threads, epi, cfg, tiles)
     cmd = rt.command_handle()
-    with _operands_on_device(cmd, data, weight, bias, nb * ob * ho * wo * cfg.OUT_ELEM_BYTES) as (
+    with _operands_on_device(cmd, data, weight, vectors, epi.planes * nb * ob * ho * wo * cfg.OUT_ELEM_BYTES) as (
             xd, wd, pd, yd):
-        tl = _conv_tiles(plan, cfg, (nb, cb, ob, h, w, kh, kw, stride, padding), xd, wd, yd, pd, shift, clip,
-                         alu, nvec)
+        tl = _conv_tiles(plan, cfg, (nb, cb, ob, h, w, kh, kw, stride, padding), xd, wd, yd, pd, epi)
         counters = run_tiles(tl)
         counters["tiles"] = len(tl)
-        y = _from_device(cmd, yd, (nb, ob, ho, wo, B, O), np.int8)
-    return _finish(y, counters, return_counters)
+        y = _from_device(cmd, yd, (epi.planes, nb, ob, ho, wo, B, O), np.int8)
+    return _finish(y[0] if epi.planes == 1 else y, counters, return_counters)
 
 
-def conv2d(data, weight, bias=None, stride=1, padding=0, shift=8, clip=True, virtual_threads=1, tiles=None,
-           return_counters=False, alu=None):
+def conv2d(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: int = 8, clip: bool = True,
+           virtual_threads: int = 1, tiles=None, return_counters: bool = False,
+           epilogue: Epilogue | Sequence | None = None):
     """VTA's conv2d benchmark: data (N, C, H, W) int8, weight (O, C, kh, kw) int8, bias (O,) int32 or
     None; conv2d_nchw in int32, >> shift, + bias, clip [0, 127], int8 (N, O, Ho, Wo).
 
     The operands are packed to NCHW{BATCH}n{BLOCK_IN}c / OIHW{BLOCK_OUT}o{BLOCK_IN}i (zero-padded to
     whole blocks); the spatial padding is done by the LOADs. ``tiles`` = (tm, th, tw, tc) overrides
-    the automatic tiling. ``alu``: an epilogue of ALU steps instead of shift / bias / clip
-    (:mod:`sw.ops.epilogue`); then ``bias`` is its vectors, (O,) or (V, O) int32.
+    the automatic tiling. ``epilogue``: an :class:`~sw.ops.epilogue.Epilogue` (or its ALU steps)
+    instead of shift / bias / clip; then ``bias`` is its vectors, (O,) or (V, O) int32, and the
+    result int8 (one plane) or int32 (more).
     """
-    cfg = _cfg()
+    cfg = config()
     data, weight = np.asarray(data), np.asarray(weight)
     if data.ndim != 4 or weight.ndim != 4 or data.shape[1] != weight.shape[1]:
         raise ValueError(f"data {data.shape} and weight {weight.shape} must be (N, C, H, W) and (O, C, kh, kw)")
@@ -156,8 +146,11 @@ def conv2d(data, weight, bias=None, stride=1, padding=0, shift=8, clip=True, vir
     o, _, kh, kw = weight.shape
     ho = (h + 2 * padding - kh) // stride + 1
     wo = (w + 2 * padding - kw) // stride + 1
-    ob = max(_cdiv(o, cfg.BLOCK_OUT), _cdiv(3, max(1, ho * wo)))
-    bp = pack_layer_bias(bias, o, ob, cfg, epilogue=alu is not None)
+    ob = max(cdiv(o, cfg.BLOCK_OUT), cdiv(3, max(1, ho * wo)))
+    epi = Epilogue.of(epilogue) or Epilogue.vta(shift, bias is not None, clip)
+    bp = pack_layer_bias(bias, o, ob, cfg)
     y, counters = conv2d_packed(pack_conv_data(data, cfg), pack_conv_weight(weight, cfg, ob), bp, stride,
-                                padding, shift, clip, virtual_threads, tiles, True, alu)
+                                padding, virtual_threads=virtual_threads, tiles=tiles, return_counters=True,
+                                epilogue=epi)
+    y = epi.assemble(y if epi.planes > 1 else y[None])
     return _finish(unpack_conv_output(y, n, o), counters, return_counters)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
 
 from .. import runtime as rt
 from ..isa import AluOp, MemId
-from .base import TileError, _cfg, _check_vt, _finish, _from_device, _halves, _to_device
-from .epilogue import check_alu
+from .base import TileError, _check_vt, _finish, _from_device, _halves, _to_device, config
+from .epilogue import AluStep, Epilogue
 from .kernels import Alu, Load, Store, _alu_rows, _k_alu
 from .layout import pack_bias
 from .schedule import _Tile, run_tiles
@@ -32,7 +33,7 @@ def _elementwise(a, b, bias, ops, virtual_threads, return_counters):
     applied in order.
     """
     _check_vt(virtual_threads)
-    cfg = _cfg()
+    cfg = config()
     shape = np.shape(a)
     a4 = _as_grid(a, cfg, "a").astype(np.int32)
     if bias is not None and np.ndim(a) == 3:
@@ -70,11 +71,11 @@ def _elementwise(a, b, bias, ops, virtual_threads, return_counters):
             other = base + rows
             bias_base = base + per * rows
             stride = C if nr > 1 else nc     # (a single row needs no stride; keeps the 16-bit field small)
-            comps = [Load((handles[0], r0 * C + c0, nc, nr, stride, 0, 0, 0, 0, base, acc_id))]
+            comps = [Load(handles[0], r0 * C + c0, nc, nr, stride, base, acc_id)]
             if bd is not None:
-                comps.append(Load((bd, r0 * C + c0, nc, nr, stride, 0, 0, 0, 0, other, acc_id)))
+                comps.append(Load(bd, r0 * C + c0, nc, nr, stride, other, acc_id))
             if pd is not None:
-                comps.append(Load((pd, c0, nc, 1, nc, 0, 0, 0, 0, bias_base, acc_id)))
+                comps.append(Load(pd, c0, nc, 1, nc, bias_base, acc_id))
             for op in ops:
                 if op[0] == "imm":
                     comps.append(_alu_rows(op[1], op[2], base, rows))
@@ -85,7 +86,7 @@ def _elementwise(a, b, bias, ops, virtual_threads, return_counters):
                 elif op[0] == "bias_add":
                     comps.append(Alu(_k_alu(int(AluOp.ADD), 0, 0, base, bias_base,
                                                 ((nr, nc, 0), (nc, 1, 1))), passes=2))
-            stores = [Store((base, int(MemId.OUT), yd, r0 * C + c0, nc, nr, stride))]
+            stores = [Store(base, yd, r0 * C + c0, nc, nr, stride)]
             tiles.append(_Tile(acc=a_half, computes=comps, stores=stores))
         counters = run_tiles(tiles)
         counters["tiles"] = len(tiles)
@@ -96,19 +97,19 @@ def _elementwise(a, b, bias, ops, virtual_threads, return_counters):
     return _finish(y, counters, return_counters)
 
 
-def vadd(a, b, virtual_threads=1, return_counters=False):
+def vadd(a: np.ndarray, b: np.ndarray, virtual_threads: int = 1, return_counters: bool = False):
     """a + b on the ALU for int32 tensors in the packed layout (n, BATCH, BLOCK_OUT) (or (r, c, BATCH,
     BLOCK_OUT)); returns the int8 that STORE writes (the low 8 bits), like VTA's get-started tutorial."""
     return _elementwise(a, b, None, [("tensor_add",)], virtual_threads, return_counters)
 
 
-def relu(a, virtual_threads=1, return_counters=False):
+def relu(a: np.ndarray, virtual_threads: int = 1, return_counters: bool = False):
     """MAX 0 then MIN 127 on the ALU (VTA's test_relu); int8 result."""
     return _elementwise(a, None, None, [("imm", AluOp.MAX, 0), ("imm", AluOp.MIN, 127)], virtual_threads,
                         return_counters)
 
 
-def add_bias(a, bias, virtual_threads=1, return_counters=False):
+def add_bias(a: np.ndarray, bias: np.ndarray, virtual_threads: int = 1, return_counters: bool = False):
     """a + bias per output channel on the ALU; int8 result (the low 8 bits).
 
     a: int32 (r, c, BATCH, BLOCK_OUT) with bias (c*BLOCK_OUT,) or packed (c, BATCH, BLOCK_OUT);
@@ -117,7 +118,8 @@ def add_bias(a, bias, virtual_threads=1, return_counters=False):
     return _elementwise(a, None, bias, [("bias_add",)], virtual_threads, return_counters)
 
 
-def requantize(a, shift=8, bias=None, clip=True, virtual_threads=1, return_counters=False):
+def requantize(a: np.ndarray, shift: int = 8, bias: np.ndarray | None = None, clip: bool = True,
+               virtual_threads: int = 1, return_counters: bool = False):
     """(a >> shift), optional + bias, clip to [0, 127] as MIN 127 then MAX 0, int8 (docs/architecture.md §6.4)."""
     if not 0 <= shift <= 31:
         raise ValueError(f"shift = {shift}; allowed range [0, 31]")
@@ -131,16 +133,20 @@ def requantize(a, shift=8, bias=None, clip=True, virtual_threads=1, return_count
 
 
 
-def add_rescaled(a, b, a_alu=(), b_alu=(), alu=(), virtual_threads=1, return_counters=False):
+def add_rescaled(a: np.ndarray, b: np.ndarray, a_alu: Sequence[AluStep] = (), b_alu: Sequence[AluStep] = (),
+                 alu: Sequence[AluStep] = (), virtual_threads: int = 1, return_counters: bool = False):
     """A residual add at two scales on the ALU: int8 a and b of one shape (any), loaded as int32;
     ALU steps ``a_alu`` on a and ``b_alu`` on b (e.g. subtract the zero point, multiply), then
     a + b, then ``alu`` (rounding shift, zero point, saturation); returns the int8 that STORE writes
     (the low 8 bits), in the shape of a. Steps are (AluOp, immediate) (:mod:`sw.ops.epilogue`)."""
-    cfg = _cfg()
+    cfg = config()
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         raise ValueError(f"operands have shapes {a.shape} and {b.shape}; add_rescaled needs one shape")
-    steps = [check_alu(s, 0) for s in (a_alu, b_alu, alu)]
+    epis = [Epilogue(tuple(s)) for s in (a_alu, b_alu, alu)]
+    for e in epis:
+        e.check(cfg, 0)
+    steps = [e.steps for e in epis]
     blk = cfg.BATCH * cfg.BLOCK_OUT
     n = max(1, -(-a.size // blk))
 

@@ -1,55 +1,220 @@
-"""ALU epilogues: a caller's own sequence of ALU steps on a tile's accumulators (``alu=`` of conv2d/dense).
+"""Epilogues: what the tensor ALU does to a tile's int32 accumulators before STORE writes them.
 
-VTA's requantization (``>> shift``, ``+ bias``, clip) is one fixed sequence; an epilogue is any
-sequence of steps ``(op, operand)`` applied in order, in place, to every accumulator of a tile
-before STORE writes its low 8 bits:
+One type, :class:`Epilogue`, describes every way dense and conv2d finish a tile:
 
-* ``op``: an :class:`~sw.isa.AluOp` (MIN, MAX, ADD, SHR, MUL; MUL only on configs with ``ALU_MUL``);
-* ``operand``: an int immediate (16 bits signed), or ``"v0"``, ``"v1"``, ... for per-output-channel
-  int32 vector i of the operator's ``bias`` argument (shape (V, channels)), loaded into the acc SRAM
-  beside the tile and broadcast over its rows (two cycles per micro-op, like VTA's bias add).
+* a sequence of ALU steps ``(op, operand)`` applied in order, in place, to every accumulator:
+  ``op`` an :class:`~sw.isa.AluOp` (MIN, MAX, ADD, SHR, MUL; MUL only on configs with ``ALU_MUL``),
+  ``operand`` an int immediate (the ALU's 16-bit signed field, :data:`IMM_MIN`..:data:`IMM_MAX`) or
+  ``"v0"``, ``"v1"``, ... for per-output-channel int32 vector i (loaded into the acc SRAM beside the
+  tile before its first use and broadcast over the tile's rows: two cycles per micro-op);
+* then ``planes`` bytes of each result: STORE writes the low 8 bits of an accumulator, so for
+  ``planes = k > 1`` the tile is copied into k - 1 more acc regions, region p shifted right by 8p,
+  and the k low bytes are stored and reassembled on the host into the low 8k bits, sign-extended.
+  ``planes = 4`` reads the int32 accumulators back exactly.
 
-This is how fixed-point requantization with a multiplier (``MUL m`` between rounding shifts), zero
-points and saturation to int8 or uint8 ranges runs on the accelerator.
+The constructors name the common cases: :meth:`Epilogue.vta` is VTA's requantization (``>> shift``,
+``+ bias``, clip to [0, 127]); :meth:`Epilogue.exact_int32` is a raw GEMM's readback; any other list
+of steps is a fixed-point requantization with a multiplier, zero points and int8/uint8 saturation
+(the ONNX importer's, docs/numerics.md). :meth:`Epilogue.reference` is the numpy definition, with
+exactly the golden model's ALU semantics (int32 wrap-around, arithmetic shift); :meth:`Epilogue.actions`
+is the one lowering to ALU instructions that dense and conv2d share.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
-from ..isa import AluOp
-from .base import _cfg
-from .kernels import Alu, _alu_rows, _k_alu
+from ..isa import ALUOP_IMM_BITS, AluOp
+from .kernels import Alu, Load, _alu_rows, _alu_tensor, _k_alu
 
-IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1
+__all__ = ["Epilogue", "IMM_MIN", "IMM_MAX", "Operand", "AluStep", "alu_apply", "vectors_2d"]
+
+IMM_MIN, IMM_MAX = -(1 << (ALUOP_IMM_BITS - 1)), (1 << (ALUOP_IMM_BITS - 1)) - 1
+"""The range of an ALU immediate (the instruction's sign-extended ``imm`` field)."""
+
+Operand = int | str
+AluStep = tuple[AluOp, Operand]
+
+_ALLOWED_OPS = ", ".join(o.name for o in AluOp)
 
 
-def check_alu(alu, n_vectors: int):
-    """Validate an epilogue; returns it as a tuple of (AluOp, int | 'vI')."""
-    cfg = _cfg()
-    out = []
-    for i, step in enumerate(alu):
-        if len(step) != 2:
-            raise ValueError(f"alu[{i}] = {step!r}; expected (AluOp, operand)")
-        op, operand = step
-        try:
-            op = AluOp(int(op))
-        except ValueError:
-            raise ValueError(f"alu[{i}]: op {op!r}; allowed: " + ", ".join(o.name for o in AluOp)) from None
-        if op == AluOp.MUL and not cfg.ALU_MUL:
-            raise ValueError(f"alu[{i}]: MUL on config {cfg.name}, which has no ALU MUL (ALU_MUL = 0)")
-        if isinstance(operand, str):
-            if not (operand.startswith("v") and operand[1:].isdigit() and int(operand[1:]) < n_vectors):
-                raise ValueError(f"alu[{i}]: operand {operand!r}; allowed: an int immediate or 'v0'..'v{n_vectors - 1}' "
-                                 f"(the rows of bias)")
-            if op == AluOp.SHR:
-                raise ValueError(f"alu[{i}]: SHR takes an immediate shift, not a vector")
-        elif not IMM_MIN <= int(operand) <= IMM_MAX:
-            raise ValueError(f"alu[{i}]: immediate {operand}; allowed [{IMM_MIN}, {IMM_MAX}]")
-        else:
-            operand = int(operand)
-        out.append((op, operand))
-    return tuple(out)
+def _check_step(i: int, step) -> AluStep:
+    if not isinstance(step, (tuple, list)) or len(step) != 2:
+        raise ValueError(f"epilogue step {i} = {step!r}; expected (AluOp, operand)")
+    op, operand = step
+    try:
+        op = AluOp[op.upper()] if isinstance(op, str) else AluOp(int(op))
+    except (KeyError, ValueError):
+        raise ValueError(f"epilogue step {i}: op {op!r}; allowed: {_ALLOWED_OPS}") from None
+    if isinstance(operand, str):
+        if not (operand.startswith("v") and operand[1:].isdigit()):
+            raise ValueError(f"epilogue step {i}: operand {operand!r}; allowed: an int immediate in "
+                             f"[{IMM_MIN}, {IMM_MAX}] or a vector 'v0', 'v1', ...")
+        if op == AluOp.SHR:
+            raise ValueError(f"epilogue step {i}: SHR takes an immediate shift in [{IMM_MIN}, {IMM_MAX}], "
+                             f"not a vector")
+        return op, operand
+    if isinstance(operand, bool) or not isinstance(operand, (int, np.integer)):
+        raise ValueError(f"epilogue step {i}: operand {operand!r}; allowed: an int immediate in "
+                         f"[{IMM_MIN}, {IMM_MAX}] or a vector 'v0', 'v1', ...")
+    if not IMM_MIN <= int(operand) <= IMM_MAX:
+        raise ValueError(f"epilogue step {i}: immediate {int(operand)}; allowed [{IMM_MIN}, {IMM_MAX}]")
+    return op, int(operand)
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """ALU ``steps`` on a tile's accumulators, then ``planes`` (1-4) low bytes of each stored.
+
+    Frozen and hashable: plans and micro-kernels are memoised on it. ``Epilogue(steps)`` validates the
+    steps (any sequence of ``(AluOp | name, int | 'vI')``) and names the bad field and its range.
+    """
+    steps: tuple[AluStep, ...] = ()
+    planes: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "steps", tuple(_check_step(i, s) for i, s in enumerate(self.steps)))
+        if self.planes not in (1, 2, 3, 4):
+            raise ValueError(f"epilogue planes = {self.planes!r}; allowed [1, 4] (bytes of each accumulator stored)")
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def vta(cls, shift: int = 8, bias: bool = False, clip: bool = True) -> Epilogue:
+        """VTA's requantization: ``>> shift``, ``+ v0`` (the bias, when ``bias``), MIN 127 then MAX 0."""
+        if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)) or not 0 <= shift <= 31:
+            raise ValueError(f"shift = {shift!r}; allowed range [0, 31]")
+        steps: list[AluStep] = [(AluOp.SHR, int(shift))] if shift else []
+        if bias:
+            steps.append((AluOp.ADD, "v0"))
+        if clip:
+            steps += [(AluOp.MIN, 127), (AluOp.MAX, 0)]
+        return cls(tuple(steps))
+
+    @classmethod
+    def exact_int32(cls) -> Epilogue:
+        """No ALU step; the four bytes of every accumulator read back (a raw GEMM)."""
+        return cls((), 4)
+
+    @classmethod
+    def of(cls, alu: Epilogue | Iterable | None) -> Epilogue | None:
+        """An Epilogue, a sequence of steps (one plane), or None, as an Epilogue (or None)."""
+        if alu is None or isinstance(alu, Epilogue):
+            return alu
+        return cls(tuple(alu))
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def vectors(self) -> int:
+        """How many per-channel vectors the steps use (1 + the largest index)."""
+        used = [int(v[1:]) for _, v in self.steps if isinstance(v, str)]
+        return 1 + max(used) if used else 0
+
+    @property
+    def passes(self) -> int:
+        """ALU passes over the tile's rows (two per vector step; a copy and a shift per extra plane)."""
+        return sum(2 if isinstance(v, str) else 1 for _, v in self.steps) + 3 * (self.planes - 1)
+
+    @property
+    def dtype(self):
+        """The host type of a read-back element: int8 for one plane, int32 (sign-extended) otherwise."""
+        return np.int8 if self.planes == 1 else np.int32
+
+    def check(self, cfg, n_vectors: int) -> None:
+        """That ``cfg`` can run the steps and ``n_vectors`` vectors were given for them."""
+        if not cfg.ALU_MUL and any(op == AluOp.MUL for op, _ in self.steps):
+            raise ValueError(f"epilogue: MUL on config {cfg.name}, which has no ALU MUL (ALU_MUL = 0)")
+        if self.vectors > n_vectors:
+            raise ValueError(f"epilogue uses vectors v0..v{self.vectors - 1}; {n_vectors} given "
+                             f"(the rows of bias)")
+
+    def acc_rows(self, rows: int, tm: int) -> int:
+        """Acc SRAM rows of a tile of ``rows`` accumulators over ``tm`` channel blocks."""
+        return rows * self.planes + tm * self.vectors
+
+    # ------------------------------------------------------------------ numpy
+    def reference(self, acc, vectors=None, channel_axis: int = 1) -> np.ndarray:
+        """The epilogue in numpy: int32 ``acc``, ``vectors`` (V, channels) along ``channel_axis``;
+        returns what the host reads back (int8 for one plane, else int32 of the low 8*planes bits)."""
+        y = self.apply(acc, vectors, channel_axis)
+        if self.planes == 4:
+            return y
+        bits = 8 * self.planes
+        return ((y.astype(np.int64) << (64 - bits)) >> (64 - bits)).astype(self.dtype)
+
+    def apply(self, acc, vectors=None, channel_axis: int = 1) -> np.ndarray:
+        """The ALU steps alone: int32 accumulators in, int32 out (before STORE's truncation)."""
+        y = np.asarray(acc).astype(np.int32)
+        for op, v in self.steps:
+            if isinstance(v, str):
+                i = int(v[1:])
+                if vectors is None or i >= len(vectors):
+                    raise ValueError(f"the epilogue uses vector {v} but {0 if vectors is None else len(vectors)} "
+                                     f"were given")
+                shape = [1] * y.ndim
+                shape[channel_axis] = -1
+                v = np.asarray(vectors[i], np.int64).astype(np.int32).reshape(shape)
+            y = alu_apply(op, y, v)
+        return y
+
+    # ------------------------------------------------------------------ lowering
+    def actions(self, acc: int, rows: int, tm: int, loops, load_vector: Callable[[int, int], Load]) -> list:
+        """The compute actions of a tile whose accumulators are acc rows [acc, acc + rows) over ``tm``
+        channel blocks: vector i is loaded (``load_vector(i, sram_row)``) to acc + rows * planes + i * tm
+        before its first use; ``loops`` ((extent, dst_factor, src_factor), outer first) walk the rows
+        with the source on their channel block; then the copies of the extra planes."""
+        acts = []
+        vec_base = acc + rows * self.planes
+        loaded = set()
+        for op, v in self.steps:
+            if isinstance(v, str):
+                i = int(v[1:])
+                if i not in loaded:
+                    loaded.add(i)
+                    acts.append(load_vector(i, vec_base + i * tm))
+                acts.append(Alu(_k_alu(int(op), 0, 0, acc, vec_base + i * tm, tuple(loops)), passes=2))
+            else:
+                acts.append(_alu_rows(op, v, acc, rows))
+        if self.planes > 1:
+            # the extra regions were reset to 0 with the tile: adding the tile copies it into each
+            extra = self.planes - 1
+            acts.append(_alu_tensor(acc + rows, acc, ((extra, rows, 0), (rows, 1, 1))))
+            for p in range(1, self.planes):
+                acts.append(_alu_rows(AluOp.SHR, 8 * p, acc + p * rows, rows))
+        return acts
+
+    def assemble(self, planes: np.ndarray) -> np.ndarray:
+        """Read-back planes (planes, ...) int8 -> the values (int8, or int32 sign-extended)."""
+        if self.planes == 1:
+            return planes[0]
+        u = planes.astype(np.uint8).astype(np.uint32)
+        v = np.zeros(planes.shape[1:], np.uint32)
+        for p in range(self.planes):
+            v |= u[p] << np.uint32(8 * p)
+        bits = 8 * self.planes
+        return ((v.astype(np.int64) << (64 - bits)) >> (64 - bits)).astype(np.int32)
+
+
+def alu_apply(op: AluOp, a: np.ndarray, b) -> np.ndarray:
+    """One ALU operation on int32 lanes, as the golden model computes it (int32 wrap-around; SHR is
+    an arithmetic shift right, a negative amount shifts left)."""
+    a = np.asarray(a).astype(np.int64)
+    b = np.asarray(b, np.int64)
+    if op == AluOp.ADD:
+        r = a + b
+    elif op == AluOp.MUL:
+        r = a * b
+    elif op == AluOp.MIN:
+        r = np.minimum(a, b)
+    elif op == AluOp.MAX:
+        r = np.maximum(a, b)
+    elif op == AluOp.SHR:
+        r = np.where(b >= 0, np.right_shift(a, np.clip(b, 0, 31)), np.left_shift(a, np.clip(-b, 0, 31)))
+    else:
+        raise ValueError(f"ALU op {op!r}; allowed: {_ALLOWED_OPS}")
+    return r.astype(np.int32)       # wraps to 32 bits like the ALU
 
 
 def vectors_2d(bias, channels: int) -> np.ndarray:
@@ -58,32 +223,30 @@ def vectors_2d(bias, channels: int) -> np.ndarray:
     if b.ndim == 1:
         b = b[None]
     if b.ndim != 2 or b.shape[1] != channels:
-        raise ValueError(f"bias has shape {np.shape(bias)}; expected ({channels},) or (V, {channels}) with alu=")
+        raise ValueError(f"bias has shape {np.shape(bias)}; expected ({channels},) or (V, {channels})")
     if np.any(b != b.astype(np.int32)):
-        raise ValueError("bias vectors must fit int32")
+        raise ValueError(f"bias vectors must fit int32 [{-(1 << 31)}, {(1 << 31) - 1}]")
     return b.astype(np.int32)
 
 
-def epilogue_actions(alu, acc: int, rows: int, vec_base: int, tm: int, loops):
-    """The ALU actions of an epilogue on acc rows [acc, acc + rows); vector i of the tile's tm channel
-    blocks lies at vec_base + i * tm, and ``loops`` ((extent, dst_factor, src_factor), outer first)
-    walk the rows with the src on their channel block."""
-    acts = []
-    for op, operand in alu:
-        if isinstance(operand, str):
-            src = vec_base + int(operand[1:]) * tm
-            acts.append(Alu(_k_alu(int(op), 0, 0, acc, src, loops), passes=2))
-        else:
-            acts.append(_alu_rows(op, operand, acc, rows))
-    return acts
-
-
-def packed_vectors(vectors, alu, blocks, cfg):
-    """``(vectors as acc rows or None, their count, checked alu)`` for the packed operator APIs: with
-    ``alu`` the (V, blocks, BATCH, BLOCK_OUT) int32 vectors of its steps (or None for none)."""
+def packed_vectors(vectors, epilogue: Epilogue, blocks: int, cfg) -> tuple[np.ndarray | None, int]:
+    """The packed operator APIs' vectors: (V, blocks, BATCH, BLOCK_OUT) int32 (or None for none) as
+    acc rows (V * blocks, BATCH, BLOCK_OUT) or None, and V; checks the epilogue against them."""
     B, O = cfg.BATCH, cfg.BLOCK_OUT
     v = np.zeros((0, blocks, B, O), np.int32) if vectors is None else np.asarray(vectors, np.int32)
     if v.ndim != 4 or v.shape[1:] != (blocks, B, O):
-        raise ValueError(f"packed vectors have shape {v.shape}; expected (V, {blocks}, {B}, {O}) with alu=")
+        raise ValueError(f"packed vectors have shape {v.shape}; expected (V, {blocks}, {B}, {O})")
     n = v.shape[0]
-    return (v.reshape(n * blocks, B, O) if n else None), n, check_alu(alu, n)
+    epilogue.check(cfg, n)
+    return (v.reshape(n * blocks, B, O) if n else None), n
+
+
+def steps_multiplier(steps: Sequence[AluStep]) -> float:
+    """The product of the MUL immediates over 2 ** the sum of the SHR immediates (for reports)."""
+    shift, m = 0, 1
+    for op, v in steps:
+        if op == AluOp.SHR and not isinstance(v, str):
+            shift += int(v)
+        elif op == AluOp.MUL and not isinstance(v, str):
+            m *= int(v)
+    return m / 2.0 ** shift

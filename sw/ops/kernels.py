@@ -6,19 +6,32 @@ from dataclasses import dataclass
 from functools import cache
 
 from .. import runtime as rt
-from ..isa import AluOp
-from .base import _cfg, _f
+from ..isa import AluOp, MemId
+from .base import _f, config
 
 
 # ---------------------------------------------------------------------- actions
 @dataclass(frozen=True)
 class Load:
-    """A ``load_2d`` (its arguments after ``cmd``): a LOAD of INP/WGT in a step, or of ACC (bias) in compute."""
-    args: tuple
+    """A ``load_2d``: ``y_size`` rows of ``x_size`` elements, ``x_stride`` apart, from element ``offset``
+    of buffer ``dram`` to SRAM row ``sram`` of memory ``mem`` (INP/WGT in a step, ACC in compute), with
+    the zero padding the LOAD inserts around them."""
+    dram: int
+    offset: int
+    x_size: int
+    y_size: int
+    x_stride: int
+    sram: int
+    mem: int
+    x_pad_before: int = 0
+    y_pad_before: int = 0
+    x_pad_after: int = 0
+    y_pad_after: int = 0
     insns = 1                   # the most instructions it appends
 
     def emit(self, cmd):
-        rt.load_2d(cmd, *self.args)
+        rt.load_2d(cmd, self.dram, self.offset, self.x_size, self.y_size, self.x_stride, self.x_pad_before,
+                   self.y_pad_before, self.x_pad_after, self.y_pad_after, self.sram, self.mem)
 
 
 @dataclass(frozen=True)
@@ -46,11 +59,18 @@ class Alu:
 
 @dataclass(frozen=True)
 class Store:
-    """A ``store_2d`` (its arguments after ``cmd``) of a tile's result."""
-    args: tuple
+    """A ``store_2d`` of a tile's result: ``y_size`` rows of ``x_size`` elements from OUT/acc row
+    ``sram`` to element ``offset`` of buffer ``dram``, rows ``x_stride`` apart."""
+    sram: int
+    dram: int
+    offset: int
+    x_size: int
+    y_size: int
+    x_stride: int
 
     def emit(self, cmd):
-        rt.store_2d(cmd, *self.args)
+        rt.store_2d(cmd, self.sram, int(MemId.OUT), self.dram, self.offset, self.x_size, self.y_size, self.x_stride)
+
 
 @cache
 def _k_reset(base: int, rows: int):
@@ -87,7 +107,7 @@ def _alu_tensor(dst, src, loops):
 def _zero_rows(base, rows):
     """ALU ops that zero acc rows [base, base + rows): MUL by 0, or (without MUL) x >> 31 in {0, -1},
     then max with 0."""
-    if _cfg().ALU_MUL:
+    if config().ALU_MUL:
         return [_alu_rows(AluOp.MUL, 0, base, rows)]
     return [_alu_rows(AluOp.SHR, 31, base, rows), _alu_rows(AluOp.MAX, 0, base, rows)]
 

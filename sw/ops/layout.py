@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import _cdiv, _cfg
+from .base import cdiv, config
 from .epilogue import vectors_2d
 
 
 def pack_dense_data(x, cfg=None) -> np.ndarray:
     """(N, K) int8 -> (N/BATCH, K/BLOCK_IN, BATCH, BLOCK_IN), zero-padded."""
-    cfg = cfg or _cfg()
+    cfg = cfg or config()
     x = np.asarray(x)
     n, k = x.shape
     B, I = cfg.BATCH, cfg.BLOCK_IN
-    nb, kb = _cdiv(n, B), _cdiv(k, I)
+    nb, kb = cdiv(n, B), cdiv(k, I)
     p = np.zeros((nb * B, kb * I), dtype=np.int8)
     p[:n, :k] = x
     return np.ascontiguousarray(p.reshape(nb, B, kb, I).transpose(0, 2, 1, 3))
@@ -22,11 +22,11 @@ def pack_dense_data(x, cfg=None) -> np.ndarray:
 
 def pack_dense_weight(w, cfg=None, m_blocks=None) -> np.ndarray:
     """(M, K) int8 -> (M/BLOCK_OUT, K/BLOCK_IN, BLOCK_OUT, BLOCK_IN), zero-padded."""
-    cfg = cfg or _cfg()
+    cfg = cfg or config()
     w = np.asarray(w)
     m, k = w.shape
     O, I = cfg.BLOCK_OUT, cfg.BLOCK_IN
-    mb, kb = max(_cdiv(m, O), m_blocks or 0), _cdiv(k, I)
+    mb, kb = max(cdiv(m, O), m_blocks or 0), cdiv(k, I)
     p = np.zeros((mb * O, kb * I), dtype=np.int8)
     p[:m, :k] = w
     return np.ascontiguousarray(p.reshape(mb, O, kb, I).transpose(0, 2, 1, 3))
@@ -43,7 +43,7 @@ def pack_bias(bias, blocks, cfg=None) -> np.ndarray:
 
     An already packed (blocks, BATCH, BLOCK_OUT) array is returned as int32 unchanged.
     """
-    cfg = cfg or _cfg()
+    cfg = cfg or config()
     bias = np.asarray(bias)
     B, O = cfg.BATCH, cfg.BLOCK_OUT
     if bias.ndim == 3:
@@ -60,11 +60,11 @@ def pack_bias(bias, blocks, cfg=None) -> np.ndarray:
 
 def pack_conv_data(x, cfg=None) -> np.ndarray:
     """(N, C, H, W) int8 -> NCHW{BATCH}n{BLOCK_IN}c: (N/BATCH, C/BLOCK_IN, H, W, BATCH, BLOCK_IN)."""
-    cfg = cfg or _cfg()
+    cfg = cfg or config()
     x = np.asarray(x)
     n, c, h, w = x.shape
     B, I = cfg.BATCH, cfg.BLOCK_IN
-    nb, cb = _cdiv(n, B), _cdiv(c, I)
+    nb, cb = cdiv(n, B), cdiv(c, I)
     p = np.zeros((nb * B, cb * I, h, w), dtype=np.int8)
     p[:n, :c] = x
     return np.ascontiguousarray(p.reshape(nb, B, cb, I, h, w).transpose(0, 2, 4, 5, 1, 3))
@@ -72,11 +72,11 @@ def pack_conv_data(x, cfg=None) -> np.ndarray:
 
 def pack_conv_weight(w, cfg=None, o_blocks=None) -> np.ndarray:
     """(O, C, kh, kw) int8 -> OIHW{BLOCK_OUT}o{BLOCK_IN}i: (O/BLOCK_OUT, C/BLOCK_IN, kh, kw, BLOCK_OUT, BLOCK_IN)."""
-    cfg = cfg or _cfg()
+    cfg = cfg or config()
     w = np.asarray(w)
     o, c, kh, kw = w.shape
     O, I = cfg.BLOCK_OUT, cfg.BLOCK_IN
-    ob, cb = max(_cdiv(o, O), o_blocks or 0), _cdiv(c, I)
+    ob, cb = max(cdiv(o, O), o_blocks or 0), cdiv(c, I)
     p = np.zeros((ob * O, cb * I, kh, kw), dtype=np.int8)
     p[:o, :c] = w
     return np.ascontiguousarray(p.reshape(ob, O, cb, I, kh, kw).transpose(0, 2, 4, 5, 1, 3))
@@ -89,14 +89,9 @@ def unpack_conv_output(y, n, c) -> np.ndarray:
 
 
 
-def pack_layer_bias(bias, channels, blocks, cfg, epilogue=False):
-    """An operator's bias, packed: None; (C,) int32 for the fixed requantization; with an ALU
-    ``epilogue`` (:mod:`sw.ops.epilogue`) its vectors, (C,) or (V, C), packed one after the other."""
+def pack_layer_bias(bias, channels, blocks, cfg):
+    """An operator's per-channel vectors, packed: None, or bias (C,) or (V, C) int32 as (V, blocks,
+    BATCH, BLOCK_OUT) (the bias of VTA's requantization is vector v0 of its epilogue)."""
     if bias is None:
         return None
-    if epilogue:
-        return np.stack([pack_bias(v, blocks, cfg) for v in vectors_2d(bias, channels)])
-    bias = np.asarray(bias)
-    if bias.shape != (channels,):
-        raise ValueError(f"bias has shape {bias.shape}; expected ({channels},)")
-    return pack_bias(bias, blocks, cfg)
+    return np.stack([pack_bias(v, blocks, cfg) for v in vectors_2d(bias, channels)])

@@ -6,8 +6,11 @@ import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .base import TileError, _cands, _cdiv, _cfg, _halves
+from .base import TileError, _cands, _halves, cdiv, config
+from .epilogue import Epilogue
 from .kernels import _conv_variant
+
+_VTA = Epilogue.vta()
 
 # Planning model (estimated cycles): DMA at BUS_WIDTH bits per cycle plus a set-up time per row (a
 # burst) of a 2-D load, one GEMM micro-op per cycle (accumulator resets included), one ALU pass over
@@ -32,18 +35,9 @@ def _plan_cycles(vt, load_bytes, rows, gemm, alu, insns, first_load, tail, cfg, 
     return max(load, gemm, alu, chain) + 0.2 * load + first_load / bus + tail + overhead
 
 
-def _requant_passes(bias):
-    """ALU passes over a tile's rows for VTA's requantization: shift, (tensor add of the bias: 2), clip (2).
-
-    ``bias`` is a flag, or the number of per-channel vectors of an ALU epilogue (``alu=``), which
-    costs about a dozen passes."""
-    v = int(bias or 0)
-    return 3 + 2 * v if v <= 1 else 10 + 2 * v
-
-
-def _tail_cycles(rows, bias, cfg):
-    """The last tile's requantization and store, which nothing overlaps."""
-    return rows * _requant_passes(bias) + rows * cfg.OUT_ELEM_BYTES / (cfg.BUS_WIDTH // 8)
+def _tail_cycles(rows, epi: Epilogue, cfg):
+    """The last tile's epilogue and store, which nothing overlaps."""
+    return rows * epi.passes + rows * epi.planes * cfg.OUT_ELEM_BYTES / (cfg.BUS_WIDTH // 8)
 
 
 last_counters: dict = {}
@@ -64,7 +58,7 @@ class DensePlan:
 
     @property
     def steps(self):
-        return _cdiv(self.nb, self.tn) * _cdiv(self.mb, self.tm) * _cdiv(self.kb, self.tk)
+        return cdiv(self.nb, self.tn) * cdiv(self.mb, self.tm) * cdiv(self.kb, self.tk)
 
 
 def _dense_limits(cfg, vt):
@@ -72,9 +66,9 @@ def _dense_limits(cfg, vt):
     return h["inp"][0], h["wgt"][0], h["acc"][0], max(1, cfg.UOP_DEPTH // (4 * vt))
 
 
-def _dense_fits(cfg, vt, tn, tk, tm, bias, planes):
+def _dense_fits(cfg, vt, tn, tk, tm, epi: Epilogue):
     ic, wc, ac, uc = _dense_limits(cfg, vt)
-    need = {"inp": tn * tk, "wgt": tm * tk, "acc": tn * tm * planes + tm * int(bias), "uop": tm}
+    need = {"inp": tn * tk, "wgt": tm * tk, "acc": epi.acc_rows(tn * tm, tm), "uop": tm}
     caps = {"inp": ic, "wgt": wc, "acc": ac, "uop": uc}
     return [(m, need[m], caps[m]) for m in need if need[m] > caps[m]]
 
@@ -88,15 +82,19 @@ def _limit_message(cfg, vt, over):
     return f"config {cfg.name} with virtual_threads = {vt}: " + "; ".join(parts)
 
 
-def plan_dense(nb, kb, mb, virtual_threads=1, bias=False, planes=1, cfg=None, tiles=None) -> DensePlan:
-    """Choose (tn, tk, tm) minimising DRAM traffic plus a per-instruction cost within the SRAMs."""
-    cfg = cfg or _cfg()
+def plan_dense(nb: int, kb: int, mb: int, virtual_threads: int = 1, epilogue: Epilogue | None = None, cfg=None,
+               tiles=None) -> DensePlan:
+    """Choose (tn, tk, tm) minimising DRAM traffic plus a per-instruction cost within the SRAMs, for
+    tiles finished by ``epilogue`` (default VTA's requantization without bias)."""
+    cfg = cfg or config()
+    epi = epilogue or _VTA
+    planes = epi.planes
     vt = virtual_threads
     if tiles is not None:
         tn, tk, tm = (int(t) for t in tiles)
         if not (1 <= tn <= nb and 1 <= tk <= kb and 1 <= tm <= mb):
             raise ValueError(f"tiles = {tiles} must lie within the blocked shape (nb, kb, mb) = {(nb, kb, mb)}")
-        over = _dense_fits(cfg, vt, tn, tk, tm, bias, planes)
+        over = _dense_fits(cfg, vt, tn, tk, tm, epi)
         if over:
             raise TileError(f"dense tiles (tn, tk, tm) = {(tn, tk, tm)} do not fit: " + _limit_message(cfg, vt, over))
         if tn * tm < 3 and nb * mb >= 3:
@@ -109,19 +107,19 @@ def plan_dense(nb, kb, mb, virtual_threads=1, bias=False, planes=1, cfg=None, ti
             if tn * tm < min(3, nb * mb):
                 continue
             for tk in _cands(kb):
-                if _dense_fits(cfg, vt, tn, tk, tm, bias, planes):
+                if _dense_fits(cfg, vt, tn, tk, tm, epi):
                     continue
-                nt, mt, kt = _cdiv(nb, tn), _cdiv(mb, tm), _cdiv(kb, tk)
+                nt, mt, kt = cdiv(nb, tn), cdiv(mb, tm), cdiv(kb, tk)
                 steps = nt * mt * kt
                 cost = _plan_cycles(vt, mt * nb * kb * ie + nt * mb * kb * we, steps * (tn + tm),
-                                    nb * mb * (kb + planes), nb * mb * planes * _requant_passes(bias),
+                                    nb * mb * (kb + planes), nb * mb * epi.passes,
                                     steps * 6 + nt * mt * 8, tn * tk * ie + tm * tk * we,
-                                    _tail_cycles(tn * tm * planes, bias, cfg), cfg)
+                                    _tail_cycles(tn * tm, epi, cfg), cfg)
                 key = (cost, -tn * tk * tm)
                 if best is None or key < best[0]:
                     best = (key, DensePlan(nb, kb, mb, tn, tk, tm, vt, cost))
     if best is None:
-        over = _dense_fits(cfg, vt, 1, 1, min(mb, 3), bias, planes)
+        over = _dense_fits(cfg, vt, 1, 1, min(mb, 3), epi)
         raise TileError("dense cannot be tiled: " + _limit_message(cfg, vt, over or [("acc", 3, 0)]))
     return best[1]
 
@@ -147,10 +145,10 @@ def _in_rows(th, kh, s, pad):
     return th if (kh == 1 and s > 1 and pad == 0) else (th - 1) * s + kh
 
 
-def _conv_need(tm, th, tw, tc, kh, kw, s, bias, pad=None):
+def _conv_need(tm, th, tw, tc, kh, kw, s, epi: Epilogue, pad=None):
     ih, iw = _in_rows(th, kh, s, pad), (tw - 1) * s + kw
     _, uops = _conv_variant(tm, th, tw, tc, kh, kw)
-    return {"inp": tc * ih * iw, "wgt": tm * tc * kh * kw, "acc": tm * th * tw + tm * int(bias),
+    return {"inp": tc * ih * iw, "wgt": tm * tc * kh * kw, "acc": epi.acc_rows(tm * th * tw, tm),
             "uop": uops}
 
 
@@ -159,25 +157,27 @@ def _conv_caps(cfg, vt):
     return {"inp": h["inp"][0], "wgt": h["wgt"][0], "acc": h["acc"][0], "uop": max(1, cfg.UOP_DEPTH // (2 * vt))}
 
 
-def plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads=1, bias=False, cfg=None, tiles=None):
-    """Choose conv tiles within the SRAMs, minimising DRAM traffic plus a per-instruction cost.
+def plan_conv2d(nb: int, cb: int, ob: int, h: int, w: int, kh: int, kw: int, stride: int, pad: int,
+                virtual_threads: int = 1, epilogue: Epilogue | None = None, cfg=None, tiles=None) -> ConvPlan:
+    """Choose conv tiles within the SRAMs, minimising DRAM traffic plus a per-instruction cost, for
+    tiles finished by ``epilogue`` (default VTA's requantization without bias).
 
     Plans are memoised per (shape, config): a network repeats its layer shapes, and the search over
     tile sizes costs tens of milliseconds."""
-    cfg = cfg or _cfg()
+    cfg = cfg or config()
     if tiles is not None and not isinstance(tiles, str):
         tiles = tuple(tiles)
-    return _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, bias, cfg, tiles)
+    return _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epilogue or _VTA, cfg, tiles)
 
 
 @lru_cache(maxsize=1024)
-def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, bias, cfg, tiles):
+def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cfg, tiles):
     vt = virtual_threads
     ho, wo = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
     caps = _conv_caps(cfg, vt)
 
     def over(tm, th, tw, tc):
-        need = _conv_need(tm, th, tw, tc, kh, kw, stride, bias, pad)
+        need = _conv_need(tm, th, tw, tc, kh, kw, stride, epi, pad)
         if need["uop"] is None:
             return [("acc", "3 distinct rows for the hazard rule", "fewer")]
         return [(m, need[m], caps[m]) for m in need if need[m] > caps[m]]
@@ -190,7 +190,7 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, bias, c
         if o:
             raise TileError(f"conv2d tiles (tm, th, tw, tc) = {tuple(tiles)} do not fit: " + _limit_message(cfg, vt, o))
         return ConvPlan(tm, th, tw, tc, vt)
-    o = [(m, need, caps[m]) for m, need in _conv_need(1, 1, 1, 1, kh, kw, stride, bias).items()
+    o = [(m, need, caps[m]) for m, need in _conv_need(1, 1, 1, 1, kh, kw, stride, epi).items()
          if m in ("inp", "wgt") and need > caps[m]]
     if o:
         raise TileError(f"conv2d {kh}x{kw} cannot be tiled: one input-channel block of the kernel "
@@ -199,7 +199,7 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, bias, c
     best = None
     kk = kh * kw
     for slots, tm, tw, th in itertools.product((1, 2) if vt > 1 else (1,), _cands(ob), _cands(wo), _cands(ho)):
-        if tm * th * tw + tm * int(bias) > caps["acc"] // slots:
+        if epi.acc_rows(tm * th * tw, tm) > caps["acc"] // slots:
             continue
         ih, iw = _in_rows(th, kh, stride, pad), (tw - 1) * stride + kw
         tc_max = min(caps["inp"] // (ih * iw), caps["wgt"] // (tm * kk), cb)
@@ -207,12 +207,12 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, bias, c
             v, uops = _conv_variant(tm, th, tw, tc, kh, kw)
             if tc > tc_max or v is None or uops > caps["uop"]:
                 continue
-            mt, ht, wt, ct = _cdiv(ob, tm), _cdiv(ho, th), _cdiv(wo, tw), _cdiv(cb, tc)
+            mt, ht, wt, ct = cdiv(ob, tm), cdiv(ho, th), cdiv(wo, tw), cdiv(cb, tc)
             spatial = nb * ht * wt
-            tail = _tail_cycles(tm * th * tw, bias, cfg)
+            tail = _tail_cycles(tm * th * tw, epi, cfg)
             cost = _plan_cycles(vt, spatial * mt * cb * ih * iw * ie + spatial * ob * cb * kk * we,
-                                spatial * mt * (cb * ih + ct * tm), nb * ob * ho * wo * (cb * kk + 1),
-                                nb * ob * ho * wo * _requant_passes(bias),
+                                spatial * mt * (cb * ih + ct * tm), nb * ob * ho * wo * (cb * kk + epi.planes),
+                                nb * ob * ho * wo * epi.passes,
                                 spatial * mt * (ct * (tc + 6) + tm + 8), tc * ih * iw * ie + tm * tc * kk * we,
                                 tail, cfg, chain=spatial * mt * tail / max(1, vt * slots - 1))
             key = (cost, slots, -tc, -tm * th * tw)
@@ -229,10 +229,10 @@ def _resolve_tiles(tiles, cfg, n, k, m, vt=1):
     (automatic tiling instead when such a step does not fit this config's SRAMs)."""
     if tiles != "blocks256":
         raise ValueError(f"tiles = {tiles!r}; allowed: None, 'blocks256' or (tn, tk, tm) in blocks")
-    t = (1, min(_cdiv(k, cfg.BLOCK_IN), max(1, 256 // cfg.BLOCK_IN)),
-         min(_cdiv(m, cfg.BLOCK_OUT), max(1, 256 // cfg.BLOCK_OUT)))
-    nb = _cdiv(n, cfg.BATCH)
-    mb = max(_cdiv(m, cfg.BLOCK_OUT), _cdiv(3, nb))
-    if t[0] * t[2] < min(3, nb * mb) or _dense_fits(cfg, vt, *t, False, 1):
+    t = (1, min(cdiv(k, cfg.BLOCK_IN), max(1, 256 // cfg.BLOCK_IN)),
+         min(cdiv(m, cfg.BLOCK_OUT), max(1, 256 // cfg.BLOCK_OUT)))
+    nb = cdiv(n, cfg.BATCH)
+    mb = max(cdiv(m, cfg.BLOCK_OUT), cdiv(3, nb))
+    if t[0] * t[2] < min(3, nb * mb) or _dense_fits(cfg, vt, *t, _VTA):
         return None
     return t

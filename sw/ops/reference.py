@@ -11,24 +11,25 @@ def _wrap32(x):
     return np.asarray(x, dtype=np.int64).astype(np.int32)
 
 
-def vadd_ref(a, b):
+def vadd_ref(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(a + b) in int32 (wrapping), truncated to int8 as VTA's STORE does."""
     return _wrap32(np.asarray(a, np.int64) + np.asarray(b, np.int64)).astype(np.int8)
 
 
-def relu_ref(a):
+def relu_ref(a: np.ndarray) -> np.ndarray:
     """MAX 0 then MIN 127, int8 (VTA's test_relu)."""
     return np.clip(np.asarray(a, np.int64), 0, 127).astype(np.int8)
 
 
-def add_bias_ref(x, bias, cfg=None):
+def add_bias_ref(x: np.ndarray, bias: np.ndarray, cfg=None) -> np.ndarray:
     """x (R, C, BATCH, BLOCK_OUT) or (R, BATCH, BLOCK_OUT) int32 plus bias per channel, truncated to int8."""
     x4 = np.asarray(x)[:, None] if np.ndim(x) == 3 else np.asarray(x)
     b = pack_bias(bias, x4.shape[1], cfg)
     return _wrap32(x4.astype(np.int64) + b[None]).astype(np.int8).reshape(np.shape(x))
 
 
-def requantize_ref(x, shift=8, bias=None, clip=True, cfg=None):
+def requantize_ref(x: np.ndarray, shift: int = 8, bias: np.ndarray | None = None, clip: bool = True,
+                   cfg=None) -> np.ndarray:
     """(x >> shift) [+ bias], clip to [0, 127] (MIN then MAX), int8 (docs/architecture.md §6.4)."""
     x = np.asarray(x, dtype=np.int64)
     y = x >> shift
@@ -41,7 +42,7 @@ def requantize_ref(x, shift=8, bias=None, clip=True, cfg=None):
     return _wrap32(y).astype(np.int8)
 
 
-def gemm_ref(data, weight):
+def gemm_ref(data: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """data (N, K) . weight (M, K)^T in int32 (wrapping)."""
     return _wrap32(np.asarray(data, np.int64) @ np.asarray(weight, np.int64).T)
 
@@ -56,12 +57,13 @@ def _requant_plain(acc, bias, shift, clip, axis_shape):
     return _wrap32(y).astype(np.int8)
 
 
-def dense_ref(data, weight, bias=None, shift=8, clip=True):
+def dense_ref(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None, shift: int = 8,
+              clip: bool = True) -> np.ndarray:
     """VTA's dense test: (data . weight^T) >> shift, + bias (M,), clip [0, 127], int8."""
     return _requant_plain(gemm_ref(data, weight), bias, shift, clip, (1, -1))
 
 
-def conv2d_nchw(data, weight, stride=1, padding=0):
+def conv2d_nchw(data: np.ndarray, weight: np.ndarray, stride=1, padding=0) -> np.ndarray:
     """Direct convolution in int32: data (N, C, H, W), weight (O, C, kh, kw) -> (N, O, Ho, Wo)."""
     data = np.asarray(data)
     weight = np.asarray(weight)
@@ -83,7 +85,8 @@ def conv2d_nchw(data, weight, stride=1, padding=0):
     return _wrap32(out.astype(np.int64))
 
 
-def conv2d_ref(data, weight, bias=None, stride=1, padding=0, shift=8, clip=True):
+def conv2d_ref(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None, stride: int = 1,
+               padding: int = 0, shift: int = 8, clip: bool = True) -> np.ndarray:
     """VTA's conv2d benchmark: conv2d_nchw >> shift, + bias (O,), clip [0, 127], int8."""
     return _requant_plain(conv2d_nchw(data, weight, stride, padding), bias, shift, clip, (1, -1, 1, 1))
 

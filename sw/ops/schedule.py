@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import runtime as rt
-from .base import QCOMPUTE, QLOAD, QSTORE, TileError, _add_counters, _cdiv
+from .base import QCOMPUTE, QLOAD, QSTORE, TileError, _add_counters, cdiv
 from .kernels import Gemm, Load, _k_reset, _zero_rows
 
 
@@ -107,9 +107,9 @@ def run_tiles(tiles, interleave=None) -> dict:
     def emit_computes(t, actions):
         for a in actions:
             if isinstance(a, Load):
-                if acc_loaded.get(t.acc) == a.args:
+                if acc_loaded.get(t.acc) == a:
                     continue
-                acc_loaded[t.acc] = a.args
+                acc_loaded[t.acc] = a
             a.emit(cmd)
 
     def finish_tile(t, actions, store_next):
@@ -146,8 +146,8 @@ def run_tiles(tiles, interleave=None) -> dict:
                 # one share after each GEMM step, front-loaded: the deferred tile's store then
                 # overlaps this tile's GEMMs and is done long before its acc half is reset again
                 d_alu = deferred[2]
-                per = _cdiv(len(d_alu), len(t.steps))
-                last_share = _cdiv(len(d_alu), per) - 1 if per else 0
+                per = cdiv(len(d_alu), len(t.steps))
+                last_share = cdiv(len(d_alu), per) - 1 if per else 0
                 shares = [d_alu[k * per:(k + 1) * per] for k in range(len(t.steps))]
             # the next tile's accumulators, zeroed by the ALU beside this tile's GEMMs (after the
             # store that last read them) when the ALU has the time, instead of a GEMM reset pass

@@ -36,7 +36,7 @@ def test_conv2d_epilogue(rng, vt, stride, pad):
     x = rng.integers(-128, 128, (1, 20, 9, 9), dtype=np.int8)
     w = rng.integers(-128, 128, (24, 20, 3, 3), dtype=np.int8)
     v = _vectors(rng, 24)
-    y = ops.conv2d(x, w, v, stride=stride, padding=pad, alu=STEPS, virtual_threads=vt)
+    y = ops.conv2d(x, w, v, stride=stride, padding=pad, epilogue=STEPS, virtual_threads=vt)
     ref = _apply(ops.conv2d_nchw(x, w, stride, pad), STEPS, v, 1)
     assert np.array_equal(y, ref)
     assert len(np.unique(ref)) > 20
@@ -47,14 +47,14 @@ def test_dense_epilogue(rng, vt):
     x = rng.integers(-128, 128, (5, 70), dtype=np.int8)
     w = rng.integers(-128, 128, (40, 70), dtype=np.int8)
     v = _vectors(rng, 40)
-    assert np.array_equal(ops.dense(x, w, v, alu=STEPS, virtual_threads=vt), _apply(ops.gemm_ref(x, w), STEPS, v, 1))
+    assert np.array_equal(ops.dense(x, w, v, epilogue=STEPS, virtual_threads=vt), _apply(ops.gemm_ref(x, w), STEPS, v, 1))
 
 
 def test_immediate_only_epilogue_without_vectors(rng):
     x = rng.integers(-128, 128, (3, 32), dtype=np.int8)
     w = rng.integers(-128, 128, (48, 32), dtype=np.int8)
     steps = [(AluOp.SHR, 6), (AluOp.ADD, -3), (AluOp.MAX, -128), (AluOp.MIN, 127)]
-    assert np.array_equal(ops.dense(x, w, alu=steps), _apply(ops.gemm_ref(x, w), steps, None, 1))
+    assert np.array_equal(ops.dense(x, w, epilogue=steps), _apply(ops.gemm_ref(x, w), steps, None, 1))
 
 
 def test_add_rescaled(rng):
@@ -69,14 +69,14 @@ def test_add_rescaled(rng):
 def test_bad_epilogues_are_refused(rng):
     x = rng.integers(-128, 128, (3, 32), dtype=np.int8)
     w = rng.integers(-128, 128, (48, 32), dtype=np.int8)
-    with pytest.raises(ValueError, match=r"alu\[0\]: immediate 40000; allowed \[-32768, 32767\]"):
-        ops.dense(x, w, alu=[(AluOp.ADD, 40000)])
-    with pytest.raises(ValueError, match=r"alu\[0\]: operand 'v1'; allowed"):
-        ops.dense(x, w, np.zeros(48, np.int32), alu=[(AluOp.ADD, "v1")])
+    with pytest.raises(ValueError, match=r"epilogue step 0: immediate 40000; allowed \[-32768, 32767\]"):
+        ops.dense(x, w, epilogue=[(AluOp.ADD, 40000)])
+    with pytest.raises(ValueError, match=r"epilogue uses vectors v0..v1; 1 given"):
+        ops.dense(x, w, np.zeros(48, np.int32), epilogue=[(AluOp.ADD, "v1")])
     with pytest.raises(ValueError, match="SHR takes an immediate"):
-        ops.dense(x, w, np.zeros(48, np.int32), alu=[(AluOp.SHR, "v0")])
+        ops.dense(x, w, np.zeros(48, np.int32), epilogue=[(AluOp.SHR, "v0")])
     with pytest.raises(ValueError, match=r"bias has shape \(2, 47\)"):
-        ops.dense(x, w, np.zeros((2, 47), np.int32), alu=[(AluOp.ADD, "v0")])
+        ops.dense(x, w, np.zeros((2, 47), np.int32), epilogue=[(AluOp.ADD, "v0")])
 
 
 def test_mul_refused_without_alu_mul(rng):
@@ -84,4 +84,55 @@ def test_mul_refused_without_alu_mul(rng):
     w = rng.integers(-128, 128, (24, 32), dtype=np.int8)
     with runtime.use_target(load_config("small")):
         with pytest.raises(ValueError, match="no ALU MUL"):
-            ops.dense(x, w, alu=[(AluOp.MUL, 3)])
+            ops.dense(x, w, epilogue=[(AluOp.MUL, 3)])
+
+
+def test_reference_is_the_alu_semantics(rng):
+    acc = rng.integers(-(1 << 31), 1 << 31, (3, 24, 5), dtype=np.int64).astype(np.int32)
+    v = _vectors(rng, 24)
+    assert np.array_equal(ops.Epilogue(STEPS).reference(acc, v), _apply(acc, STEPS, v, 1))
+
+
+def test_vta_epilogue_is_vtas_requantization(rng):
+    x = rng.integers(-128, 128, (4, 64), dtype=np.int8)
+    w = rng.integers(-128, 128, (32, 64), dtype=np.int8)
+    b = rng.integers(-1000, 1000, 32).astype(np.int32)
+    epi = ops.Epilogue.vta(shift=5, bias=True)
+    assert epi.steps == ((AluOp.SHR, 5), (AluOp.ADD, "v0"), (AluOp.MIN, 127), (AluOp.MAX, 0))
+    assert np.array_equal(ops.dense(x, w, b, epilogue=epi), ops.dense(x, w, b, shift=5))
+    assert np.array_equal(epi.reference(ops.gemm_ref(x, w), b[None]), ops.dense_ref(x, w, b, shift=5))
+
+
+@pytest.mark.parametrize("planes", [2, 3, 4])
+def test_conv2d_reads_back_planes(rng, planes):
+    """k planes: the low 8k bits of each result after the steps, sign-extended (4: the exact int32)."""
+    x = rng.integers(-128, 128, (1, 16, 7, 7), dtype=np.int8)
+    w = rng.integers(-128, 128, (20, 16, 3, 3), dtype=np.int8)
+    v = rng.integers(-(1 << 20), 1 << 20, (1, 20)).astype(np.int32)
+    epi = ops.Epilogue(((AluOp.ADD, "v0"), (AluOp.SHR, 1)), planes)
+    y = ops.conv2d(x, w, v, padding=1, epilogue=epi, virtual_threads=2)
+    acc = ops.conv2d_nchw(x, w, 1, 1).astype(np.int64)
+    bits = 8 * planes
+    want = (((acc + v[0][None, :, None, None]) >> 1) << (64 - bits)) >> (64 - bits)
+    assert y.dtype == np.int32 and np.array_equal(y, want)
+    assert np.array_equal(epi.reference(ops.conv2d_nchw(x, w, 1, 1), v), want)
+
+
+def test_exact_int32_conv2d_and_gemm(rng):
+    x = rng.integers(-128, 128, (2, 40, 6, 6), dtype=np.int8)
+    w = rng.integers(-128, 128, (18, 40, 1, 1), dtype=np.int8)
+    exact = ops.Epilogue.exact_int32()
+    assert np.array_equal(ops.conv2d(x, w, stride=2, epilogue=exact), ops.conv2d_nchw(x, w, 2, 0))
+    d, m = rng.integers(-128, 128, (3, 50), dtype=np.int8), rng.integers(-128, 128, (30, 50), dtype=np.int8)
+    assert np.array_equal(ops.gemm(d, m), ops.gemm_ref(d, m))
+
+
+def test_epilogue_validation_names_the_field():
+    with pytest.raises(ValueError, match=r"epilogue planes = 5; allowed \[1, 4\]"):
+        ops.Epilogue((), 5)
+    with pytest.raises(ValueError, match=r"epilogue step 1: op 'div'; allowed: .*MIN"):
+        ops.Epilogue(((AluOp.ADD, 1), ("div", 3)))
+    with pytest.raises(ValueError, match=r"shift = 40; allowed range \[0, 31\]"):
+        ops.Epilogue.vta(shift=40)
+    assert ops.Epilogue((("add", "v2"), ("max", 0))).vectors == 3
+    assert ops.Epilogue((("add", "v0"), ("shr", 3)), planes=2).passes == 3 + 3
