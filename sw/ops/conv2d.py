@@ -7,14 +7,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import runtime as rt
 from ..isa import MemId
-from .base import MAX_PAD, TileError, _check_vt, _finish, _from_device, _halves, _operands_on_device, cdiv, config
-from .epilogue import Epilogue, packed_vectors
+from .base import MAX_PAD, TileError, _check_vt, _finish, _halves, cdiv, config
+from .epilogue import Epilogue, packed_epilogue
 from .kernels import Gemm, Load, Store, _conv_variant, _k_conv
 from .layout import pack_conv_data, pack_conv_weight, pack_layer_bias, unpack_conv_output
 from .plan import ConvPlan, _conv_caps, _in_rows, plan_conv2d
-from .schedule import _Step, _Tile, run_tiles
+from .schedule import _Step, _Tile, run_operator
 
 
 def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> list[_Tile]:
@@ -111,19 +110,11 @@ def conv2d_packed(data, weight, bias=None, stride: int = 1, padding: int = 0, sh
     if ob * ho * wo < 3:
         raise ValueError(f"the output has {ob * ho * wo} blocks; the GEMM micro-kernel needs at least 3 "
                          f"(pad the output channels: conv2d() does this)")
-    epi = Epilogue.of(epilogue) or Epilogue.vta(shift, bias is not None, clip)
-    if bias is not None and np.ndim(bias) == 3:
-        bias = np.asarray(bias)[None]
-    vectors, _ = packed_vectors(bias, epi, ob, cfg)
+    epi, vectors = packed_epilogue(epilogue, shift, bias, clip, ob, cfg)
     plan = plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, padding, virtual_threads, epi, cfg, tiles)
-    cmd = rt.command_handle()
-    with _operands_on_device(cmd, data, weight, vectors, epi.planes * nb * ob * ho * wo * cfg.OUT_ELEM_BYTES) as (
-            xd, wd, pd, yd):
-        tl = _conv_tiles(plan, cfg, (nb, cb, ob, h, w, kh, kw, stride, padding), xd, wd, yd, pd, epi)
-        counters = run_tiles(tl)
-        counters["tiles"] = len(tl)
-        y = _from_device(cmd, yd, (epi.planes, nb, ob, ho, wo, B, O), np.int8)
-    return _finish(y[0] if epi.planes == 1 else y, counters, return_counters)
+    shape = (nb, cb, ob, h, w, kh, kw, stride, padding)
+    return run_operator(data, weight, vectors, epi, (nb, ob, ho, wo, B, O),
+                        lambda xd, wd, pd, yd: _conv_tiles(plan, cfg, shape, xd, wd, yd, pd, epi), return_counters)
 
 
 def conv2d(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: int = 8, clip: bool = True,

@@ -7,14 +7,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import runtime as rt
 from ..isa import MemId
-from .base import _check_vt, _finish, _from_device, _halves, _operands_on_device, cdiv, config
-from .epilogue import Epilogue, packed_vectors
+from .base import _check_vt, _finish, _halves, cdiv, config
+from .epilogue import Epilogue, packed_epilogue
 from .kernels import Gemm, Load, Store, _k_dense
 from .layout import pack_dense_data, pack_dense_weight, pack_layer_bias, unpack_dense_output
 from .plan import DensePlan, _resolve_tiles, plan_dense
-from .schedule import _Step, _Tile, run_tiles
+from .schedule import _Step, _Tile, run_operator
 
 
 def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, epi: Epilogue) -> list[_Tile]:
@@ -85,19 +84,10 @@ def dense_packed(data, weight, bias=None, shift: int = 8, clip: bool = True, vir
     if nb * mb < 3:
         raise ValueError(f"the output has {nb * mb} blocks; the GEMM micro-kernel needs at least 3 "
                          f"(pad the output channels: dense() does this)")
-    epi = Epilogue.of(epilogue) or Epilogue.vta(shift, bias is not None, clip)
-    if bias is not None and np.ndim(bias) == 3:
-        bias = np.asarray(bias)[None]
-    vectors, _ = packed_vectors(bias, epi, mb, cfg)
+    epi, vectors = packed_epilogue(epilogue, shift, bias, clip, mb, cfg)
     plan = plan_dense(nb, kb, mb, virtual_threads, epi, cfg, tiles)
-    cmd = rt.command_handle()
-    with _operands_on_device(cmd, data, weight, vectors, epi.planes * nb * mb * cfg.OUT_ELEM_BYTES) as (
-            xd, wd, pd, yd):
-        tl = _dense_tiles(plan, cfg, xd, wd, yd, pd, epi)
-        counters = run_tiles(tl)
-        counters["tiles"] = len(tl)
-        y = _from_device(cmd, yd, (epi.planes, nb, mb, B, O), np.int8)
-    return _finish(y[0] if epi.planes == 1 else y, counters, return_counters)
+    return run_operator(data, weight, vectors, epi, (nb, mb, B, O),
+                        lambda xd, wd, pd, yd: _dense_tiles(plan, cfg, xd, wd, yd, pd, epi), return_counters)
 
 
 def _dense_common(data, weight, bias, epi: Epilogue, virtual_threads, tiles, return_counters):

@@ -229,16 +229,20 @@ def vectors_2d(bias, channels: int) -> np.ndarray:
     return b.astype(np.int32)
 
 
-def packed_vectors(vectors, epilogue: Epilogue, blocks: int, cfg) -> tuple[np.ndarray | None, int]:
-    """The packed operator APIs' vectors: (V, blocks, BATCH, BLOCK_OUT) int32 (or None for none) as
-    acc rows (V * blocks, BATCH, BLOCK_OUT) or None, and V; checks the epilogue against them."""
+def packed_epilogue(epilogue, shift, bias, clip, blocks: int, cfg) -> tuple[Epilogue, np.ndarray | None]:
+    """The epilogue of a packed operator call and its vectors as acc rows (V * blocks, BATCH, BLOCK_OUT)
+    (or None): ``epilogue`` (an Epilogue or its steps), else VTA's of ``shift`` / ``bias`` / ``clip``;
+    ``bias`` None, packed (blocks, BATCH, BLOCK_OUT) or (V, blocks, BATCH, BLOCK_OUT) int32."""
+    epi = Epilogue.of(epilogue) or Epilogue.vta(shift, bias is not None, clip)
     B, O = cfg.BATCH, cfg.BLOCK_OUT
-    v = np.zeros((0, blocks, B, O), np.int32) if vectors is None else np.asarray(vectors, np.int32)
+    v = np.zeros((0, blocks, B, O), np.int32) if bias is None else np.asarray(bias, np.int32)
+    if v.ndim == 3:
+        v = v[None]
     if v.ndim != 4 or v.shape[1:] != (blocks, B, O):
         raise ValueError(f"packed vectors have shape {v.shape}; expected (V, {blocks}, {B}, {O})")
     n = v.shape[0]
-    epilogue.check(cfg, n)
-    return (v.reshape(n * blocks, B, O) if n else None), n
+    epi.check(cfg, n)
+    return epi, (v.reshape(n * blocks, B, O) if n else None)
 
 
 def steps_multiplier(steps: Sequence[AluStep]) -> float:

@@ -4,8 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .. import runtime as rt
-from .base import QCOMPUTE, QLOAD, QSTORE, TileError, _add_counters, cdiv
+from .base import (
+    QCOMPUTE,
+    QLOAD,
+    QSTORE,
+    TileError,
+    _add_counters,
+    _finish,
+    _from_device,
+    _operands_on_device,
+    cdiv,
+    config,
+)
 from .kernels import Gemm, Load, _k_reset, _zero_rows
 
 
@@ -201,3 +214,18 @@ def run_tiles(tiles, interleave=None) -> dict:
         counters["synchronize_calls"] += 1
     return counters
 
+
+
+def run_operator(data, weight, vectors, epi, out_shape: tuple, make_tiles, return_counters: bool):
+    """Stage a GEMM operator's packed operands on the device, run the tiles ``make_tiles(xd, wd, pd,
+    yd)`` builds on their buffers, and read back the ``epi.planes`` planes of ``out_shape`` int8 (the
+    first alone for one plane)."""
+    cfg = config()
+    cmd = rt.command_handle()
+    out_bytes = epi.planes * int(np.prod(out_shape[:-2])) * cfg.OUT_ELEM_BYTES
+    with _operands_on_device(cmd, data, weight, vectors, out_bytes) as (xd, wd, pd, yd):
+        tiles = make_tiles(xd, wd, pd, yd)
+        counters = run_tiles(tiles)
+        counters["tiles"] = len(tiles)
+        y = _from_device(cmd, yd, (epi.planes, *out_shape), np.int8)
+    return _finish(y[0] if epi.planes == 1 else y, counters, return_counters)
