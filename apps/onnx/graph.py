@@ -1,68 +1,31 @@
-"""Read an int8 ONNX model in QDQ form into a graph of integer operators (:class:`QGraph`).
+"""Import an ONNX model into a graph of integer nodes and CPU islands (:class:`~apps.onnx.ir.QGraph`).
 
-The QDQ form (what ``onnxruntime.quantization.quantize_static`` writes by default) keeps every
-operator in float and brackets it with ``DequantizeLinear`` on its inputs and ``QuantizeLinear`` on
-its output. This reader folds each such bracket into one integer node (:class:`QNode`) whose inputs
-and output are int8/uint8 tensors with per-tensor :class:`~apps.onnx.numerics.QParams`:
+The QDQ form (what ``onnxruntime.quantization.quantize_static`` writes) keeps every operator in
+float and brackets it with ``DequantizeLinear`` on its inputs and ``QuantizeLinear`` on its output.
+The importer checks the model, infers every tensor's shape (``onnx.shape_inference``) and walks the
+nodes in order. Each node goes to the handler of its operator (:mod:`apps.onnx.handlers`), which folds
+its QDQ bracket into one integer node, or declines it with a reason: an operator without a handler,
+a float input, a grouped convolution, ... A run of declined nodes between two integer nodes becomes one
+CPU island (:mod:`apps.onnx.handlers.island`), which onnxruntime runs as written: nothing a valid
+model contains is refused. ``DequantizeLinear`` and ``Constant`` nodes are not nodes of their own:
+an integer node reads the quantized tensor behind a ``DequantizeLinear``, and an island takes the ones
+it reads along.
 
-========================  ==========================================================================
-ONNX (inside DQ -> Q)      integer node
-========================  ==========================================================================
-QuantizeLinear (input)     ``quantize``: float graph input -> int tensor
-Conv                       ``conv``: int8 weight (O, C, kh, kw), symmetric per-tensor; int32 bias
-Gemm / MatMul              ``dense``: int8 weight (M, K) (Gemm transB, MatMul's (K, M) transposed)
-Add                        ``add``: two int tensors at any scales
-Relu                       ``relu``
-MaxPool                    ``maxpool`` (kernel, strides, pads; floor mode)
-GlobalAveragePool          ``gap``
-Flatten                    ``flatten``
-DequantizeLinear (output)  ``dequantize``: int tensor -> float graph output
-========================  ==========================================================================
-
-Anything else raises :class:`OnnxImportError` naming the node and what is allowed: other operators,
-per-channel or asymmetric weights, grouped or dilated convolutions, an operator output that is not
-quantized, a malformed file.
+Errors (:class:`~apps.onnx.ir.OnnxImportError`) are left for what no path can run: an unreadable or
+malformed file, an opset below 13, a node onnxruntime cannot run either. They name the node.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
+from . import handlers
+from .handlers.base import Unsupported
+from .handlers.island import make_island
+from .ir import OnnxImportError, QGraph, QNode
 from .numerics import QParams
 
-__all__ = ["OnnxImportError", "QNode", "QGraph", "load", "SUPPORTED_OPS"]
-
-SUPPORTED_OPS = ("Conv", "Gemm", "MatMul", "Add", "Relu", "MaxPool", "GlobalAveragePool", "Flatten")
-
-
-class OnnxImportError(ValueError):
-    """The model is not an int8 QDQ model this importer supports; the message names the node."""
-
-
-@dataclass
-class QNode:
-    """One integer operator: kind, the ONNX node name, int tensor inputs/output and attributes."""
-    kind: str
-    name: str
-    inputs: list[str]
-    output: str
-    attrs: dict = field(default_factory=dict)
-
-    def __repr__(self):
-        return f"QNode({self.kind} {self.name!r}: {self.inputs} -> {self.output})"
-
-
-@dataclass
-class QGraph:
-    """Integer operators in topological order; ``qparams`` of every int tensor; float graph inputs
-    and outputs with their shapes."""
-    nodes: list[QNode]
-    qparams: dict[str, QParams]
-    inputs: dict[str, tuple]
-    outputs: list[str]
-    shapes: dict[str, tuple] = field(default_factory=dict)
+__all__ = ["OnnxImportError", "QNode", "QGraph", "load", "Context", "read_model"]
 
 
 def _np(tensor):
@@ -70,17 +33,17 @@ def _np(tensor):
     return numpy_helper.to_array(tensor)
 
 
-def _attrs(node) -> dict:
+def attrs_of(node) -> dict:
     from onnx import helper
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def _where(node) -> str:
+def where(node) -> str:
     return f"node {node.name or '(unnamed)'!r} ({node.op_type})"
 
 
-def load(model) -> QGraph:
-    """Read a QDQ ONNX model (a path or an ``onnx.ModelProto``) into a :class:`QGraph`."""
+def read_model(model):
+    """A path or ``onnx.ModelProto`` -> a checked ``onnx.ModelProto`` (OnnxImportError otherwise)."""
     import onnx
 
     if not isinstance(model, onnx.ModelProto):
@@ -92,197 +55,187 @@ def load(model) -> QGraph:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as e:
         raise OnnxImportError(f"the model is malformed: {str(e).splitlines()[0]}") from None
-    g = model.graph
     for imp in model.opset_import:
         if imp.domain in ("", "ai.onnx") and imp.version < 13:
-            raise OnnxImportError(f"opset {imp.version}; QDQ import needs opset >= 13")
-    inits = {t.name: _np(t) for t in g.initializer}
-    for n in g.node:
-        if n.op_type == "Constant":
-            inits[n.output[0]] = _np(_attrs(n)["value"])
+            raise OnnxImportError(f"opset {imp.version}; the import needs opset >= 13 (onnx.version_converter "
+                                  f"converts older models)")
+    return model
 
-    def scalar_param(node, idx, what):
+
+class Context:
+    """The importer's view of a model's QDQ brackets, for the handlers' ``match``."""
+
+    def __init__(self, model):
+        import onnx
+
+        g = model.graph
+        self.model = model
+        self.inits = {t.name: _np(t) for t in g.initializer}
+        for n in g.node:
+            if n.op_type == "Constant" and n.output and "value" in attrs_of(n):
+                self.inits[n.output[0]] = _np(attrs_of(n)["value"])
+        self.graph_inputs = {i.name: tuple(d.dim_value if d.HasField("dim_value") else 1
+                                           for d in i.type.tensor_type.shape.dim)
+                             for i in g.input if i.name not in self.inits}
+        self.graph_outputs = [o.name for o in g.output]
+        self.consumers: dict[str, list] = {}
+        self.producer: dict[str, tuple] = {}
+        for idx, n in enumerate(g.node):
+            for i in n.input:
+                self.consumers.setdefault(i, []).append(n)
+            for o in n.output:
+                self.producer[o] = (idx, n)
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model)
+        except Exception:  # noqa: BLE001 - inference is a help (MAC counts), not a requirement
+            inferred = model
+        self.shapes, self.types = {}, {}
+        for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+            t = vi.type.tensor_type
+            if t.elem_type:
+                self.types[vi.name] = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
+            if t.HasField("shape"):
+                self.shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim)
+        for k, v in self.inits.items():
+            self.shapes[k], self.types[k] = v.shape, v.dtype
+        # every tensor quantized per tensor (a QuantizeLinear output), and what each DequantizeLinear reads
+        self.qparams: dict[str, QParams] = {}
+        self.dq_act, self.dq_const = {}, {}
+        for n in g.node:
+            if n.op_type == "QuantizeLinear":
+                qp = self._qparams(n)
+                if qp is not None:
+                    self.qparams[n.output[0]] = qp
+        for n in g.node:
+            if n.op_type == "DequantizeLinear":
+                if n.input[0] in self.inits:
+                    self.dq_const[n.output[0]] = n
+                else:
+                    self.dq_act[n.output[0]] = n.input[0]
+        self.claimed: set[int] = set()           # ids of QuantizeLinear nodes folded into integer nodes
+        self._pending: list = []
+
+    # ------------------------------------------------------------------ helpers for handlers
+    def _param(self, node, idx):
         name = node.input[idx] if len(node.input) > idx else ""
-        if name == "":
-            if what == "zero point":
-                return None
-            raise OnnxImportError(f"{_where(node)}: missing {what}")
-        if name not in inits:
-            raise OnnxImportError(f"{_where(node)}: {what} {name!r} must be a constant")
-        return inits[name]
+        return self.inits.get(name) if name else None
 
-    def qparams_of(node):
-        scale = scalar_param(node, 1, "scale")
-        zp = scalar_param(node, 2, "zero point")
-        if scale.size != 1 or (zp is not None and zp.size != 1):
-            raise OnnxImportError(f"{_where(node)}: per-channel quantization ({scale.size} scales); only "
-                                  f"per-tensor scales are supported")
-        if zp is None:
-            return float(scale.reshape(())), 0, np.dtype(np.uint8)
-        return float(scale.reshape(())), int(zp.reshape(())), zp.dtype
-
-    graph_inputs = {i.name: tuple(d.dim_value if d.HasField("dim_value") else 1 for d in i.type.tensor_type.shape.dim)
-                    for i in g.input if i.name not in inits}
-    graph_outputs = [o.name for o in g.output]
-
-    dq_act = {}      # DQ output name -> int tensor name
-    dq_const = {}    # DQ output name -> (int array, scale, zp)
-    q_of_float = {}  # float tensor -> (Q node, int tensor name)
-    for n in g.node:
-        if n.op_type == "DequantizeLinear":
-            s, z, dt = qparams_of(n)
-            if n.input[0] in inits:
-                dq_const[n.output[0]] = (inits[n.input[0]], s, z)
-            else:
-                dq_act[n.output[0]] = n.input[0]
-        elif n.op_type == "QuantizeLinear":
-            q_of_float.setdefault(n.input[0], []).append(n)
-
-    nodes: list[QNode] = []
-    qparams: dict[str, QParams] = {}
-
-    def add_q(qnode):
-        s, z, dt = qparams_of(qnode)
+    def _qparams(self, node) -> QParams | None:
+        scale, zp = self._param(node, 1), self._param(node, 2)
+        if scale is None or scale.size != 1 or (zp is not None and zp.size != 1):
+            return None
+        dt = np.dtype(np.uint8) if zp is None else zp.dtype
         if dt not in (np.int8, np.uint8):
-            raise OnnxImportError(f"{_where(qnode)}: activations of type {dt}; allowed int8, uint8")
-        qp = QParams(s, z, "int8" if dt == np.int8 else "uint8")
-        qparams[qnode.output[0]] = qp
-        return qnode.output[0], qp
+            return None
+        return QParams(float(scale.reshape(())), 0 if zp is None else int(zp.reshape(())),
+                       "int8" if dt == np.int8 else "uint8")
 
-    def act_input(node, idx):
+    def act_input(self, node, idx: int) -> str:
+        """The int8/uint8 tensor behind input ``idx`` (a DequantizeLinear of a per-tensor quantized tensor)."""
         name = node.input[idx]
-        if name not in dq_act:
-            raise OnnxImportError(f"{_where(node)}: input {idx} ({name!r}) is not a dequantized int8/uint8 "
-                                  f"activation (a DequantizeLinear of a QuantizeLinear output)")
-        q = dq_act[name]
-        if q not in qparams:
-            raise OnnxImportError(f"{_where(node)}: input {name!r} dequantizes {q!r}, which no supported "
-                                  f"node produced")
+        q = self.dq_act.get(name)
+        if q is None:
+            raise Unsupported(f"input {idx} ({name!r}) is not a dequantized int8/uint8 activation")
+        if q not in self.qparams:
+            raise Unsupported(f"input {name!r} dequantizes {q!r}, which is not quantized per tensor")
         return q
 
-    def const_input(node, idx, what):
+    def const_input(self, node, idx: int, what: str):
+        """(int array, scales (1,) or (C,), zero points, axis) of a DequantizeLinear of a constant."""
         name = node.input[idx]
-        if name in dq_const:
-            return dq_const[name]
-        raise OnnxImportError(f"{_where(node)}: {what} {name!r} must be a DequantizeLinear of a constant "
-                              f"(a quantized initializer)")
+        dq = self.dq_const.get(name)
+        if dq is None:
+            raise Unsupported(f"{what} {name!r} is not a DequantizeLinear of a constant")
+        scale, zp = self._param(dq, 1), self._param(dq, 2)
+        if scale is None:
+            raise Unsupported(f"{what} {name!r}: its scale is not a constant")
+        zp = np.zeros(scale.shape, np.int64) if zp is None else zp.astype(np.int64)
+        return self.inits[dq.input[0]], scale.astype(np.float64).ravel(), zp.ravel(), attrs_of(dq).get("axis", 1)
 
-    def weight(node, idx):
-        w, s, z = const_input(node, idx, "weight")
+    def weight(self, node, idx: int, channel_axis: int):
+        """(int8 weight, scales (1,) or (channels,)): symmetric, per tensor or per output channel
+        (``channel_axis`` of the weight)."""
+        w, s, z, axis = self.const_input(node, idx, "weight")
         if w.dtype != np.int8:
-            raise OnnxImportError(f"{_where(node)}: weight of type {w.dtype}; allowed: int8")
-        if z != 0:
-            raise OnnxImportError(f"{_where(node)}: asymmetric weight (zero point {z}); allowed: symmetric "
-                                  f"int8 weights (zero point 0)")
+            raise Unsupported(f"weight of type {w.dtype}; the accelerator takes int8 weights")
+        if np.any(z != 0):
+            raise Unsupported(f"asymmetric weight (zero point {int(z[np.nonzero(z)[0][0]])}); the accelerator "
+                              f"takes symmetric weights (zero point 0)")
+        if s.size > 1 and (axis % w.ndim) != channel_axis:
+            raise Unsupported(f"weight scales along axis {axis}; per-channel scales must be along the "
+                              f"output channels (axis {channel_axis})")
         return w, s
 
-    def bias(node, idx):
+    def bias(self, node, idx: int):
+        """(int64 bias, scales) or (None, None)."""
         if len(node.input) <= idx or node.input[idx] == "":
             return None, None
-        b, s, z = const_input(node, idx, "bias")
-        if b.dtype != np.int32 or z != 0:
-            raise OnnxImportError(f"{_where(node)}: bias of type {b.dtype}, zero point {z}; allowed: int32, 0")
+        b, s, z, _ = self.const_input(node, idx, "bias")
+        if b.dtype != np.int32 or np.any(z != 0):
+            raise Unsupported(f"bias of type {b.dtype}; the accelerator takes an int32 bias with zero point 0")
         return b.astype(np.int64), s
 
-    def output_q(node):
-        outs = q_of_float.get(node.output[0], [])
-        if not outs:
-            raise OnnxImportError(f"{_where(node)}: output {node.output[0]!r} is not quantized (no "
-                                  f"QuantizeLinear follows it); every supported node must be in QDQ form")
-        first = add_q(outs[0])
-        for other in outs[1:]:
-            add_q(other)
-            extra.append(QNode("requantize", other.name, [first[0]], other.output[0]))
-        return first[0]
+    def output_q(self, node) -> str:
+        """The quantized tensor of ``node``'s output: every consumer of its float output must be a
+        per-tensor QuantizeLinear (the first is the output; others become ``requantize`` nodes)."""
+        out = node.output[0]
+        users = self.consumers.get(out, [])
+        if out in self.graph_outputs:
+            raise Unsupported(f"output {out!r} is a float graph output")
+        if not users or any(u.op_type != "QuantizeLinear" or u.output[0] not in self.qparams for u in users):
+            raise Unsupported(f"output {out!r} is not (only) quantized per tensor by QuantizeLinear")
+        first = users[0].output[0]
+        for u in users:
+            self._pending.append(("claim", u))
+        for u in users[1:]:
+            self._pending.append(("extra", QNode("requantize", u.name or u.output[0], [first], [u.output[0]])))
+        return first
 
-    extra: list[QNode] = []
+    def only_output(self, node) -> None:
+        if len([o for o in node.output if o]) > 1:
+            raise Unsupported(f"{len(node.output)} outputs")
 
-    def flush_extra():
-        nodes.extend(extra)
-        extra.clear()
 
-    for n in g.node:
-        op, a = n.op_type, _attrs(n)
-        if op in ("DequantizeLinear", "Constant"):
+def load(model) -> QGraph:
+    """Import an ONNX model (a path or an ``onnx.ModelProto``) into a :class:`QGraph`."""
+    model = read_model(model)
+    ctx = Context(model)
+    nodes: list[QNode] = []
+    island: list = []
+    reasons: dict[int, str] = {}
+
+    def flush():
+        if island:
+            nodes.append(make_island(list(island), {id(n): reasons[id(n)] for n in island}, ctx, len(nodes)))
+            island.clear()
+
+    for n in model.graph.node:
+        if n.op_type == "Constant" or id(n) in ctx.claimed:
             continue
-        if op == "QuantizeLinear":
-            if n.input[0] in graph_inputs:
-                out, _ = add_q(n)
-                nodes.append(QNode("quantize", n.name, [n.input[0]], out))
-            elif n.input[0] in inits:
-                raise OnnxImportError(f"{_where(n)}: quantizes a float constant at run time; quantize the "
-                                      f"weights offline (quantize_static does)")
+        if n.op_type == "DequantizeLinear" and n.output[0] not in ctx.graph_outputs:
+            continue                            # read through by integer nodes, or pulled into an island
+        handler = handlers.for_op(n.op_type)
+        qn, reason = None, f"no handler for {n.op_type}" + (f" (domain {n.domain})" if n.domain else "")
+        if handler is not None:
+            ctx._pending = []
+            try:
+                qn = handler.match(n, ctx)
+            except Unsupported as e:
+                reason = str(e)
+        if qn is None:
+            reasons[id(n)] = reason
+            island.append(n)
             continue
-        if op not in SUPPORTED_OPS:
-            raise OnnxImportError(f"{_where(n)}: operator {op} is not supported; supported: "
-                                  f"{', '.join(SUPPORTED_OPS)} in QDQ form")
-        if op == "Conv":
-            x = act_input(n, 0)
-            w, sw = weight(n, 1)
-            if w.ndim != 4:
-                raise OnnxImportError(f"{_where(n)}: weight of rank {w.ndim}; allowed: 2-D convolution")
-            if a.get("group", 1) != 1:
-                raise OnnxImportError(f"{_where(n)}: group = {a['group']}; allowed: 1")
-            if any(d != 1 for d in a.get("dilations", [1, 1])):
-                raise OnnxImportError(f"{_where(n)}: dilations = {a['dilations']}; allowed: 1")
-            if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
-                raise OnnxImportError(f"{_where(n)}: auto_pad = {a['auto_pad']}; allowed: NOTSET, VALID")
-            b, sb = bias(n, 2)
-            pads = list(a.get("pads", [0, 0, 0, 0]))
-            strides = list(a.get("strides", [1, 1]))
-            out = output_q(n)
-            nodes.append(QNode("conv", n.name or n.output[0], [x], out,
-                              dict(weight=w, w_scale=sw, bias=b, b_scale=sb, pads=pads, strides=strides)))
-            flush_extra()
-        elif op in ("Gemm", "MatMul"):
-            x = act_input(n, 0)
-            w, sw = weight(n, 1)
-            if w.ndim != 2:
-                raise OnnxImportError(f"{_where(n)}: weight of rank {w.ndim}; allowed: 2")
-            if op == "Gemm":
-                if a.get("transA", 0):
-                    raise OnnxImportError(f"{_where(n)}: transA = 1; allowed: 0")
-                if a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0:
-                    raise OnnxImportError(f"{_where(n)}: alpha/beta = {a.get('alpha', 1.0)}/{a.get('beta', 1.0)}; "
-                                          f"allowed: 1")
-                w = w if a.get("transB", 0) else w.T
-                b, sb = bias(n, 2)
+        flush()
+        nodes.append(qn)
+        for what, item in ctx._pending:
+            if what == "claim":
+                ctx.claimed.add(id(item))
             else:
-                w, b, sb = w.T, None, None
-            out = output_q(n)
-            nodes.append(QNode("dense", n.name or n.output[0], [x], out,
-                               dict(weight=np.ascontiguousarray(w), w_scale=sw, bias=b, b_scale=sb)))
-            flush_extra()
-        elif op == "Add":
-            xs = [act_input(n, 0), act_input(n, 1)]
-            out = output_q(n)
-            nodes.append(QNode("add", n.name or n.output[0], xs, out))
-            flush_extra()
-        elif op in ("Relu", "GlobalAveragePool", "Flatten", "MaxPool"):
-            x = act_input(n, 0)
-            attrs = {}
-            if op == "MaxPool":
-                if a.get("ceil_mode", 0) or any(d != 1 for d in a.get("dilations", [1, 1])):
-                    raise OnnxImportError(f"{_where(n)}: ceil_mode/dilations; allowed: floor mode, dilation 1")
-                if len(n.output) > 1 and n.output[1]:
-                    raise OnnxImportError(f"{_where(n)}: the Indices output is not supported")
-                k = list(a["kernel_shape"])
-                attrs = dict(kernel=k, strides=list(a.get("strides", [1] * len(k))),
-                             pads=list(a.get("pads", [0] * 2 * len(k))))
-            if op == "Flatten":
-                attrs = dict(axis=a.get("axis", 1))
-            out = output_q(n)
-            kind = {"Relu": "relu", "GlobalAveragePool": "gap", "Flatten": "flatten", "MaxPool": "maxpool"}[op]
-            nodes.append(QNode(kind, n.name or n.output[0], [x], out, attrs))
-            flush_extra()
-    outputs = []
-    for o in graph_outputs:
-        producer = [n for n in g.node if o in n.output]
-        if not producer or producer[0].op_type != "DequantizeLinear" or producer[0].input[0] not in qparams:
-            raise OnnxImportError(f"graph output {o!r} must be a DequantizeLinear of a quantized tensor")
-        nodes.append(QNode("dequantize", producer[0].name or o, [producer[0].input[0]], o))
-        outputs.append(o)
-    if not any(nd.kind == "quantize" for nd in nodes):
-        raise OnnxImportError("no graph input is quantized (QuantizeLinear of a graph input)")
-    return QGraph(nodes, qparams, graph_inputs, outputs)
-
+                nodes.append(item)
+    flush()
+    produced = {o for nd in nodes for o in nd.outputs} | set(ctx.graph_inputs)
+    missing = [o for o in ctx.graph_outputs if o not in produced]
+    if missing:
+        raise OnnxImportError(f"graph outputs {missing} are produced by no node")
+    return QGraph(nodes, ctx.qparams, ctx.graph_inputs, list(ctx.graph_outputs), ctx.shapes)

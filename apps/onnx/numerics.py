@@ -38,7 +38,8 @@ import numpy as np
 from sw.isa import AluOp
 from sw.ops.epilogue import IMM_MAX, IMM_MIN, AluStep, Epilogue, alu_apply, steps_multiplier
 
-__all__ = ["QParams", "NumericsError", "requant_steps", "rescale_steps", "rescale_reference", "steps_error",
+__all__ = ["QParams", "NumericsError", "requant_steps", "requant_steps_per_channel", "value_range", "rescale_steps",
+           "rescale_reference", "steps_error",
            "qrange", "quantize_float", "dequantize"]
 
 _I32 = 1 << 31
@@ -182,6 +183,93 @@ def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool
         steps.append((MUL, m2))
     steps += _shift_steps(S)
     return steps + tail, (0, vectors)
+
+
+def _search_channels(Ms: np.ndarray, Ts: np.ndarray, qmin: int, qmax: int, m2max: int = 64):
+    """(error, k, S, m1 (C,), m2 (C,)) of the most precise two-multiply form with per-channel
+    multipliers (vector operands: full int32) and shifts common to every channel (immediates), for
+    values |t_c| <= T_c; the error is the worst channel's. None when nothing fits."""
+    Ms = np.asarray(Ms, np.float64)
+    Ts = np.maximum(np.asarray(Ts, np.int64), 1)
+    m2 = np.arange(1, m2max + 1, dtype=np.int64)[None]
+    rows = np.arange(len(Ms))
+    best = None
+    for k in range(0, 24):
+        r1 = (1 << (k - 1)) if k else 0
+        m1max = (_I32 - 1 - r1) // Ts                                       # (C,)
+        if np.any(m1max < 1):
+            continue
+        s_top = int(np.floor(np.log2(m1max * m2max / (Ms * 2.0 ** k))).min())
+        for S in range(max(0, s_top - 3), min(s_top, 30) + 1):
+            m1 = np.rint(Ms[:, None] * 2.0 ** (k + S) / m2)                 # (C, m2max), float
+            ok = (m1 >= 1) & (m1 <= m1max[:, None])
+            m1 = np.where(ok, m1, 1).astype(np.int64)
+            p2 = (Ts[:, None] * m1 + r1) // (1 << k) + 1
+            ok &= p2 * m2 + ((1 << (S - 1)) if S else 0) < _I32
+            err = (0.5 * m2 / 2.0 ** S if k else 0.0) + \
+                (qmax - qmin + 2) * np.abs(m1 * m2 / 2.0 ** (k + S) - Ms[:, None]) / Ms[:, None]
+            err = np.where(ok, err, np.inf)
+            j = np.argmin(err, axis=1)
+            worst = float(err[rows, j].max())
+            if np.isfinite(worst) and (best is None or worst < best[0] - 1e-15):
+                best = (worst, k, S, m1[rows, j], m2[0, j])
+    return best
+
+
+def requant_steps_per_channel(multipliers, out: QParams, acc_bounds) -> tuple[list[AluStep], tuple]:
+    """:func:`requant_steps` for per-channel multipliers ``M_c`` (per-channel weight scales): the
+    same form, with the clip bounds and both multipliers as per-channel vectors (v1, v2: clip; v3,
+    v4: multipliers) and the shifts shared by all channels. Needs the ALU's MUL.
+
+    Returns (steps, extra) with ``extra`` = (0, [v1, v2, v3, v4]) (arrays over channels)."""
+    Ms = np.asarray(multipliers, np.float64).ravel()
+    if not np.all((Ms > 0) & np.isfinite(Ms)):
+        raise NumericsError(f"per-channel requantization multipliers must be positive and finite "
+                            f"(got min {Ms.min():.6g})")
+    bounds = np.broadcast_to(np.asarray(acc_bounds, np.int64), Ms.shape)
+    qmin, qmax = qrange(out.dtype)
+    zp = out.zero_point
+    lo = np.floor((qmin - zp - 2) / Ms).astype(np.int64)
+    hi = np.ceil((qmax - zp + 2) / Ms).astype(np.int64)
+    clip = bool(np.any(bounds > np.minimum(-lo, hi)))
+    Ts = np.minimum(bounds, np.maximum(-lo, hi)) if clip else bounds
+    best = _search_channels(Ms, Ts, qmin, qmax)
+    if best is None:
+        raise NumericsError(f"no fixed-point form of the per-channel multipliers {Ms.min():.6g}..{Ms.max():.6g} "
+                            f"fits VTA's 32-bit ALU")
+    _, k, S, m1, m2 = best
+    steps: list[AluStep] = [(ADD, "v0")]
+    if clip:
+        steps += [(MAX, "v1"), (MIN, "v2")]
+    steps.append((MUL, "v3"))
+    steps += _shift_steps(k)
+    if np.any(m2 != 1):
+        steps.append((MUL, "v4"))
+    steps += _shift_steps(S)
+    return steps + [(ADD, zp), (MAX, qmin), (MIN, qmax)], (0, [lo, hi, m1, m2])
+
+
+def value_range(steps, lo: int, hi: int, vectors=None) -> tuple[int, int]:
+    """The interval the int32 values of ``steps`` stay in for inputs in [lo, hi] (ADD, MIN, MAX, SHR,
+    MUL by an immediate or a vector's extremes), for choosing how many bytes to read back."""
+    for op, v in steps:
+        if isinstance(v, str):
+            vec = np.asarray(vectors[int(v[1:])], np.int64)
+            a, b = int(vec.min()), int(vec.max())
+        else:
+            a = b = int(v)
+        if op == ADD:
+            lo, hi = lo + a, hi + b
+        elif op == MIN:
+            lo, hi = min(lo, a), min(hi, b)
+        elif op == MAX:
+            lo, hi = max(lo, a), max(hi, b)
+        elif op == SHR:
+            lo, hi = (lo >> a, hi >> a) if a >= 0 else (lo << -a, hi << -a)
+        else:
+            c = [lo * a, lo * b, hi * a, hi * b]
+            lo, hi = min(c), max(c)
+    return lo, hi
 
 
 def _factor(target: float, m2max: int):

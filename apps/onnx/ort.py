@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import QGraph
+from .ir import QGraph
 from .layers import Layer, from_onnx_dtype
 
 __all__ = ["session", "run_all", "layer_agreement", "Agreement"]
@@ -79,13 +79,9 @@ def layer_agreement(layers: list[Layer], ort_tensors: dict, inputs: dict) -> Agr
     env = dict(inputs)
     env.update(ort_tensors)
     for lay in layers:
-        if lay.kind in ("dequantize",) or lay.node.output not in ort_tensors:
+        if lay.kind in ("dequantize", "island") or lay.node.output not in ort_tensors:
             continue
-        xs = [env[i] for i in lay.node.inputs]
-        if lay.kind == "gap":
-            from .layers import _prepare_gap
-            hw = xs[0].shape[2] * xs[0].shape[3]
-            if lay.params.get("hw") != hw:
-                _prepare_gap(lay, hw)
-        ag.add(lay.name, lay.kind, lay.reference(*xs), ort_tensors[lay.node.output])
+        if any(i not in env for i in lay.node.inputs):
+            continue
+        ag.add(lay.name, lay.kind, lay.reference(*[env[i] for i in lay.node.inputs]), ort_tensors[lay.node.output])
     return ag

@@ -66,7 +66,30 @@ def single_op(op: str, rng, **kw):
         n = helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1] * 4, group=2)
         return _model([n], {"w": rng.normal(0, 0.3, (c, c // 2, 3, 3)), "b": rng.normal(0, 0.1, c)}, shape,
                       shape), shape
+    if op.startswith("between:"):     # conv -> an operator the accelerator does not run -> conv
+        return _between(op.split(":", 1)[1], rng, c, h, w1, pre)
     raise ValueError(op)
+
+
+def _between(kind, rng, c, h, w1, pre):
+    shape = [1, c, h, h]
+    nodes, inits = [pre], dict(w1)
+    if kind == "Softmax":
+        nodes.append(helper.make_node("Softmax", ["t"], ["u"], axis=1))
+    elif kind == "Sigmoid":
+        nodes.append(helper.make_node("Sigmoid", ["t"], ["u"]))
+    elif kind == "LayerNormalization":
+        inits.update(ln_s=rng.normal(1, 0.1, h), ln_b=rng.normal(0, 0.1, h))
+        nodes.append(helper.make_node("LayerNormalization", ["t", "ln_s", "ln_b"], ["u"], axis=-1))
+    elif kind == "Resize":
+        inits.update(scales=[1.0, 1.0, 2.0, 2.0])
+        nodes.append(helper.make_node("Resize", ["t", "", "scales"], ["u"], mode="nearest"))
+    else:
+        raise ValueError(kind)
+    up = 2 if kind == "Resize" else 1
+    inits.update(w2=rng.normal(0, 0.3, (12, c, 3, 3)), b2=rng.normal(0, 0.1, 12))
+    nodes.append(helper.make_node("Conv", ["u", "w2", "b2"], ["y"], pads=[1, 1, 1, 1]))
+    return _model(nodes, inits, shape, [1, 12, h * up, h * up]), shape
 
 
 def quantized(op: str, seed: int = 0, calib: int = 8, **kw):
@@ -103,3 +126,15 @@ def quantize_with(model, cal, shape, extra=None, **kwargs):
         onnx.save(model, src)
         quantize_static(src, dst, Reader(), extra_options=extra, **kwargs)
         return onnx.load(dst)
+
+
+def with_custom_op(q):
+    """A copy of ``between:Sigmoid`` with the Sigmoid replaced by onnxruntime's com.microsoft Gelu (a
+    custom-domain operator that onnxruntime runs and no handler takes)."""
+    import onnx
+
+    m = onnx.ModelProto.FromString(q.SerializeToString())
+    node = next(n for n in m.graph.node if n.op_type == "Sigmoid")
+    node.op_type, node.domain = "Gelu", "com.microsoft"
+    m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return m

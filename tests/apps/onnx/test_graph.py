@@ -1,5 +1,7 @@
 """Import of QDQ models: the integer nodes, and clear errors that name the node."""
 
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -26,34 +28,43 @@ def test_gemm_and_matmul_weights_are_m_by_k():
         assert dense.attrs["weight"].shape == (24, 40)
 
 
-def test_unsupported_operator_names_the_node():
+def _island_reasons(q):
+    g = graph.load(q)
+    return g, {k: v for n in g.nodes if n.kind == "island" for k, v in n.attrs["island"].reasons.items()}
+
+
+def test_an_operator_without_handler_becomes_an_island():
+    g, reasons = _island_reasons(quantized("sigmoid")[0])
+    assert [n.kind for n in g.nodes] == ["quantize", "conv", "island", "dequantize"]
+    isl = g.nodes[2].attrs["island"]
+    assert isl.ops == ["Sigmoid", "QuantizeLinear"] and "no handler for Sigmoid" in reasons.values()
+    assert isl.inputs == [g.nodes[1].output] and isl.outputs == [g.nodes[3].inputs[0]]
+
+
+@pytest.mark.parametrize("op,kw,why", [
+    ("float_relu", {}, r"input 0 \('x'\) is not a dequantized"),
+    ("conv", {"extra_options": {"WeightSymmetric": False}}, r"asymmetric weight \(zero point -?\d+\)"),
+    ("group_conv", {}, "group = 2; the accelerator's conv takes group 1"),
+])
+def test_declined_nodes_say_why(op, kw, why):
+    _, reasons = _island_reasons(quantized(op, **kw)[0])
+    assert any(re.search(why, r) for r in reasons.values()), reasons
+
+
+def test_per_channel_weights_are_taken():
+    q, _, _ = quantized("conv", per_channel=True, o=20)
+    conv = [n for n in graph.load(q).nodes if n.kind == "conv"][0]
+    assert conv.attrs["w_scale"].shape == (20,) and len(np.unique(conv.attrs["w_scale"])) > 1
+
+
+def test_an_operator_onnxruntime_cannot_run_is_an_error_naming_it():
     q, _, _ = quantized("sigmoid")
-    with pytest.raises(OnnxImportError, match=r"\(Sigmoid\).*not supported"):
-        graph.load(q)
-
-
-def test_float_operator_names_the_node():
-    q, _, _ = quantized("float_relu")
-    with pytest.raises(OnnxImportError, match=r"\(Relu\): input 0 \('x'\) is not a dequantized"):
-        graph.load(q)
-
-
-def test_per_channel_weights_are_refused():
-    q, _, _ = quantized("conv", per_channel=True)
-    with pytest.raises(OnnxImportError, match="per-channel quantization"):
-        graph.load(q)
-
-
-def test_asymmetric_weights_are_refused():
-    q, _, _ = quantized("conv", extra_options={"WeightSymmetric": False})
-    with pytest.raises(OnnxImportError, match=r"\(Conv\): asymmetric weight \(zero point -?\d+\)"):
-        graph.load(q)
-
-
-def test_grouped_convolution_is_refused():
-    q, _, _ = quantized("group_conv")
-    with pytest.raises(OnnxImportError, match="group = 2; allowed: 1"):
-        graph.load(q)
+    bad = onnx.ModelProto.FromString(q.SerializeToString())
+    node = next(n for n in bad.graph.node if n.op_type == "Sigmoid")
+    node.op_type, node.domain = "NoSuchOp", "com.example"
+    bad.opset_import.append(onnx.helper.make_opsetid("com.example", 1))
+    with pytest.raises(OnnxImportError, match=r"'y_QuantizeLinear_Input'.*com.example.NoSuchOp.*onnxruntime cannot"):
+        graph.load(bad)
 
 
 def test_malformed_file(tmp_path):

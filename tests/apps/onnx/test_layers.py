@@ -6,12 +6,15 @@ from onnxruntime.quantization import QuantType
 
 from apps.onnx import graph, layers, ort
 
-from .qdq import quantized
+from .qdq import quantized, with_custom_op
 
 CASES = [
     ("conv", {}), ("conv", {"stride": 2, "pad": 1, "k": 3}), ("conv", {"k": 1, "pad": 0, "stride": 2}),
     ("conv", {"k": 7, "pad": 3, "stride": 2, "c": 3, "h": 16}), ("conv_relu", {}), ("gemm", {}), ("matmul", {}),
     ("add", {}), ("relu", {}), ("maxpool", {}), ("gap", {}), ("flatten", {}),
+    ("conv", {"per_channel": True}), ("conv", {"per_channel": True, "k": 1, "pad": 0, "stride": 2}),
+    ("gemm", {"per_channel": True}), ("matmul", {"per_channel": True}),
+    ("between:Softmax", {}), ("between:LayerNormalization", {}), ("between:Resize", {}), ("between:Sigmoid", {}),
 ]
 
 
@@ -65,4 +68,10 @@ def test_zero_padding_is_the_zero_point():
     lay = [l for l in layers.prepare(g) if l.kind == "conv"][0]
     assert lay.inp[0].zero_point != 0
     x = np.full(shape, 7, np.int8)
-    assert (lay.pad_input(x)[0, 0, 0] == lay.inp[0].zero_point).all()
+    assert (lay.handler.pad_input(lay, x)[0, 0, 0] == lay.inp[0].zero_point).all()
+
+
+def test_custom_domain_island_agrees_with_onnxruntime():
+    q, shape, rng = quantized("between:Sigmoid")
+    ag = _agreement(with_custom_op(q), shape, rng)
+    assert ag.max_diff <= 1 and ag.worst_layer_fraction >= 0.999, ag.table()

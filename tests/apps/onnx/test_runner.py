@@ -8,7 +8,16 @@ from apps.onnx import graph, layers, runner
 from sw import runtime
 from sw.config import load_config
 
-from .qdq import quantized
+from .qdq import quantized, with_custom_op
+
+ISLANDS = ["between:Softmax", "between:LayerNormalization", "between:Resize", "custom"]
+
+
+def _islanded(name):
+    if name == "custom":
+        q, shape, rng = quantized("between:Sigmoid")
+        return with_custom_op(q), shape, rng
+    return quantized(name)
 
 OPS = [("conv", {}), ("conv", {"stride": 2, "k": 1, "pad": 0}), ("conv", {"k": 7, "pad": 3, "stride": 2, "c": 3, "h": 16}),
        ("gemm", {}), ("matmul", {}), ("add", {}), ("relu", {}), ("maxpool", {}), ("gap", {}), ("flatten", {})]
@@ -46,12 +55,22 @@ def test_uint8_on_the_accelerator():
     _run(q, shape, rng)
 
 
-def test_no_mul_config_keeps_requantization_on_the_cpu():
-    """configs/small.json has no ALU MUL: conv layers with non-power-of-two scales run on the CPU."""
-    q, shape, rng = quantized("conv")
-    records = _run(q, shape, rng, cfg="small")
-    conv = [r for r in records if r["kind"] == "conv"][0]
-    assert conv["where"] == "cpu" and "MUL" in conv["reason"]
+@pytest.mark.parametrize("cfg", ["small", "ulx3s"])
+@pytest.mark.parametrize("op,kw", [("conv", {}), ("conv", {"per_channel": True}), ("gemm", {})])
+def test_no_mul_config_runs_the_gemms_on_the_accelerator(cfg, op, kw):
+    """Configs without ALU MUL: the GEMMs, bias and clip on VTA, the multiply on the CPU, exact."""
+    q, shape, rng = quantized(op, **kw)
+    records = _run(q, shape, rng, cfg=cfg)
+    layer = [r for r in records if r["kind"] in ("conv", "dense")][0]
+    assert layer["where"] == "vta" and "no ALU MUL" in layer["reason"], layer["reason"]
+    assert layer["counters"]["gemm_counter"] > 0
+
+
+@pytest.mark.parametrize("op", ["conv", "gemm", "matmul"])
+def test_per_channel_scales_on_the_accelerator(op):
+    q, shape, rng = quantized(op, per_channel=True)
+    records = _run(q, shape, rng)
+    assert [r["where"] for r in records if r["kind"] in ("conv", "dense")] == ["vta"]
 
 
 def test_records_count_macs():
@@ -61,12 +80,26 @@ def test_records_count_macs():
     assert conv["counters"]["gemm_counter"] > 0
 
 
+@pytest.mark.parametrize("name", ISLANDS)
+def test_cpu_islands_between_accelerator_layers(name):
+    """An operator without a handler runs in an onnxruntime island; the convs around it on VTA; the
+    whole run equals the reference (whose island is the same onnxruntime result)."""
+    q, shape, rng = _islanded(name)
+    records = _run(q, shape, rng)
+    assert [r["where"] for r in records if r["kind"] in ("conv", "island")] == ["vta", "cpu", "vta"]
+    island = [r for r in records if r["kind"] == "island"][0]
+    assert "onnxruntime" in island["reason"] and "no handler" in island["reason"]
+
+
 @pytest.mark.rtl
 def test_every_offloaded_op_on_the_rtl():
     """One simulator launch runs each small graph on the RTL; each equals the numpy reference."""
     import cosim
 
-    cases = [quantized(op, **kw) for op, kw in OPS] + [quantized("add", activation_type=QuantType.QUInt8)]
+    cases = [quantized(op, **kw) for op, kw in OPS] + [quantized("add", activation_type=QuantType.QUInt8),
+                                                       quantized("conv", per_channel=True),
+                                                       quantized("gemm", per_channel=True)]
+    cases += [_islanded(name) for name in ISLANDS]
     calls, refs = [], []
     for q, shape, rng in cases:
         lays = layers.prepare(graph.load(q))

@@ -1,0 +1,61 @@
+"""Operator handlers: one module per ONNX operator (or QDQ pattern), in one registry.
+
+A handler (:class:`~apps.onnx.handlers.base.Handler`) owns everything about its operator: how its QDQ
+bracket is recognised on import (``match``), the integer preparation (``prepare``), the numpy
+reference (``reference``), where it runs and why (``placement``), the lowering to the accelerator
+(``lower``, through :mod:`sw.ops`) and its MAC count (``macs``). Adding an operator is adding one
+module here. A node that no handler takes, or that its handler refuses (the reason is kept), runs
+on the CPU in an :mod:`island <apps.onnx.handlers.island>`, as onnxruntime runs it.
+
+=====================  ==============================  =============================================
+module                 ONNX                            integer node (kind)
+=====================  ==============================  =============================================
+``quantize``           QuantizeLinear of a graph input  ``quantize`` (numpy, CPU)
+``dequantize``         DequantizeLinear to an output    ``dequantize`` (numpy, CPU)
+``conv``               Conv (group 1)                   ``conv``: GEMMs and requantization on VTA
+``dense``              Gemm, MatMul with a constant     ``dense``: on VTA
+``add``                Add of two same-shape tensors    ``add``: the rescaled add on VTA's ALU
+``relu``               Relu                             ``relu`` (numpy, CPU)
+``maxpool``            MaxPool (floor mode)             ``maxpool`` (numpy, CPU)
+``gap``                GlobalAveragePool                ``gap`` (numpy, CPU)
+``flatten``            Flatten                          ``flatten`` (numpy, CPU)
+``requantize``         a second QuantizeLinear          ``requantize`` (numpy, CPU)
+``island``             anything else                    ``island``: onnxruntime on the sub-graph
+=====================  ==============================  =============================================
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from .base import Handler, Unsupported
+
+__all__ = ["Handler", "Unsupported", "register", "for_op", "for_kind", "HANDLERS"]
+
+HANDLERS: dict[str, Handler] = {}        # kind -> handler
+_BY_OP: dict[str, Handler] = {}          # ONNX op type -> handler
+
+
+def register(cls: type[Handler]) -> type[Handler]:
+    """Class decorator: put one instance of a handler in the registry (by kind and by op type)."""
+    h = cls()
+    if h.kind in HANDLERS:
+        raise ValueError(f"two handlers of kind {h.kind!r}")
+    HANDLERS[h.kind] = h
+    for op in h.op_types:
+        _BY_OP[op] = h
+    return cls
+
+
+def for_op(op_type: str) -> Handler | None:
+    """The handler that may take a node of ``op_type`` (None: the node goes to a CPU island)."""
+    return _BY_OP.get(op_type)
+
+
+def for_kind(kind: str) -> Handler:
+    return HANDLERS[kind]
+
+
+for _m in ("quantize", "dequantize", "conv", "dense", "add", "relu", "maxpool", "gap", "flatten", "requantize",
+           "island"):
+    import_module(f"{__name__}.{_m}")

@@ -1,0 +1,45 @@
+"""The handler interface and the exception with which a handler declines a node."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Handler", "Unsupported"]
+
+
+class Unsupported(Exception):
+    """A handler declines a node; the message says why (shown in the placement) and the node runs in a
+    CPU island instead."""
+
+
+class Handler:
+    """One operator. ``kind``: the integer node kind it makes; ``op_types``: the ONNX operators it
+    may take. Subclasses override what applies; the defaults describe a CPU-only operator."""
+    kind: str = ""
+    op_types: tuple[str, ...] = ()
+    accelerated: bool = False           # has a lowering to the accelerator
+
+    def match(self, node, ctx):
+        """The :class:`~apps.onnx.ir.QNode` for ONNX ``node`` (``ctx``: the importer's view of the
+        QDQ brackets, :class:`apps.onnx.graph.Context`); raise :class:`Unsupported` to decline."""
+        raise Unsupported(f"{node.op_type} has no handler")
+
+    def prepare(self, lay, graph, alu_mul: bool) -> None:
+        """Integer preparation of a :class:`~apps.onnx.layers.Layer` (weights, vectors, ALU steps) of
+        :class:`~apps.onnx.ir.QGraph` ``graph`` for a config with (``alu_mul``) or without the ALU's MUL."""
+
+    def reference(self, lay, *xs) -> np.ndarray:
+        """The numpy definition: canonical int8 (or float) inputs -> output."""
+        raise NotImplementedError(self.kind)
+
+    def placement(self, lay, xs) -> tuple[str, str]:
+        """('vta' | 'cpu', why) for this layer and these inputs on the current config."""
+        return "cpu", f"{self.kind} runs on the CPU"
+
+    def lower(self, lay, xs, virtual_threads: int):
+        """Run on the accelerator through :mod:`sw.ops`: (output, counters)."""
+        raise NotImplementedError(f"{self.kind} has no accelerator lowering")
+
+    def macs(self, lay, xs, y) -> int:
+        """Multiply-accumulates of one run."""
+        return 0

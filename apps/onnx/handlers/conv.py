@@ -1,0 +1,118 @@
+"""Conv (2-D, group 1, dilation 1): the GEMMs and the requantization on the accelerator.
+
+Import: a Conv in QDQ form with an int8 symmetric weight (per tensor or per output channel) and an
+int32 bias. Lowering: :func:`sw.ops.conv2d` with the layer's epilogue, padding done by the LOADs
+when the padding value is 0 (the input zero point) and symmetric, else on the host; a conv with
+fewer input channels than a block (an RGB stem) runs as a GEMM over its im2col matrix, which fills
+the blocks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sw import ops
+from sw.runtime import current_config
+
+from ..ir import QNode
+from . import register
+from .base import Handler, Unsupported
+from .gemm import accelerator_epilogue, describe_split, prepare_gemm, run_epilogue
+
+
+@register
+class Conv(Handler):
+    kind = "conv"
+    op_types = ("Conv",)
+    accelerated = True
+
+    def match(self, node, ctx):
+        from ..graph import attrs_of
+
+        ctx.only_output(node)
+        a = attrs_of(node)
+        x = ctx.act_input(node, 0)
+        w, sw = ctx.weight(node, 1, channel_axis=0)
+        if w.ndim != 4:
+            raise Unsupported(f"weight of rank {w.ndim}; the accelerator's conv is 2-D")
+        if a.get("group", 1) != 1:
+            raise Unsupported(f"group = {a['group']}; the accelerator's conv takes group 1")
+        if any(d != 1 for d in a.get("dilations", [1, 1])):
+            raise Unsupported(f"dilations = {list(a['dilations'])}; the accelerator's conv takes 1")
+        if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
+            raise Unsupported(f"auto_pad = {a['auto_pad']!r}; taken: NOTSET, VALID")
+        strides = list(a.get("strides", [1, 1]))
+        if strides[0] != strides[1]:
+            raise Unsupported(f"strides {strides}: the accelerator's conv2d takes one stride for both axes")
+        b, sb = ctx.bias(node, 2)
+        out = ctx.output_q(node)
+        return QNode(self.kind, node.name or node.output[0], [x], [out],
+                     dict(weight=w, w_scale=sw, bias=b, b_scale=sb, pads=list(a.get("pads", [0, 0, 0, 0])),
+                          strides=strides))
+
+    def prepare(self, lay, graph, alu_mul):
+        lay.params.update(pads=lay.node.attrs["pads"], strides=lay.node.attrs["strides"])
+        prepare_gemm(lay, alu_mul)
+
+    def pad_input(self, lay, x):
+        """Pad with the input zero point (ONNX pads [top, left, bottom, right])."""
+        t, l, b, r = lay.params["pads"]
+        if not (t or l or b or r):
+            return x
+        return np.pad(x, ((0, 0), (0, 0), (t, b), (l, r)), constant_values=lay.inp[0].zero_point)
+
+    def reference(self, lay, x):
+        acc = ops.conv2d_nchw(self.pad_input(lay, x), lay.params["weight"], stride=tuple(lay.params["strides"]),
+                              padding=0)
+        return lay.epilogue.reference(acc, lay.params["vectors"], 1)
+
+    def placement(self, lay, xs):
+        notes = [n for n in (describe_split(lay), "im2col on the host (few input channels)"
+                             if self._im2col_pays(lay) else "") if n]
+        return "vta", "; ".join(notes)
+
+    @staticmethod
+    def _im2col_pays(lay) -> bool:
+        """A conv with fewer input channels than a block (an RGB stem) wastes most of each GEMM block;
+        as a GEMM over its im2col matrix (K = C*kh*kw) it fills the blocks."""
+        c, kh, kw = lay.params["weight"].shape[1:]
+        block = current_config().BLOCK_IN
+        direct = c / (-(-c // block) * block)
+        k = c * kh * kw
+        return direct < 0.5 and k / (-(-k // block) * block) > 2 * direct
+
+    def lower(self, lay, xs, vt):
+        p = lay.params
+        epi = accelerator_epilogue(lay)
+        o, c, kh, kw = p["weight"].shape
+        if self._im2col_pays(lay):
+            cols, (n, ho, wo) = _im2col(self.pad_input(lay, xs[0]), kh, kw, p["strides"])
+            y, counters = ops.dense(cols, p["weight"].reshape(o, -1), p["vectors"], epilogue=epi,
+                                    virtual_threads=vt, return_counters=True)
+            y = np.ascontiguousarray(y.reshape(n, ho, wo, o).transpose(0, 3, 1, 2))
+        else:
+            x = xs[0]
+            t, l, b, r = p["pads"]
+            if lay.inp[0].zero_point == 0 and t == l == b == r and t < min(kh, kw):
+                pad = t                               # zero padding is the zero point: the LOADs pad
+            else:
+                x, pad = self.pad_input(lay, x), 0    # pad with the zero point on the host
+            y, counters = ops.conv2d(x, p["weight"], p["vectors"], stride=int(p["strides"][0]), padding=pad,
+                                     epilogue=epi, virtual_threads=vt, return_counters=True)
+        return run_epilogue(lay, y), counters
+
+    def macs(self, lay, xs, y):
+        return int(np.prod(y.shape)) * lay.macs_per_item // lay.params["weight"].shape[0]
+
+
+def _im2col(x, kh, kw, stride):
+    """(N, C, H, W) already padded -> (N*Ho*Wo, C*kh*kw), rows in (n, oh, ow) order, columns (c, ky, kx)."""
+    n, c, h, w = x.shape
+    sh, sw = stride
+    ho, wo = (h - kh) // sh + 1, (w - kw) // sw + 1
+    cols = np.empty((n, ho, wo, c, kh, kw), x.dtype)
+    for ky in range(kh):
+        for kx in range(kw):
+            cols[:, :, :, :, ky, kx] = x[:, :, ky:ky + sh * (ho - 1) + 1:sh, kx:kx + sw * (wo - 1) + 1:sw].transpose(
+                0, 2, 3, 1)
+    return cols.reshape(n * ho * wo, c * kh * kw), (n, ho, wo)

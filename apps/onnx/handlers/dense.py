@@ -1,0 +1,65 @@
+"""Gemm and MatMul with a constant weight: a dense layer on the accelerator."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sw import ops
+
+from ..ir import QNode
+from . import register
+from .base import Handler, Unsupported
+from .gemm import accelerator_epilogue, describe_split, prepare_gemm, run_epilogue
+
+
+@register
+class Dense(Handler):
+    kind = "dense"
+    op_types = ("Gemm", "MatMul")
+    accelerated = True
+
+    def match(self, node, ctx):
+        from ..graph import attrs_of
+
+        ctx.only_output(node)
+        a = attrs_of(node)
+        x = ctx.act_input(node, 0)
+        if node.op_type == "Gemm":
+            if a.get("transA", 0):
+                raise Unsupported("transA = 1; the accelerator's dense takes 0")
+            if a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0:
+                raise Unsupported(f"alpha/beta = {a.get('alpha', 1.0)}/{a.get('beta', 1.0)}; taken: 1")
+            trans_b = a.get("transB", 0)
+            w, sw = ctx.weight(node, 1, channel_axis=0 if trans_b else 1)
+            w = w if trans_b else w.T
+            b, sb = ctx.bias(node, 2)
+        else:
+            w, sw = ctx.weight(node, 1, channel_axis=1)
+            w, b, sb = w.T, None, None
+        if w.ndim != 2:
+            raise Unsupported(f"weight of rank {w.ndim}; the accelerator's dense takes 2")
+        shape = ctx.shapes.get(node.input[0])
+        if shape is not None and len(shape) != 2:
+            raise Unsupported(f"input of rank {len(shape)}; the accelerator's dense takes (N, K)")
+        out = ctx.output_q(node)
+        return QNode(self.kind, node.name or node.output[0], [x], [out],
+                     dict(weight=np.ascontiguousarray(w), w_scale=sw, bias=b, b_scale=sb))
+
+    def prepare(self, lay, graph, alu_mul):
+        prepare_gemm(lay, alu_mul)
+
+    def reference(self, lay, x):
+        acc = ops.gemm_ref(x.reshape(x.shape[0], -1), lay.params["weight"])
+        return lay.epilogue.reference(acc, lay.params["vectors"], 1)
+
+    def placement(self, lay, xs):
+        return "vta", describe_split(lay)
+
+    def lower(self, lay, xs, vt):
+        x = xs[0].reshape(xs[0].shape[0], -1)
+        y, counters = ops.dense(x, lay.params["weight"], lay.params["vectors"], epilogue=accelerator_epilogue(lay),
+                                virtual_threads=vt, return_counters=True)
+        return run_epilogue(lay, y), counters
+
+    def macs(self, lay, xs, y):
+        return y.shape[0] * lay.params["weight"].size

@@ -1,0 +1,94 @@
+"""What conv and dense share: the integer preparation of a GEMM layer and its epilogue on a config.
+
+An int8 GEMM layer computes ``acc = sum (x - zx) w`` exactly in int32 (the zero-point correction
+``-zx * sum w`` folded into the bias vector v0) and requantizes it by ``M_c = sx * sw_c / sy``: one
+multiplier (per-tensor weight scales) or one per output channel (per-channel scales), as the ALU
+steps of :mod:`apps.onnx.numerics` (docs/numerics.md).
+
+On a config without the ALU's MUL, a multiplier that is a power of two is a shift and the layer runs
+whole on the accelerator. Otherwise the epilogue is split at its first MUL: the accelerator runs the
+GEMMs and the steps before it (bias, clip) and reads the values back in as many bytes as their range
+needs (:class:`sw.ops.Epilogue` planes); the CPU applies the remaining steps, the same integer steps,
+so the result is the reference's bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sw import ops
+from sw.isa import AluOp
+
+from ..numerics import NumericsError, requant_steps, requant_steps_per_channel, value_range
+
+__all__ = ["prepare_gemm", "run_epilogue", "describe_split"]
+
+
+def _vectors(v0, extra, channels):
+    """The (V, channels) int32 vector operands: v0 plus the others of ``extra`` (scalars or arrays)."""
+    off, more = extra
+    rows = [np.asarray(v0, np.int64) + off] + [np.broadcast_to(np.asarray(c, np.int64), (channels,)) for c in more]
+    return np.stack(rows).astype(np.int32)
+
+
+def prepare_gemm(lay, alu_mul: bool) -> None:
+    """Weights, vectors and steps of a conv / dense layer (``lay.node.attrs``: weight, w_scale, bias,
+    b_scale)."""
+    a = lay.node.attrs
+    w = a["weight"].astype(np.int8)
+    o = w.shape[0]
+    sx, zx = lay.inp[0].scale, lay.inp[0].zero_point
+    sw = np.broadcast_to(np.asarray(a["w_scale"], np.float64), (o,))
+    b = a["bias"]
+    if b is None:
+        b = np.zeros(o, np.int64)
+    else:
+        ratio = np.broadcast_to(np.asarray(a["b_scale"], np.float64), (o,)) / (sx * sw)
+        if np.any(np.abs(ratio - 1) > 1e-6):        # a bias at another scale: rescale it
+            b = np.rint(b * ratio).astype(np.int64)
+    flat = w.reshape(o, -1).astype(np.int64)
+    vector = b - zx * flat.sum(axis=1)
+    if np.any(np.abs(vector) >= 1 << 31):
+        raise NumericsError(f"node {lay.name!r}: the bias vector leaves int32")
+    # x - zx lies in [-128 - zx, 127 - zx]
+    bounds = np.abs(flat).sum(axis=1) * max(128 + zx, 127 - zx) + np.abs(vector) + 1
+    M = sx * sw / lay.out.scale
+    lay.params.update(weight=w, multiplier=M)
+    if np.all(M == M[0]):
+        try:
+            lay.steps, extra = requant_steps(float(M[0]), lay.out, int(bounds.max()), alu_mul)
+        except NumericsError:
+            lay.steps, extra = requant_steps(float(M[0]), lay.out, int(bounds.max()), True)
+    else:
+        lay.steps, extra = requant_steps_per_channel(M, lay.out, bounds)
+    lay.params["vectors"] = _vectors(vector, extra, o)
+    lay.params["split"] = None
+    if not alu_mul and any(op == AluOp.MUL for op, _ in lay.steps):
+        k = next(i for i, (op, _) in enumerate(lay.steps) if op == AluOp.MUL)
+        lo, hi = value_range(lay.steps[:k], -int(bounds.max()), int(bounds.max()), lay.params["vectors"])
+        planes = next((p for p in (1, 2, 3, 4) if -(1 << (8 * p - 1)) <= lo and hi < 1 << (8 * p - 1)), 4)
+        lay.params["split"] = (ops.Epilogue(tuple(lay.steps[:k]), planes), tuple(lay.steps[k:]))
+    lay.macs_per_item = int(w.size)      # per output pixel (conv) / per row (dense)
+
+
+def accelerator_epilogue(lay) -> ops.Epilogue:
+    """What the accelerator runs after the GEMMs: the whole requantization, or the part before the
+    first MUL on a config without one."""
+    split = lay.params["split"]
+    return split[0] if split else lay.epilogue
+
+
+def run_epilogue(lay, y: np.ndarray) -> np.ndarray:
+    """The CPU's part of a split epilogue on the accelerator's read-back (channels on axis 1)."""
+    split = lay.params["split"]
+    if not split:
+        return y
+    return ops.Epilogue(split[1]).reference(y, lay.params["vectors"], 1)
+
+
+def describe_split(lay) -> str:
+    split = lay.params["split"]
+    if not split:
+        return ""
+    return (f"GEMMs and {len(split[0].steps)} ALU steps on VTA, read back in {split[0].planes} bytes; "
+            f"{len(split[1])} steps from the first MUL on the CPU (the config has no ALU MUL)")
