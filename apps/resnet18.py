@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from functools import cache
 
 import numpy as np
@@ -123,24 +122,9 @@ def quantize(model, calibration: np.ndarray, input_name: str = INPUT):
 
 
 def _calibrate(model, calibration: np.ndarray, input_name: str, batch: int = 1):
-    import logging
+    from .onnx.calibrate import quantize_model
 
-    import onnx
-    from onnxruntime.quantization import CalibrationDataReader, quantize_static
-
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.items = iter([{input_name: calibration[i:i + batch]} for i in range(0, len(calibration), batch)])
-
-        def get_next(self):
-            return next(self.items, None)
-
-    logging.getLogger().setLevel(logging.ERROR)
-    with tempfile.TemporaryDirectory(prefix="openvta-q-") as tmp:
-        src, dst = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "qdq.onnx")
-        onnx.save(model, src)
-        quantize_static(src, dst, Reader())
-        return onnx.load(dst)
+    return quantize_model(model, [{input_name: calibration[i:i + batch]} for i in range(0, len(calibration), batch)])
 
 
 @cache

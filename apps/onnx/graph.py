@@ -198,7 +198,14 @@ class Context:
 
 def load(model) -> QGraph:
     """Import an ONNX model (a path or an ``onnx.ModelProto``) into a :class:`QGraph`."""
+    from .calibrate import input_shapes, is_float_model
+
     model = read_model(model)
+    if is_float_model(model):
+        shapes = ", ".join(f"{k} {list(v)}" for k, v in input_shapes(model).items())
+        raise OnnxImportError(f"a float model (no QuantizeLinear / DequantizeLinear): quantize it first with "
+                              f"--calibrate DATA.npy (N samples of the input: {shapes}) [--per-channel], or "
+                              f"apps.onnx.calibrate.quantize_file(path, data)")
     ctx = Context(model)
     nodes: list[QNode] = []
     island: list = []

@@ -4,6 +4,8 @@
     out = m.run({"input": x}, target="fsim")        # or "rtl" (cosim.run), "cpu" (the reference)
     out.tensors, out.records, out.exact             # exact: equal to the numpy reference bit for bit
     m.compare_ort(inputs)                           # Agreement with onnxruntime, layer by layer
+    m.placement()                                   # where each node will run, and why (before a run)
+    m.run_batch([inputs, ...], target="rtl")        # several inputs, one simulator launch
 """
 
 from __future__ import annotations
@@ -51,6 +53,35 @@ class Model:
     def reference(self, inputs: dict) -> dict:
         return _layers.reference(self.layers, inputs)
 
+    def placement(self) -> list[dict]:
+        """Where each node will run on this config and why, from the inferred shapes (before a run)."""
+        rows = []
+        with runtime.use_target(self.cfg):
+            for lay in self.layers:
+                shapes = [self.graph.shapes.get(i) for i in lay.node.inputs]
+                xs = [np.zeros(s, np.int8) if s and all(isinstance(d, int) and d > 0 for d in s) else np.zeros(0)
+                      for s in shapes]
+                where, why = _runner.placement(lay, xs)
+                rows.append({"name": lay.name, "kind": lay.kind, "where": where, "reason": why})
+        return rows
+
+    def run_batch(self, batch: list[dict], target: str = "fsim", virtual_threads: int = 2,
+                  check: bool = True) -> list[RunResult]:
+        """:meth:`run` for each input dict, one after the other (on the RTL in one simulator launch)."""
+        if target != "rtl":
+            return [self.run(inputs, target, virtual_threads, check) for inputs in batch]
+        import cosim
+
+        t = time.perf_counter()
+        outs = cosim.run(_runner.run_batch, self.layers, batch, virtual_threads, config=self.cfg)
+        dt = (time.perf_counter() - t) / max(1, len(batch))
+        return [RunResult(tensors, records, self._exact(inputs, tensors) if check else None, dt, target)
+                for inputs, (tensors, records) in zip(batch, outs)]
+
+    def _exact(self, inputs, tensors) -> bool:
+        ref = self.reference(inputs)
+        return all(np.array_equal(ref[k], tensors[k]) for k in ref)
+
     def run(self, inputs: dict, target: str = "fsim", virtual_threads: int = 2, check: bool = True,
             progress: bool = False) -> RunResult:
         """Run on ``target``; with ``check`` compare every tensor with the numpy reference."""
@@ -68,11 +99,7 @@ class Model:
         else:
             tensors, records = _runner.run(self.layers, inputs, virtual_threads, progress, force_cpu=True)
         dt = time.perf_counter() - t
-        exact = None
-        if check:
-            ref = self.reference(inputs)
-            exact = all(np.array_equal(ref[k], tensors[k]) for k in ref)
-        return RunResult(tensors, records, exact, dt, target)
+        return RunResult(tensors, records, self._exact(inputs, tensors) if check else None, dt, target)
 
     def compare_ort(self, inputs: dict, session=None):
         """Agreement of every layer with onnxruntime (fed onnxruntime's own inputs) and onnxruntime's
@@ -82,7 +109,7 @@ class Model:
         return _ort.layer_agreement(self.layers, theirs, inputs), theirs
 
     def placement_table(self, records: list) -> str:
-        lines = [f"{'node':34s} {'kind':10s} {'ran on':6s} why"]
-        for r in records:
-            lines.append(f"{r['name'][:34]:34s} {r['kind']:10s} {r['where']:6s} {r['reason']}")
-        return "\n".join(lines)
+        """Node, kind, where, why: of a plan (:meth:`placement`) or a run's records."""
+        from sw.tables import format_table
+
+        return format_table(records, [("name", "node"), ("kind", "kind"), ("where", "runs on"), ("reason", "why")])

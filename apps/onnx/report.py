@@ -1,15 +1,19 @@
 """The per-layer report of a network run: a printed table, a CSV and a PNG chart.
 
-Per layer: name, kind, output shape, where it ran (vta / cpu), MACs, cycles (on the RTL; the golden
-model does not count cycles), MAC utilization = MACs / (cycles x BATCH x BLOCK_IN x BLOCK_OUT), the
-roofline fraction = max(MACs / peak, DRAM bytes / bytes per cycle) / cycles, DRAM bytes moved by the
-accelerator (loads of inp, wgt, acc, uop and stores), wall seconds. Totals: cycles, inferences per
+Per layer (accelerator layers and CPU layers and islands alike): name, kind, output shape, where it
+ran (vta / cpu), MACs, cycles (on the RTL; the golden model does not count cycles), MAC utilization =
+MACs / (cycles x BATCH x BLOCK_IN x BLOCK_OUT), the roofline fraction = max(MACs / peak, DRAM bytes /
+bytes per cycle) / cycles, DRAM bytes moved by the accelerator (loads of inp, wgt, acc, uop and
+stores), wall seconds. Totals: the share of MACs that ran on the accelerator, cycles, inferences per
 second at 100 and 200 MHz, utilization over the offloaded conv layers.
 """
 
 from __future__ import annotations
 
 import csv
+
+from sw.tables import Column
+from sw.tables import format_table as _table
 
 __all__ = ["rows", "totals", "format_table", "write_csv", "write_png", "COLUMNS"]
 
@@ -41,8 +45,11 @@ def totals(report_rows, cfg) -> dict:
     cycles = sum(r["cycles"] for r in report_rows)
     conv = [r for r in report_rows if r["kind"] == "conv" and r["where"] == "vta"]
     conv_cycles = sum(r["cycles"] for r in conv)
+    macs = sum(r["macs"] for r in report_rows)
+    vta_macs = sum(r["macs"] for r in report_rows if r["where"] == "vta")
     t = {"layers": len(report_rows), "vta_layers": sum(r["where"] == "vta" for r in report_rows),
-         "macs": sum(r["macs"] for r in report_rows), "cycles": cycles,
+         "islands": sum(r["kind"] == "island" for r in report_rows),
+         "macs": macs, "vta_macs": vta_macs, "mac_share": vta_macs / macs if macs else float("nan"), "cycles": cycles,
          "dram_bytes": sum(r["dram_bytes"] for r in report_rows),
          "seconds": sum(r["seconds"] for r in report_rows),
          "conv_utilization": sum(r["macs"] for r in conv) / (conv_cycles * peak) if conv_cycles else float("nan")}
@@ -51,19 +58,18 @@ def totals(report_rows, cfg) -> dict:
     return t
 
 
-def _pct(x):
-    return "      -" if x != x else f"{x:7.1%}"
+TABLE = (Column("layer", "layer", lambda v: v[:30]), Column("kind", "kind"), Column("shape", "shape"),
+         Column("where", "where"), Column("macs", "MACs", ",d"),
+         Column("cycles", "cycles", lambda v: f"{v:,}" if v else "-"),
+         Column("utilization", "util", ".1%"), Column("roofline_fraction", "roofl", ".1%"),
+         Column("dram_bytes", "DRAM B", ",d"), Column("seconds", "s", ".3f"))
 
 
 def format_table(report_rows, cfg) -> str:
-    lines = [f"{'layer':26s} {'kind':10s} {'shape':>14s} {'where':5s} {'MACs':>11s} {'cycles':>10s} "
-             f"{'util':>7s} {'roofl':>7s} {'DRAM B':>10s} {'s':>6s}"]
-    for r in report_rows:
-        lines.append(f"{r['layer'][:26]:26s} {r['kind']:10s} {r['shape']:>14s} {r['where']:5s} {r['macs']:11d} "
-                     f"{(r['cycles'] or '-'):>10} {_pct(r['utilization'])} {_pct(r['roofline_fraction'])} "
-                     f"{r['dram_bytes']:10d} {r['seconds']:6.2f}")
+    lines = [_table(report_rows, TABLE)]
     t = totals(report_rows, cfg)
-    lines.append(f"total: {t['layers']} layers ({t['vta_layers']} on VTA), {t['macs'] / 1e9:.3f} G MAC, "
+    lines.append(f"total: {t['layers']} layers ({t['vta_layers']} on VTA, {t['islands']} CPU islands), "
+                 f"{t['macs'] / 1e9:.3f} G MAC of which {t['mac_share']:.1%} on the accelerator, "
                  f"{t['dram_bytes'] / 1e6:.1f} MB DRAM, {t['seconds']:.2f} s in layers")
     if t["cycles"]:
         lines.append(f"cycles {t['cycles']:,}; {t['inferences_per_s_100MHz']:.2f} inferences/s at 100 MHz, "
@@ -83,25 +89,26 @@ def write_csv(report_rows, path):
 
 
 def write_png(report_rows, path, title=""):
-    """Bar chart of per-layer cycles (or seconds without cycles) and the MAC utilization line."""
+    """Per-layer chart of every layer: cycles of the accelerator's layers with their MAC utilization
+    (top), wall seconds of each layer coloured by where it ran (bottom)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    vta = [r for r in report_rows if r["where"] == "vta"]
-    names = [r["layer"] for r in vta]
-    have_cycles = any(r["cycles"] for r in vta)
-    vals = [r["cycles"] if have_cycles else r["seconds"] for r in vta]
-    fig, ax = plt.subplots(figsize=(max(8, 0.35 * len(vta)), 4.5))
-    ax.bar(range(len(vta)), vals, color=["tab:blue" if r["kind"] == "conv" else "tab:gray" for r in vta])
-    ax.set_ylabel("cycles" if have_cycles else "seconds (golden model)")
-    ax.set_xticks(range(len(vta)), names, rotation=90, fontsize=7)
-    if have_cycles:
-        ax2 = ax.twinx()
-        ax2.plot(range(len(vta)), [r["utilization"] * 100 for r in vta], "o-", color="tab:red")
-        ax2.set_ylabel("MAC utilization %")
-        ax2.set_ylim(0, 100)
+    names = [r["layer"] for r in report_rows]
+    x = range(len(report_rows))
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(max(8, 0.35 * len(names)), 7), sharex=True)
+    colour = {"vta": "tab:blue", "cpu": "tab:orange"}
+    ax.bar(x, [r["cycles"] for r in report_rows], color=[colour[r["where"]] for r in report_rows])
+    ax.set_ylabel("cycles (RTL; 0 on the golden model)")
+    ax2 = ax.twinx()
+    ax2.plot(x, [r["utilization"] * 100 for r in report_rows], "o", color="tab:red")
+    ax2.set_ylabel("MAC utilization %")
+    ax2.set_ylim(0, 100)
+    bx.bar(x, [r["seconds"] for r in report_rows], color=[colour[r["where"]] for r in report_rows])
+    bx.set_ylabel("wall s (blue VTA, orange CPU)")
+    bx.set_xticks(list(x), names, rotation=90, fontsize=7)
     ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

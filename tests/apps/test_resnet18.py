@@ -54,3 +54,28 @@ def test_reduced_resnet18_on_the_rtl():
     assert res.exact
     cycles = [r["counters"].get("cycles", 0) for r in res.records if r["where"] == "vta"]
     assert all(c > 0 for c in cycles)
+
+
+@pytest.mark.parametrize("config", ["small", "ulx3s"])
+def test_no_mul_configs_run_every_gemm_on_the_accelerator(config):
+    """Configs without ALU MUL: every conv and the fc on VTA (the multiply of their requantization on
+    the CPU), bit-exact, within 1 LSB of onnxruntime, the same top-1."""
+    m = Model(_reduced(), config)
+    x = resnet18.calibration_images(1, 64, seed=8)
+    res = m.run({resnet18.INPUT: x}, target="fsim")
+    assert res.exact
+    gemm = [r for r in res.records if r["kind"] in ("conv", "dense")]
+    assert len(gemm) == 21 and all(r["where"] == "vta" and "no ALU MUL" in r["reason"] for r in gemm)
+    assert sum(r["macs"] for r in res.records if r["where"] == "vta") == sum(r["macs"] for r in res.records)
+    ag, theirs = m.compare_ort({resnet18.INPUT: x})
+    assert ag.max_diff <= 1 and ag.worst_layer_fraction >= 0.999, ag.table()
+    assert np.argmax(theirs["logits"]) == np.argmax(res.tensors["logits"])
+
+
+@pytest.mark.rtl
+def test_small_resnet18_on_the_rtl_of_a_config_without_mul():
+    _, q = resnet18.quantized_model(8, 32, calib=4)
+    m = Model(q, "small")
+    res = m.run({resnet18.INPUT: resnet18.calibration_images(1, 32, seed=9)}, target="rtl")
+    assert res.exact
+    assert all(r["counters"].get("cycles", 0) > 0 for r in res.records if r["kind"] in ("conv", "dense"))

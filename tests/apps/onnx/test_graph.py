@@ -42,13 +42,18 @@ def test_an_operator_without_handler_becomes_an_island():
 
 
 @pytest.mark.parametrize("op,kw,why", [
-    ("float_relu", {}, r"input 0 \('x'\) is not a dequantized"),
     ("conv", {"extra_options": {"WeightSymmetric": False}}, r"asymmetric weight \(zero point -?\d+\)"),
     ("group_conv", {}, "group = 2; the accelerator's conv takes group 1"),
 ])
 def test_declined_nodes_say_why(op, kw, why):
     _, reasons = _island_reasons(quantized(op, **kw)[0])
     assert any(re.search(why, r) for r in reasons.values()), reasons
+
+
+def test_a_model_left_in_float_asks_for_calibration():
+    q, _, _ = quantized("float_relu")           # quantize_static leaves a ReLU of the graph input in float
+    with pytest.raises(OnnxImportError, match=r"a float model .*--calibrate DATA.npy \(N samples of the input: x"):
+        graph.load(q)
 
 
 def test_per_channel_weights_are_taken():

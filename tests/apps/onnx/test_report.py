@@ -15,6 +15,10 @@ RECORDS = [
      "seconds": 0.01},
     {"name": "fc", "kind": "dense", "where": "vta", "out_shape": (1, 1000), "macs": 512000,
      "counters": {"cycles": 64000, "wgt_load_nbytes": 512000}, "seconds": 0.1},
+    {"name": "softmax", "kind": "island", "where": "cpu", "out_shape": (1, 1000), "macs": 0, "counters": {},
+     "seconds": 0.002},
+    {"name": "head", "kind": "island", "where": "cpu", "out_shape": (1, 10), "macs": 256000, "counters": {},
+     "seconds": 0.003},
 ]
 
 
@@ -30,8 +34,10 @@ def test_rows_and_totals():
     assert t["cycles"] == 66000 and t["vta_layers"] == 2
     assert t["inferences_per_s_100MHz"] == pytest.approx(1e8 / 66000)
     assert t["conv_utilization"] == pytest.approx(0.5)
+    assert t["macs"] == 1024000 and t["vta_macs"] == 768000 and t["mac_share"] == pytest.approx(0.75)
     text = report.format_table(rows, cfg)
-    assert "cycles 66,000" in text and "conv1" in text
+    assert "cycles 66,000" in text and "conv1" in text and "softmax" in text
+    assert "(2 on VTA, 2 CPU islands)" in text and "of which 75.0% on the accelerator" in text
 
 
 def test_golden_rows_say_cycles_are_not_counted():
@@ -46,6 +52,6 @@ def test_csv_and_png(tmp_path):
     report.write_csv(rows, tmp_path / "r.csv")
     with open(tmp_path / "r.csv") as f:
         got = list(csv.DictReader(f))
-    assert [g["layer"] for g in got] == ["conv1", "pool", "fc"] and got[2]["cycles"] == "64000"
+    assert [g["layer"] for g in got] == ["conv1", "pool", "fc", "softmax", "head"] and got[2]["cycles"] == "64000"
     report.write_png(rows, tmp_path / "r.png", "t")
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
