@@ -148,6 +148,13 @@ PYTHON = {
     f"{PY} -m apps.onnx MODEL.onnx":
         Covered("tests/apps/onnx/test_model.py", 'main([str(path), "--csv", str(tmp_path / "r.csv")'),
     f"{PY} -m apps.onnx MODEL.onnx --target rtl --csv build/m.csv --png build/m.png": RESNET_RTL,
+    f"{PY} -m apps.onnx MODEL.onnx --config ulx3s":
+        Covered("tests/apps/onnx/test_model.py", 'main([str(path), "--config", "ulx3s", "--no-ort"])'),
+    f"{PY} -m apps.onnx FLOAT.onnx --calibrate data.npy --per-channel":
+        Covered("tests/apps/onnx/test_calibrate.py", 'main([str(path), "--calibrate", str(tmp_path / "cal.npy"), '
+                                                     '"--per-channel",'),
+    f"{PY} -m apps.onnx MODEL.onnx --input batch.npz --target rtl":
+        Covered("tests/apps/onnx/test_model.py", '"--input", str(tmp_path / "batch.npz"), "--target", "rtl"'),
     # examples
     f"{PY} examples/get_started_vector_add.py": Covered("tests/sw/test_examples.py", "assert load(name).main([]) == 0"),
     f"{PY} examples/blocked_matrix_multiply.py": Covered("tests/sw/test_examples.py", "assert load(name).main([]) == 0"),

@@ -78,10 +78,13 @@ def split_samples(arrays: dict[str, np.ndarray], shapes: dict[str, tuple]) -> li
 
 
 def quantize_model(model, samples: list[dict[str, np.ndarray]], per_channel: bool = False):
-    """``quantize_static`` with its defaults (QDQ, QInt8 activations and weights, MinMax), per-channel
+    """onnxruntime's recommended pre-processing (``quant_pre_process``: shape inference, and its basic
+    graph optimizations, which fold BatchNormalization into the convolution before it), then
+    ``quantize_static`` with its defaults (QDQ, QInt8 activations and weights, MinMax), per-channel
     weight scales when asked, calibrated on ``samples``; returns the QDQ ``onnx.ModelProto``."""
     import onnx
     from onnxruntime.quantization import CalibrationDataReader, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -92,9 +95,10 @@ def quantize_model(model, samples: list[dict[str, np.ndarray]], per_channel: boo
 
     logging.getLogger().setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="openvta-q-") as tmp:
-        src, dst = os.path.join(tmp, "float.onnx"), os.path.join(tmp, "qdq.onnx")
+        src, pre, dst = (os.path.join(tmp, f) for f in ("float.onnx", "pre.onnx", "qdq.onnx"))
         onnx.save(model, src)
-        quantize_static(src, dst, Reader(), per_channel=per_channel)
+        quant_pre_process(src, pre, skip_symbolic_shape=True)
+        quantize_static(pre, dst, Reader(), per_channel=per_channel)
         return onnx.load(dst)
 
 

@@ -47,6 +47,12 @@ def single_op(op: str, rng, **kw):
         n = helper.make_node("Relu", ["t"], ["r"])
         a = helper.make_node("Add", ["r", "t"], ["y"])
         return _model([pre, n, a], w1, shape, shape), shape
+    if op == "conv_bn":         # a float network as exported before folding: Conv -> BatchNormalization -> Relu
+        bn = {"g": rng.uniform(0.5, 1.5, c), "be": rng.normal(0, 0.1, c), "mu": rng.normal(0, 0.1, c),
+              "var": rng.uniform(0.5, 2, c)}
+        nodes = [pre, helper.make_node("BatchNormalization", ["t", "g", "be", "mu", "var"], ["n"]),
+                 helper.make_node("Relu", ["n"], ["y"])]
+        return _model(nodes, {**w1, **bn}, shape, shape), shape
     if op == "float_relu":      # a ReLU on the float graph input stays in float
         n = helper.make_node("Relu", ["x"], ["y"])
         return _model([n], {}, shape, shape), shape

@@ -7,6 +7,7 @@ import pytest
 from apps.onnx import calibrate
 from apps.onnx.__main__ import main
 from apps.onnx.ir import OnnxImportError
+from apps.onnx.model import Model
 
 from .qdq import single_op
 
@@ -43,6 +44,19 @@ def test_quantize_file_writes_a_qdq_model_beside(float_model, tmp_path, per_chan
     assert not calibrate.is_float_model(q)
     scales = [t for t in q.graph.initializer if t.name.endswith("_scale") and len(t.dims) == 1 and t.dims[0] > 1]
     assert bool(scales) == per_channel
+
+
+def test_batch_norm_is_folded_before_quantization(tmp_path):
+    rng = np.random.default_rng(5)
+    model, shape = single_op("conv_bn", rng)
+    samples = [{"x": rng.normal(0, 1, shape).astype(np.float32)} for _ in range(4)]
+    q = calibrate.quantize_model(model, samples)
+    assert "BatchNormalization" not in {n.op_type for n in q.graph.node}
+    path = tmp_path / "bn.qdq.onnx"
+    onnx.save(q, path)
+    m = Model(path, "default")
+    assert [(r["kind"], r["where"]) for r in m.placement() if r["where"] == "vta"] == [("conv", "vta")]
+    assert "island" not in [r["kind"] for r in m.placement()]
 
 
 def test_float_model_without_calibration_is_one_error_line(float_model, capsys):

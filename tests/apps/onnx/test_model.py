@@ -45,3 +45,27 @@ def test_command_line(tiny, tmp_path, capsys):
     assert "equal to the numpy int8 reference: PASS" in out
     assert "top-1 identical True" in out
     assert (tmp_path / "r.csv").exists() and (tmp_path / "r.png").exists()
+
+
+def test_command_line_on_a_config_without_mul(tiny, tmp_path, capsys):
+    import onnx
+    path = tmp_path / "tiny.onnx"
+    onnx.save(tiny, path)
+    assert main([str(path), "--config", "ulx3s", "--no-ort"]) == 0
+    out = capsys.readouterr().out
+    plan = out.split("placement (before the run):")[1].split("layer ")[0]
+    convs = [line for line in plan.splitlines() if " conv " in line]
+    assert convs and all(" vta " in line and "no ALU MUL" in line for line in convs)
+    assert "equal to the numpy int8 reference: PASS" in out
+
+
+@pytest.mark.rtl
+def test_a_batch_of_inputs_on_the_rtl_in_one_launch(tiny, tmp_path, capsys):
+    import onnx
+    path = tmp_path / "tiny.onnx"
+    onnx.save(tiny, path)
+    np.savez(tmp_path / "batch.npz", input=resnet18.calibration_images(2, 32, seed=7))
+    assert main([str(path), "--input", str(tmp_path / "batch.npz"), "--target", "rtl"]) == 0
+    out = capsys.readouterr().out
+    assert "(2 inputs); equal to the numpy int8 reference: PASS" in out
+    assert "top-1 identical True (2/2)" in out
