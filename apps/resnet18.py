@@ -115,30 +115,32 @@ def calibration_images(n: int, image: int = 224, seed: int = 1) -> np.ndarray:
     return out
 
 
-def quantize(model, calibration: np.ndarray, input_name: str = INPUT):
-    """quantize_static with its defaults (QDQ, per-tensor, QInt8 activations and weights, MinMax) on
-    the given calibration inputs, one image at a time; returns the QDQ ``onnx.ModelProto``."""
-    return _calibrate(model, calibration, input_name, batch=1)
+def quantize(model, calibration: np.ndarray, input_name: str = INPUT, per_channel: bool = False):
+    """quantize_static with its defaults (QDQ, QInt8 activations and weights, MinMax; per-tensor weight
+    scales, or per output channel) on the given calibration inputs, one image at a time; returns the QDQ
+    ``onnx.ModelProto``."""
+    return _calibrate(model, calibration, input_name, batch=1, per_channel=per_channel)
 
 
-def _calibrate(model, calibration: np.ndarray, input_name: str, batch: int = 1):
+def _calibrate(model, calibration: np.ndarray, input_name: str, batch: int = 1, per_channel: bool = False):
     from .onnx.calibrate import quantize_model
 
-    return quantize_model(model, [{input_name: calibration[i:i + batch]} for i in range(0, len(calibration), batch)])
+    return quantize_model(model, [{input_name: calibration[i:i + batch]} for i in range(0, len(calibration), batch)],
+                          per_channel)
 
 
 @cache
-def _quantized(width, image, calib, seed):
+def _quantized(width, image, calib, seed, per_channel):
     model = build(width, image, seed=seed)
-    q = quantize(model, calibration_images(calib, image))
+    q = quantize(model, calibration_images(calib, image), per_channel=per_channel)
     return model.SerializeToString(), q.SerializeToString()
 
 
-def quantized_model(width: int = 64, image: int = 224, calib: int = 8, seed: int = 0):
+def quantized_model(width: int = 64, image: int = 224, calib: int = 8, seed: int = 0, per_channel: bool = False):
     """(float model, QDQ model) of a ResNet-18 variant, built and quantized once per process."""
     import onnx
 
-    f, q = _quantized(width, image, calib, seed)
+    f, q = _quantized(width, image, calib, seed, per_channel)
     return onnx.ModelProto.FromString(f), onnx.ModelProto.FromString(q)
 
 

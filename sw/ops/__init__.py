@@ -72,6 +72,7 @@ from .dense import dense, dense_packed, gemm
 from .elementwise import add_bias, add_rescaled, relu, requantize, vadd
 from .epilogue import Epilogue
 from .layout import (
+    block_groups,
     pack_bias,
     pack_conv_data,
     pack_conv_weight,
@@ -91,7 +92,7 @@ __all__ = [
     "conv2d_ref",
     # layouts
     "pack_dense_data", "pack_dense_weight", "unpack_dense_output", "pack_conv_data", "pack_conv_weight",
-    "unpack_conv_output", "pack_bias",
+    "unpack_conv_output", "pack_bias", "block_groups",
     # planning
     "plan_dense", "plan_conv2d", "DensePlan", "ConvPlan", "last_counters", "TileError",
     # epilogues

@@ -9,15 +9,26 @@ import numpy as np
 
 from ..isa import MemId
 from .base import MAX_PAD, TileError, _check_vt, _finish, _halves, cdiv, config
-from .epilogue import Epilogue, packed_epilogue
+from .epilogue import Epilogue, packed_epilogue, vectors_2d
 from .kernels import Gemm, Load, Store, _conv_variant, _k_conv
-from .layout import pack_conv_data, pack_conv_weight, pack_layer_bias, unpack_conv_output
+from .layout import (
+    block_groups,
+    grouped_channels,
+    pack_conv_data,
+    pack_conv_weight,
+    pack_grouped_conv_weight,
+    pack_layer_bias,
+    unpack_conv_output,
+)
 from .plan import ConvPlan, _conv_caps, _in_rows, plan_conv2d
 from .schedule import _Step, _Tile, run_operator
 
 
-def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> list[_Tile]:
+def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: int = 1) -> list[_Tile]:
+    """The tiles of a conv2d; with ``bg`` block-groups, output block m reads only the ``cb`` input blocks
+    of its block-group m // (ob / bg), and no tile straddles two block-groups."""
     nb, cb, ob, h, w, kh, kw, s, pad = shape
+    obg = ob // bg
     vt = plan.virtual_threads
     hv = _halves(cfg, vt)
     ho, wo = (h + 2 * pad - kh) // s + 1, (w + 2 * pad - kw) // s + 1
@@ -27,16 +38,17 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> li
     step_no = 0
     ti = 0
     uop_cap = _conv_caps(cfg, vt)["uop"]
-    for n, m0_, h0_, w0_ in itertools.product(range(nb), range(0, ob, plan.tm), range(0, ho, plan.th),
-                                              range(0, wo, plan.tw)):
-        m0, h0, w0 = m0_, h0_, w0_
-        tm, th, tw = min(plan.tm, ob - m0), min(plan.th, ho - h0), min(plan.tw, wo - w0)
+    for n, g, gm0, h0_, w0_ in itertools.product(range(nb), range(bg), range(0, obg, plan.tm), range(0, ho, plan.th),
+                                                 range(0, wo, plan.tw)):
+        gend = (g + 1) * obg                    # the block-group's output blocks end here
+        m0, h0, w0 = g * obg + gm0, h0_, w0_
+        tm, th, tw = min(plan.tm, gend - m0), min(plan.th, ho - h0), min(plan.tw, wo - w0)
         v, uops = _conv_variant(tm, th, tw, min(plan.tc, cb), kh, kw)
         if v is None or uops > uop_cap:
             # an edge tile whose kernel would break the hazard rule or the uop budget: use a
             # full-size tile that ends at the edge (it recomputes some neighbouring outputs)
             tm, th, tw = plan.tm, plan.th, plan.tw
-            m0, h0, w0 = min(m0, ob - tm), min(h0, ho - th), min(w0, wo - tw)
+            m0, h0, w0 = min(m0, gend - tm), min(h0, ho - th), min(w0, wo - tw)
         ih = _in_rows(th, kh, s, pad)
         skip = ih < (th - 1) * s + kh           # rows skipped by the load: row step 1 in the tile
         r0 = h0 * s - pad
@@ -60,7 +72,7 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> li
             inp, wgt = hv["inp"][1][b], hv["wgt"][1][b]
             loads = []
             for c in range(tc):
-                off = ((n * cb + c0 + c) * h + r0 + ypb) * w + c0_ + xpb
+                off = ((n * bg * cb + g * cb + c0 + c) * h + r0 + ypb) * w + c0_ + xpb
                 loads.append(Load(xd, off, xs, ys, w * s if skip else w, inp + c * ih * iw, INP, xpb, ypb, xpa, ypa))
             loads.append(Load(wd, (m0 * cb + c0) * kk, tc * kk, tm, cb * kk, wgt, WGT))
             gemm = Gemm(_k_conv(acc, inp, wgt, tm, th, tw, tc, kh, kw, s, ih, iw, 1 if skip else s))
@@ -79,14 +91,18 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> li
 
 def conv2d_packed(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: int = 8, clip: bool = True,
                   virtual_threads: int = 1, tiles=None, return_counters: bool = False,
-                  epilogue: Epilogue | Sequence | None = None):
+                  epilogue: Epilogue | Sequence | None = None, block_groups: int = 1):
     """conv2d on packed operands: data (nb, cb, H, W, BATCH, BLOCK_IN), weight (ob, cb, kh, kw, BLOCK_OUT,
     BLOCK_IN) int8, bias None or packed (ob, BATCH, BLOCK_OUT) int32; returns (nb, ob, Ho, Wo, BATCH,
     BLOCK_OUT) int8 after >> shift, + bias, clip [0, 127].
 
     ``epilogue`` (an :class:`~sw.ops.epilogue.Epilogue` or its ALU steps) replaces that requantization;
     ``bias`` then holds its vectors packed as (V, ob, BATCH, BLOCK_OUT), and an epilogue of k > 1
-    planes returns (k, nb, ob, Ho, Wo, BATCH, BLOCK_OUT) int8, the bytes of each result."""
+    planes returns (k, nb, ob, Ho, Wo, BATCH, BLOCK_OUT) int8, the bytes of each result.
+
+    ``block_groups`` = G > 1 (grouped and depthwise convolutions, :func:`~sw.ops.layout.block_groups`):
+    data has G * cbg input blocks, weight (ob, cbg, ...) with ob = G * obg, and output block m is the
+    convolution of input blocks [(m // obg) cbg, (m // obg + 1) cbg) only."""
     _check_vt(virtual_threads)
     cfg = config()
     B, I, O = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
@@ -96,8 +112,12 @@ def conv2d_packed(data, weight, bias=None, stride: int = 1, padding: int = 0, sh
                          f"(ob, cb, kh, kw, {O}, {I})")
     nb, cb, h, w = data.shape[:4]
     ob, cb2, kh, kw = weight.shape[:4]
-    if cb2 != cb:
-        raise ValueError(f"data has {cb} input-channel blocks, weight {cb2}")
+    bg = block_groups
+    if not isinstance(bg, (int, np.integer)) or bg < 1 or ob % bg:
+        raise ValueError(f"block_groups = {bg!r}; allowed: an integer >= 1 dividing the {ob} output blocks")
+    if cb2 * bg != cb:
+        raise ValueError(f"data has {cb} input-channel blocks, weight {cb2}" +
+                         (f" per block-group of {bg}" if bg > 1 else ""))
     if not isinstance(stride, (int, np.integer)) or stride < 1:
         raise ValueError(f"stride = {stride!r}; allowed: an integer >= 1 (the same for both axes)")
     if not isinstance(padding, (int, np.integer)) or not 0 <= padding <= MAX_PAD:
@@ -107,19 +127,19 @@ def conv2d_packed(data, weight, bias=None, stride: int = 1, padding: int = 0, sh
     ho, wo = (h + 2 * padding - kh) // stride + 1, (w + 2 * padding - kw) // stride + 1
     if ho < 1 or wo < 1:
         raise ValueError(f"the output would be {ho}x{wo}")
-    if ob * ho * wo < 3:
-        raise ValueError(f"the output has {ob * ho * wo} blocks; the GEMM micro-kernel needs at least 3 "
-                         f"(pad the output channels: conv2d() does this)")
+    if ob // bg * ho * wo < 3:
+        raise ValueError(f"the output has {ob // bg * ho * wo} blocks" + (" per block-group" if bg > 1 else "") +
+                         "; the GEMM micro-kernel needs at least 3 (pad the output channels: conv2d() does this)")
     epi, vectors = packed_epilogue(epilogue, shift, bias, clip, ob, cfg)
-    plan = plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, padding, virtual_threads, epi, cfg, tiles)
-    shape = (nb, cb, ob, h, w, kh, kw, stride, padding)
+    plan = plan_conv2d(nb * bg, cb2, ob // bg, h, w, kh, kw, stride, padding, virtual_threads, epi, cfg, tiles)
+    shape = (nb, cb2, ob, h, w, kh, kw, stride, padding)
     return run_operator(data, weight, vectors, epi, (nb, ob, ho, wo, B, O),
-                        lambda xd, wd, pd, yd: _conv_tiles(plan, cfg, shape, xd, wd, yd, pd, epi), return_counters)
+                        lambda xd, wd, pd, yd: _conv_tiles(plan, cfg, shape, xd, wd, yd, pd, epi, bg), return_counters)
 
 
 def conv2d(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: int = 8, clip: bool = True,
            virtual_threads: int = 1, tiles=None, return_counters: bool = False,
-           epilogue: Epilogue | Sequence | None = None):
+           epilogue: Epilogue | Sequence | None = None, groups: int = 1):
     """VTA's conv2d benchmark: data (N, C, H, W) int8, weight (O, C, kh, kw) int8, bias (O,) int32 or
     None; conv2d_nchw in int32, >> shift, + bias, clip [0, 127], int8 (N, O, Ho, Wo).
 
@@ -128,13 +148,25 @@ def conv2d(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: in
     the automatic tiling. ``epilogue``: an :class:`~sw.ops.epilogue.Epilogue` (or its ALU steps)
     instead of shift / bias / clip; then ``bias`` is its vectors, (O,) or (V, O) int32, and the
     result int8 (one plane) or int32 (more).
+
+    ``groups`` > 1: a grouped convolution, weight (O, C / groups, kh, kw) as in ONNX and PyTorch
+    (``groups = C``: depthwise). Whole groups are packed side by side into block-groups with a
+    block-diagonal weight (:func:`~sw.ops.layout.block_groups`), so a depthwise convolution costs one
+    GEMM micro-op per kernel tap, output pixel and block of channels.
     """
     cfg = config()
     data, weight = np.asarray(data), np.asarray(weight)
-    if data.ndim != 4 or weight.ndim != 4 or data.shape[1] != weight.shape[1]:
-        raise ValueError(f"data {data.shape} and weight {weight.shape} must be (N, C, H, W) and (O, C, kh, kw)")
-    n, _, h, w = data.shape
+    if not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ValueError(f"groups = {groups!r}; allowed: an integer >= 1")
+    if data.ndim != 4 or weight.ndim != 4 or data.shape[1] != weight.shape[1] * groups \
+            or weight.shape[0] % groups:
+        raise ValueError(f"data {data.shape} and weight {weight.shape} must be (N, C, H, W) and (O, C / groups, kh, kw) "
+                         f"with groups = {groups} dividing C and O")
+    n, c, h, w = data.shape
     o, _, kh, kw = weight.shape
+    if groups > 1:
+        return _grouped(data, weight, bias, stride, padding, virtual_threads, tiles, return_counters,
+                        Epilogue.of(epilogue) or Epilogue.vta(shift, bias is not None, clip), groups, cfg)
     ho = (h + 2 * padding - kh) // stride + 1
     wo = (w + 2 * padding - kw) // stride + 1
     ob = max(cdiv(o, cfg.BLOCK_OUT), cdiv(3, max(1, ho * wo)))
@@ -145,3 +177,27 @@ def conv2d(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: in
                                 epilogue=epi)
     y = epi.assemble(y if epi.planes > 1 else y[None])
     return _finish(unpack_conv_output(y, n, o), counters, return_counters)
+
+
+def _grouped(data, weight, bias, stride, padding, vt, tiles, return_counters, epi: Epilogue, groups: int, cfg):
+    n, c, h, w = data.shape
+    o, _, kh, kw = weight.shape
+    bg, _, cbg, obg = block_groups(c, o, groups, cfg)
+    ho, wo = (h + 2 * padding - kh) // stride + 1, (w + 2 * padding - kw) // stride + 1
+    if obg * ho * wo < 3:
+        raise ValueError(f"a grouped convolution with a {ho}x{wo} output and {obg} output block per block-group: the "
+                         f"GEMM micro-kernel needs at least 3 output blocks per block-group")
+    x = np.zeros((n, bg * cbg * cfg.BLOCK_IN, h, w), np.int8)
+    x[:, :c] = data
+    where = grouped_channels(c, o, groups, cfg)
+    bp = None
+    if bias is not None:
+        vec = vectors_2d(bias, o)
+        spread = np.zeros((len(vec), bg * obg * cfg.BLOCK_OUT), np.int32)
+        spread[:, where] = vec
+        bp = pack_layer_bias(spread, spread.shape[1], bg * obg, cfg)
+    y, counters = conv2d_packed(pack_conv_data(x, cfg), pack_grouped_conv_weight(weight, groups, c, cfg), bp, stride,
+                                padding, virtual_threads=vt, tiles=tiles, return_counters=True, epilogue=epi,
+                                block_groups=bg)
+    y = epi.assemble(y if epi.planes > 1 else y[None])
+    return _finish(unpack_conv_output(y, n, bg * obg * cfg.BLOCK_OUT)[:, where], counters, return_counters)

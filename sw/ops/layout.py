@@ -82,6 +82,47 @@ def pack_conv_weight(w, cfg=None, o_blocks=None) -> np.ndarray:
     return np.ascontiguousarray(p.reshape(ob, O, cb, I, kh, kw).transpose(0, 2, 4, 5, 1, 3))
 
 
+def block_groups(c: int, o: int, groups: int, cfg=None) -> tuple[int, int, int, int]:
+    """How a grouped convolution (``groups`` groups of c/groups input and o/groups output channels) maps
+    onto blocks: (bg, per, cbg, obg), ``bg`` block-groups of ``per`` whole groups each, every
+    block-group ``cbg`` input blocks wide and ``obg`` output blocks tall. The weight of a block-group
+    is block-diagonal over its groups; output block m reads only the input blocks of block-group
+    m // obg. A depthwise convolution of C channels: C / BLOCK_IN block-groups of 1 x 1 blocks."""
+    from math import gcd
+
+    cfg = cfg or config()
+    I, O = cfg.BLOCK_IN, cfg.BLOCK_OUT
+    cg, og = c // groups, o // groups
+    per = min(I // gcd(cg, I), groups)
+    return cdiv(groups, per), per, cdiv(per * cg, I), cdiv(per * og, O)
+
+
+def grouped_channels(c: int, o: int, groups: int, cfg=None) -> np.ndarray:
+    """Where output channel k of a grouped convolution lies in the packed output (its block-groups
+    padded to whole blocks)."""
+    cfg = cfg or config()
+    og = o // groups
+    _, per, _, obg = block_groups(c, o, groups, cfg)
+    g = np.arange(o) // og
+    return (g // per) * obg * cfg.BLOCK_OUT + (g % per) * og + np.arange(o) % og
+
+
+def pack_grouped_conv_weight(w, groups: int, c: int, cfg=None) -> np.ndarray:
+    """(O, C/groups, kh, kw) int8 of a grouped convolution -> (bg*obg, cbg, kh, kw, BLOCK_OUT, BLOCK_IN),
+    block-diagonal within each block-group (:func:`block_groups`)."""
+    cfg = cfg or config()
+    w = np.asarray(w)
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    O, I = cfg.BLOCK_OUT, cfg.BLOCK_IN
+    bg, per, cbg, obg = block_groups(c, o, groups, cfg)
+    p = np.zeros((bg, obg * O, cbg * I, kh, kw), dtype=np.int8)
+    for g in range(groups):
+        j, r = divmod(g, per)
+        p[j, r * og:(r + 1) * og, r * cg:(r + 1) * cg] = w[g * og:(g + 1) * og]
+    return np.ascontiguousarray(p.reshape(bg * obg, O, cbg, I, kh, kw).transpose(0, 2, 4, 5, 1, 3))
+
+
 def unpack_conv_output(y, n, c) -> np.ndarray:
     """(N/BATCH, C/BLOCK_OUT, H, W, BATCH, BLOCK_OUT) -> (N, C, H, W), cropped."""
     nb, cb, h, w, B, O = y.shape

@@ -63,26 +63,29 @@ def dense_ref(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = No
     return _requant_plain(gemm_ref(data, weight), bias, shift, clip, (1, -1))
 
 
-def conv2d_nchw(data: np.ndarray, weight: np.ndarray, stride=1, padding=0) -> np.ndarray:
-    """Direct convolution in int32: data (N, C, H, W), weight (O, C, kh, kw) -> (N, O, Ho, Wo)."""
+def conv2d_nchw(data: np.ndarray, weight: np.ndarray, stride=1, padding=0, groups: int = 1) -> np.ndarray:
+    """Direct convolution in int32: data (N, C, H, W), weight (O, C / groups, kh, kw) -> (N, O, Ho, Wo);
+    output channels [g O/groups, (g+1) O/groups) see input channels [g C/groups, (g+1) C/groups)."""
     data = np.asarray(data)
     weight = np.asarray(weight)
     n, c, h, w = data.shape
     o, c2, kh, kw = weight.shape
-    if c != c2:
-        raise ValueError(f"data has {c} channels, weight {c2}")
+    if groups < 1 or c % groups or o % groups:
+        raise ValueError(f"groups = {groups} must divide the {c} input and {o} output channels")
+    if c2 * groups != c:
+        raise ValueError(f"data has {c} channels, weight {c2}" + (f" per group of {groups}" if groups > 1 else ""))
     sh, sw = (stride, stride) if np.isscalar(stride) else stride
     ph, pw = (padding, padding) if np.isscalar(padding) else padding
     ho, wo = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
     x = np.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=np.float64)
     x[:, :, ph:ph + h, pw:pw + w] = data
-    wt = weight.astype(np.float64)
-    out = np.zeros((n, o, ho, wo), dtype=np.float64)   # exact: |sum| < 2^53
+    wt = weight.astype(np.float64).reshape(groups, o // groups, c2, kh, kw)
+    out = np.zeros((n, groups, o // groups, ho, wo), dtype=np.float64)   # exact: |sum| < 2^53
     for ky in range(kh):
         for kx in range(kw):
             patch = x[:, :, ky:ky + sh * (ho - 1) + 1:sh, kx:kx + sw * (wo - 1) + 1:sw]   # (n, c, ho, wo)
-            out += np.einsum("nchw,oc->nohw", patch, wt[:, :, ky, kx], optimize=True)
-    return _wrap32(out.astype(np.int64))
+            out += np.einsum("ngchw,goc->ngohw", patch.reshape(n, groups, c2, ho, wo), wt[..., ky, kx], optimize=True)
+    return _wrap32(out.reshape(n, o, ho, wo).astype(np.int64))
 
 
 def conv2d_ref(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None, stride: int = 1,

@@ -1,10 +1,13 @@
-"""Conv (2-D, group 1, dilation 1): the GEMMs and the requantization on the accelerator.
+"""Conv (2-D, any group count, dilation 1): the GEMMs and the requantization on the accelerator.
 
 Import: a Conv in QDQ form with an int8 symmetric weight (per tensor or per output channel) and an
 int32 bias. Lowering: :func:`sw.ops.conv2d` with the layer's epilogue, padding done by the LOADs
 when the padding value is 0 (the input zero point) and symmetric, else on the host; a conv with
 fewer input channels than a block (an RGB stem) runs as a GEMM over its im2col matrix, which fills
-the blocks.
+the blocks. Grouped and depthwise convolutions run with block-diagonal weights
+(``ops.conv2d(groups=...)``): one GEMM micro-op per kernel tap, output pixel and block of channels,
+where the tensor ALU (a MUL and an ADD with a vector operand per tap, each two cycles) would take
+four.
 """
 
 from __future__ import annotations
@@ -35,8 +38,7 @@ class Conv(Handler):
         w, sw = ctx.weight(node, 1, channel_axis=0)
         if w.ndim != 4:
             raise Unsupported(f"weight of rank {w.ndim}; the accelerator's conv is 2-D")
-        if a.get("group", 1) != 1:
-            raise Unsupported(f"group = {a['group']}; the accelerator's conv takes group 1")
+        groups = int(a.get("group", 1))
         if any(d != 1 for d in a.get("dilations", [1, 1])):
             raise Unsupported(f"dilations = {list(a['dilations'])}; the accelerator's conv takes 1")
         if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
@@ -48,10 +50,11 @@ class Conv(Handler):
         out = ctx.output_q(node)
         return QNode(self.kind, node.name or node.output[0], [x], [out],
                      dict(weight=w, w_scale=sw, bias=b, b_scale=sb, pads=list(a.get("pads", [0, 0, 0, 0])),
-                          strides=strides))
+                          strides=strides, groups=groups))
 
     def prepare(self, lay, graph, alu_mul):
-        lay.params.update(pads=lay.node.attrs["pads"], strides=lay.node.attrs["strides"])
+        lay.params.update(pads=lay.node.attrs["pads"], strides=lay.node.attrs["strides"],
+                          groups=lay.node.attrs["groups"])
         prepare_gemm(lay, alu_mul)
 
     def pad_input(self, lay, x):
@@ -63,18 +66,37 @@ class Conv(Handler):
 
     def reference(self, lay, x):
         acc = ops.conv2d_nchw(self.pad_input(lay, x), lay.params["weight"], stride=tuple(lay.params["strides"]),
-                              padding=0)
+                              padding=0, groups=lay.params["groups"])
         return lay.epilogue.reference(acc, lay.params["vectors"], 1)
 
     def placement(self, lay, xs):
+        g = lay.params["groups"]
+        if g > 1:
+            o, cg, kh, kw = lay.params["weight"].shape
+            _, per, _, obg = ops.block_groups(cg * g, o, g, current_config())
+            ho, wo = self._out_hw(lay, xs[0].shape[2:]) if xs[0].ndim == 4 else (1, 1)
+            if obg * ho * wo < 3:
+                return "cpu", (f"a grouped conv with a {ho}x{wo} output and {obg} output block per block-group: "
+                               f"VTA's GEMM needs 3 output blocks per tile")
         notes = [n for n in (describe_split(lay), "im2col on the host (few input channels)"
-                             if self._im2col_pays(lay) else "") if n]
+                             if self._im2col_pays(lay) else "",
+                             f"{'depthwise' if lay.params['weight'].shape[1] == 1 else 'grouped'}, {g} groups "
+                             f"as {per} per block-diagonal block" if g > 1 else "") if n]
         return "vta", "; ".join(notes)
+
+    @staticmethod
+    def _out_hw(lay, hw):
+        t, l, b, r = lay.params["pads"]
+        kh, kw = lay.params["weight"].shape[2:]
+        s = lay.params["strides"]
+        return (hw[0] + t + b - kh) // s[0] + 1, (hw[1] + l + r - kw) // s[1] + 1
 
     @staticmethod
     def _im2col_pays(lay) -> bool:
         """A conv with fewer input channels than a block (an RGB stem) wastes most of each GEMM block;
         as a GEMM over its im2col matrix (K = C*kh*kw) it fills the blocks."""
+        if lay.params["groups"] > 1:
+            return False
         c, kh, kw = lay.params["weight"].shape[1:]
         block = current_config().BLOCK_IN
         direct = c / (-(-c // block) * block)
@@ -98,7 +120,7 @@ class Conv(Handler):
             else:
                 x, pad = self.pad_input(lay, x), 0    # pad with the zero point on the host
             y, counters = ops.conv2d(x, p["weight"], p["vectors"], stride=int(p["strides"][0]), padding=pad,
-                                     epilogue=epi, virtual_threads=vt, return_counters=True)
+                                     epilogue=epi, virtual_threads=vt, return_counters=True, groups=p["groups"])
         return run_epilogue(lay, y), counters
 
     def macs(self, lay, xs, y):

@@ -24,9 +24,11 @@ def single_op(op: str, rng, **kw):
     pre = helper.make_node("Conv", ["x", "w1", "b1"], ["t"], pads=[1, 1, 1, 1])
     if op == "conv":
         k, s, p, o = kw.get("k", 3), kw.get("stride", 1), kw.get("pad", 1), kw.get("o", 20)
-        ho = (h + 2 * p - k) // s + 1
-        n = helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[p] * 4, strides=[s, s], kernel_shape=[k, k])
-        return _model([n], {"w": rng.normal(0, 0.3, (o, c, k, k)), "b": rng.normal(0, 0.2, o)}, shape,
+        g, d = kw.get("group", 1), kw.get("dilation", 1)
+        ho = (h + 2 * p - d * (k - 1) - 1) // s + 1
+        n = helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[p] * 4, strides=[s, s], kernel_shape=[k, k],
+                             group=g, dilations=[d, d])
+        return _model([n], {"w": rng.normal(0, 0.3, (o, c // g, k, k)), "b": rng.normal(0, 0.2, o)}, shape,
                       [1, o, ho, ho]), shape
     if op == "conv_relu":
         n = helper.make_node("Relu", ["t"], ["y"])
@@ -68,10 +70,6 @@ def single_op(op: str, rng, **kw):
     if op == "sigmoid":
         n = helper.make_node("Sigmoid", ["t"], ["y"])
         return _model([pre, n], w1, shape, shape), shape
-    if op == "group_conv":
-        n = helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1] * 4, group=2)
-        return _model([n], {"w": rng.normal(0, 0.3, (c, c // 2, 3, 3)), "b": rng.normal(0, 0.1, c)}, shape,
-                      shape), shape
     if op.startswith("between:"):     # conv -> an operator the accelerator does not run -> conv
         return _between(op.split(":", 1)[1], rng, c, h, w1, pre)
     raise ValueError(op)

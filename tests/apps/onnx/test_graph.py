@@ -43,7 +43,7 @@ def test_an_operator_without_handler_becomes_an_island():
 
 @pytest.mark.parametrize("op,kw,why", [
     ("conv", {"extra_options": {"WeightSymmetric": False}}, r"asymmetric weight \(zero point -?\d+\)"),
-    ("group_conv", {}, "group = 2; the accelerator's conv takes group 1"),
+    ("conv", {"dilation": 2}, r"dilations = \[2, 2\]; the accelerator's conv takes 1"),
 ])
 def test_declined_nodes_say_why(op, kw, why):
     _, reasons = _island_reasons(quantized(op, **kw)[0])

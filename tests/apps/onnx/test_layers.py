@@ -15,6 +15,7 @@ CASES = [
     ("conv", {"per_channel": True}), ("conv", {"per_channel": True, "k": 1, "pad": 0, "stride": 2}),
     ("gemm", {"per_channel": True}), ("matmul", {"per_channel": True}),
     ("between:Softmax", {}), ("between:LayerNormalization", {}), ("between:Resize", {}), ("between:Sigmoid", {}),
+    ("conv", {"group": 2, "o": 8}), ("conv", {"group": 8, "o": 8}), ("conv", {"group": 8, "o": 16, "per_channel": True}),
 ]
 
 

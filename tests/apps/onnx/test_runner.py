@@ -20,7 +20,9 @@ def _islanded(name):
     return quantized(name)
 
 OPS = [("conv", {}), ("conv", {"stride": 2, "k": 1, "pad": 0}), ("conv", {"k": 7, "pad": 3, "stride": 2, "c": 3, "h": 16}),
-       ("gemm", {}), ("matmul", {}), ("add", {}), ("relu", {}), ("maxpool", {}), ("gap", {}), ("flatten", {})]
+       ("gemm", {}), ("matmul", {}), ("add", {}), ("relu", {}), ("maxpool", {}), ("gap", {}), ("flatten", {}),
+       ("conv", {"group": 2, "o": 8}), ("conv", {"group": 8, "o": 8}),
+       ("conv", {"group": 16, "c": 16, "o": 32, "stride": 2})]
 
 
 def _run(q, shape, rng, cfg="default", vt=2):
@@ -56,7 +58,8 @@ def test_uint8_on_the_accelerator():
 
 
 @pytest.mark.parametrize("cfg", ["small", "ulx3s"])
-@pytest.mark.parametrize("op,kw", [("conv", {}), ("conv", {"per_channel": True}), ("gemm", {})])
+@pytest.mark.parametrize("op,kw", [("conv", {}), ("conv", {"per_channel": True}), ("gemm", {}),
+                                   ("conv", {"group": 8, "o": 8})])
 def test_no_mul_config_runs_the_gemms_on_the_accelerator(cfg, op, kw):
     """Configs without ALU MUL: the GEMMs, bias and clip on VTA, the multiply on the CPU, exact."""
     q, shape, rng = quantized(op, **kw)

@@ -91,3 +91,48 @@ def test_conv2d_nchw_reference():
             patch = xp[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 2]
             ref[:, :, i, j] = np.einsum("nchw,ochw->no", patch, w.astype(np.int64))
     np.testing.assert_array_equal(got, ref.astype(np.int32))
+
+
+# (N, C, H, W, O, groups, k, pad, stride): depthwise, whole-block groups, small groups packed into a block,
+# channel counts that leave a part-filled block-group, a channel multiplier
+GROUPED = [
+    (1, 32, 8, 8, 32, 32, 3, 1, 1),
+    (1, 48, 9, 7, 48, 48, 3, 1, 2),
+    (2, 32, 6, 6, 64, 2, 3, 1, 1),
+    (1, 24, 6, 6, 24, 24, 3, 1, 1),
+    (1, 12, 7, 7, 12, 3, 3, 1, 1),
+    (1, 30, 5, 5, 60, 30, 3, 1, 1),
+    (1, 64, 4, 4, 64, 4, 1, 0, 1),
+]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_grouped_conv2d(on, rng, config):
+    on(config)
+    for n, c, h, w, o, g, k, pad, stride in GROUPED:
+        x, wt = rand8(rng, (n, c, h, w)), rand8(rng, (o, c // g, k, k))
+        bias = rand32(rng, (o,), -(1 << 14), 1 << 14)
+        for vt in (1, 2):
+            got = ops.conv2d(x, wt, bias, stride, pad, groups=g, virtual_threads=vt)
+            want = np.clip((ops.conv2d_nchw(x, wt, stride, pad, groups=g).astype(np.int64) >> 8)
+                           + bias[None, :, None, None], 0, 127).astype(np.int8)
+            np.testing.assert_array_equal(got, want, err_msg=str((n, c, o, g, vt)))
+        exact = ops.conv2d(x, wt, None, stride, pad, groups=g, epilogue=ops.Epilogue.exact_int32())
+        np.testing.assert_array_equal(exact, ops.conv2d_nchw(x, wt, stride, pad, groups=g))
+
+
+def test_block_groups_and_the_grouped_reference(on, rng):
+    q = on("default")
+    assert ops.block_groups(96, 96, 96, q.cfg) == (6, 16, 1, 1)       # depthwise: 16 channels per block
+    assert ops.block_groups(64, 128, 2, q.cfg) == (2, 1, 2, 4)        # whole-block groups
+    assert ops.block_groups(12, 12, 3, q.cfg) == (1, 3, 1, 1)         # three groups of 4 in one block
+    x, wt = rand8(rng, (1, 6, 5, 5)), rand8(rng, (4, 3, 3, 3))
+    got = ops.conv2d_nchw(x, wt, 1, 1, groups=2)
+    np.testing.assert_array_equal(got[:, :2], ops.conv2d_nchw(x[:, :3], wt[:2], 1, 1))
+    np.testing.assert_array_equal(got[:, 2:], ops.conv2d_nchw(x[:, 3:], wt[2:], 1, 1))
+    with pytest.raises(ValueError, match="groups = 4 must divide the 6 input and 4 output channels"):
+        ops.conv2d_nchw(x, wt, groups=4)
+    with pytest.raises(ValueError, match=r"groups = 0; allowed: an integer >= 1"):
+        ops.conv2d(x, wt, groups=0)
+    with pytest.raises(ValueError, match="at least 3 output blocks per block-group"):
+        ops.conv2d(rand8(rng, (1, 16, 1, 1)), rand8(rng, (16, 1, 1, 1)), groups=16)
