@@ -155,7 +155,7 @@ def compare(q, n: int, image: int, out=None) -> int:
     sess = ort.session(q)
     total = ort.Agreement()
     same_top1, diffs = 0, []
-    q_out = next(l.node.inputs[0] for l in m.layers if l.kind == "dequantize")
+    q_out = m.quantized_output("logits")
     for i in range(n):
         x = calibration_images(1, image, seed=1000 + i)
         ag, theirs = m.compare_ort({INPUT: x}, sess)

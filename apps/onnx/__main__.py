@@ -30,12 +30,6 @@ def _inputs(model: Model, path, seed) -> list[dict]:
     return [{n: rng.normal(0, 1, shape).astype(np.float32) for n, shape in shapes.items()}]
 
 
-def _q_output(model: Model, name: str):
-    """The quantized tensor a float graph output dequantizes (None if it is computed in float)."""
-    return next((lay.node.inputs[0] for lay in model.layers if lay.kind == "dequantize" and lay.node.output == name),
-                None)
-
-
 def report_run(model: Model, inputs, target, vt=2, csv_path=None, png_path=None, compare=True, out=None,
                title=""):
     """Print the placement, run, print the per-layer table, exactness and the onnxruntime agreement;
@@ -79,7 +73,7 @@ def _compare(model: Model, batch, results, out):
             n = ours.shape[0] if ours.ndim > 1 else 1
             same += int(np.sum(np.argmax(ours.reshape(n, -1), 1) == np.argmax(ref.reshape(n, -1), 1)))
             n_out += n
-            q = _q_output(model, name)
+            q = model.quantized_output(name)
             if q is not None:
                 diffs.setdefault(name, []).append(np.abs(res.tensors[q].astype(np.int32) - theirs[q].astype(np.int32)))
     print("onnxruntime (graph optimizations off), each layer fed onnxruntime's own input: "

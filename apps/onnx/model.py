@@ -108,6 +108,12 @@ class Model:
         theirs = _ort.run_all(sess, inputs, self.graph)
         return _ort.layer_agreement(self.layers, theirs, inputs), theirs
 
+    def quantized_output(self, name: str) -> str | None:
+        """The int8 tensor that the float graph output ``name`` dequantizes (None if it is computed in
+        float, by a CPU island)."""
+        return next((lay.node.inputs[0] for lay in self.layers if lay.kind == "dequantize" and lay.node.output == name),
+                    None)
+
     def placement_table(self, records: list) -> str:
         """Node, kind, where, why: of a plan (:meth:`placement`) or a run's records."""
         from sw.tables import format_table

@@ -12,7 +12,8 @@ module                 ONNX                            integer node (kind)
 =====================  ==============================  =============================================
 ``quantize``           QuantizeLinear of a graph input  ``quantize`` (numpy, CPU)
 ``dequantize``         DequantizeLinear to an output    ``dequantize`` (numpy, CPU)
-``conv``               Conv (group 1)                   ``conv``: GEMMs and requantization on VTA
+``conv``               Conv (any group count)           ``conv``: GEMMs and requantization on VTA
+``deconv``             ConvTranspose (group 1)          ``deconv``: per output phase a conv on VTA
 ``dense``              Gemm, MatMul with a constant     ``dense``: on VTA
 ``add``                Add of two same-shape tensors    ``add``: the rescaled add on VTA's ALU
 ``relu``               Relu                             ``relu`` (numpy, CPU)
@@ -56,6 +57,6 @@ def for_kind(kind: str) -> Handler:
     return HANDLERS[kind]
 
 
-for _m in ("quantize", "dequantize", "conv", "dense", "add", "relu", "maxpool", "gap", "flatten", "requantize",
+for _m in ("quantize", "dequantize", "conv", "deconv", "dense", "add", "relu", "maxpool", "gap", "flatten", "requantize",
            "island"):
     import_module(f"{__name__}.{_m}")

@@ -40,6 +40,7 @@ class Island:
         self.reasons = dict(reasons)              # own node name -> why no handler took it
         self.macs = int(macs)
         self._session = None
+        self._macs_by_shape: dict = {}
 
     @property
     def ops(self) -> list[str]:
@@ -67,6 +68,29 @@ class Island:
         m.ir_version = self.ir_version
         return m
 
+    def macs_for(self, shapes: tuple) -> int:
+        """The MACs of the island's own nodes for inputs of these shapes (the inferred shapes of the whole
+        model may leave a batch dimension symbolic): shape inference on the island, once per shape."""
+        if shapes in self._macs_by_shape:
+            return self._macs_by_shape[shapes]
+        import onnx
+        from onnx import helper
+
+        m = self.model()
+        for vi, shape in zip(m.graph.input, shapes):
+            vi.CopyFrom(helper.make_tensor_value_info(vi.name, vi.type.tensor_type.elem_type, list(shape)))
+        try:
+            inferred = onnx.shape_inference.infer_shapes(m)
+        except Exception:  # noqa: BLE001 - an operator onnx cannot infer: no MAC count
+            self._macs_by_shape[shapes] = 0
+            return 0
+        known = {vi.name: tuple(d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim)
+                 for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output)}
+        known.update({t.name: tuple(t.dims) for t in self.initializers})
+        own = [n for n in self.nodes if (n.name or n.output[0]) in self.reasons]
+        self._macs_by_shape[shapes] = sum(node_macs(n, known) for n in own)
+        return self._macs_by_shape[shapes]
+
     def session(self):
         if self._session is None:
             import onnxruntime as ort
@@ -88,8 +112,9 @@ def _op_name(node) -> str:
 
 
 def _pull_producers(nodes: list, producer: dict) -> list:
-    """``nodes`` with the DequantizeLinear / Constant nodes that produce their inputs (transitively)
-    put in front, in the model's order (``producer``: tensor name -> (index, node))."""
+    """``nodes`` with the DequantizeLinear / Constant nodes that produce their inputs (transitively),
+    all in the model's order (``producer``: tensor name -> (index, node)), so the island is sorted
+    topologically as ONNX requires (a DequantizeLinear may read a tensor the island itself quantizes)."""
     have = {id(n) for n in nodes}
     pulled = {}
     todo = [i for n in nodes for i in n.input]
@@ -102,7 +127,10 @@ def _pull_producers(nodes: list, producer: dict) -> list:
             continue
         pulled[idx] = node
         todo.extend(node.input)
-    return [pulled[i] for i in sorted(pulled)] + list(nodes)
+    order = {i: n for i, n in pulled.items()}
+    for n in nodes:                     # every node in the model's (topological) order
+        order[producer[n.output[0]][0] if n.output and n.output[0] in producer else -1 - len(order)] = n
+    return [order[i] for i in sorted(order)]
 
 
 def node_macs(node, shapes: dict[str, tuple]) -> int:
@@ -187,4 +215,4 @@ class IslandHandler(Handler):
         return "cpu", "onnxruntime: " + "; ".join(f"{k}: {v}" for k, v in isl.reasons.items())
 
     def macs(self, lay, xs, y):
-        return lay.params["island"].macs
+        return lay.params["island"].macs_for(tuple(tuple(np.shape(x)) for x in xs))

@@ -30,6 +30,13 @@ def single_op(op: str, rng, **kw):
                              group=g, dilations=[d, d])
         return _model([n], {"w": rng.normal(0, 0.3, (o, c // g, k, k)), "b": rng.normal(0, 0.2, o)}, shape,
                       [1, o, ho, ho]), shape
+    if op == "deconv":          # ConvTranspose: weight (C, O, k, k)
+        k, s, p, o, op_ = kw.get("k", 4), kw.get("stride", 2), kw.get("pad", 1), kw.get("o", 12), kw.get("out_pad", 0)
+        ho = (h - 1) * s - 2 * p + k + op_
+        n = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], pads=[p] * 4, strides=[s, s], kernel_shape=[k, k],
+                             output_padding=[op_, op_])
+        return _model([n], {"w": rng.normal(0, 0.3, (c, o, k, k)), "b": rng.normal(0, 0.2, o)}, shape,
+                      [1, o, ho, ho]), shape
     if op == "conv_relu":
         n = helper.make_node("Relu", ["t"], ["y"])
         return _model([pre, n], w1, shape, shape), shape

@@ -22,7 +22,10 @@ def _islanded(name):
 OPS = [("conv", {}), ("conv", {"stride": 2, "k": 1, "pad": 0}), ("conv", {"k": 7, "pad": 3, "stride": 2, "c": 3, "h": 16}),
        ("gemm", {}), ("matmul", {}), ("add", {}), ("relu", {}), ("maxpool", {}), ("gap", {}), ("flatten", {}),
        ("conv", {"group": 2, "o": 8}), ("conv", {"group": 8, "o": 8}),
-       ("conv", {"group": 16, "c": 16, "o": 32, "stride": 2})]
+       ("conv", {"group": 16, "c": 16, "o": 32, "stride": 2}),
+       ("deconv", {}), ("deconv", {"k": 3, "stride": 2, "pad": 1, "out_pad": 1}),
+       ("deconv", {"k": 3, "stride": 1, "pad": 1}),
+       ("deconv", {"h": 1, "k": 4, "stride": 1, "pad": 0, "c": 16})]
 
 
 def _run(q, shape, rng, cfg="default", vt=2):
@@ -44,7 +47,7 @@ def test_golden_model_equals_reference(op, kw, vt):
     q, shape, rng = quantized(op, **kw)
     records = _run(q, shape, rng, vt=vt)
     where = {r["kind"]: r["where"] for r in records}
-    for kind in ("conv", "dense", "add"):
+    for kind in ("conv", "deconv", "dense", "add"):
         if kind in where:
             assert where[kind] == "vta"
     for kind in ("maxpool", "gap", "flatten", "quantize", "dequantize"):
@@ -59,12 +62,12 @@ def test_uint8_on_the_accelerator():
 
 @pytest.mark.parametrize("cfg", ["small", "ulx3s"])
 @pytest.mark.parametrize("op,kw", [("conv", {}), ("conv", {"per_channel": True}), ("gemm", {}),
-                                   ("conv", {"group": 8, "o": 8})])
+                                   ("conv", {"group": 8, "o": 8}), ("deconv", {})])
 def test_no_mul_config_runs_the_gemms_on_the_accelerator(cfg, op, kw):
     """Configs without ALU MUL: the GEMMs, bias and clip on VTA, the multiply on the CPU, exact."""
     q, shape, rng = quantized(op, **kw)
     records = _run(q, shape, rng, cfg=cfg)
-    layer = [r for r in records if r["kind"] in ("conv", "dense")][0]
+    layer = [r for r in records if r["kind"] in ("conv", "deconv", "dense")][0]
     assert layer["where"] == "vta" and "no ALU MUL" in layer["reason"], layer["reason"]
     assert layer["counters"]["gemm_counter"] > 0
 
