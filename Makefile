@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# DEMO = default | digits | digits-onnx | resnet18; TARGET = rtl (the Verilated RTL) | fsim (golden model)
+# DEMO = default | digits | digits-onnx | resnet18 | zoo; TARGET = rtl (the Verilated RTL) | fsim (golden model)
 DEMO   ?= default
 TARGET ?= rtl
 sim: $(STAMP)
@@ -45,13 +45,14 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -q -m "not rtl and not slow and not fpga" tests
 
 # golden-model speed; co-simulation speed per config (launch time, cycles/s of the cosim and of a plain
-# Verilator main loop); every operator benchmark on the RTL. The tables also go to docs/performance.md.
+# Verilator main loop); every operator benchmark on the RTL; the model zoo on the golden model. The tables also go to docs/performance.md.
 BENCH_CONFIGS ?= configs/default.json configs/batch2.json
 BENCH_DOC ?= docs/performance.md
 bench: $(STAMP)
 	$(PY) -m sw.bench --config $(CONFIG) --markdown $(BENCH_DOC)
 	$(PY) -m cosim.perf.bench --config $(BENCH_CONFIGS) --markdown $(BENCH_DOC)
 	$(PY) -m cosim.perf.workloads --config $(CONFIG) --markdown $(BENCH_DOC)
+	$(PY) -m apps.zoo --target fsim --config $(CONFIG) --markdown $(BENCH_DOC)
 
 # a whole ResNet-18 (1x3x224x224, QDQ) on the golden model, then on the RTL: per-layer tables, build/resnet18_*.csv/png
 bench-resnet18: $(STAMP)

@@ -1,11 +1,13 @@
 """The default demo (``make sim``): VTA's get-started vector add and a blocked GEMM, checked against numpy.
 
-    python -m apps.demo [--config configs/default.json] [--target rtl|fsim] [--demo default|digits|digits-onnx|resnet18]
+    python -m apps.demo [--config configs/default.json] [--target rtl|fsim] [--demo default|digits|digits-onnx|resnet18|zoo]
                         [--images N] [--width 64 --image 224]
 
 ``resnet18``: the QDQ ResNet-18 of apps.resnet18 (built and quantized in code) on one generated image, with
 the per-layer report (also build/resnet18_<target>.csv and .png) and the onnxruntime comparison;
-``digits-onnx``: the digits MLP and CNN through ONNX (apps.digits_onnx), test-split accuracies.
+``digits-onnx``: the digits MLP and CNN through ONNX (apps.digits_onnx), test-split accuracies;
+``zoo``: the model zoo (apps.zoo: ResNet-50, MobileNetV2, YOLOv3-tiny, DCGAN, a BERT encoder, per-channel
+ResNet-18), one row per model, per-model reports in build/zoo/.
 """
 
 from __future__ import annotations
@@ -153,11 +155,13 @@ def main(argv=None) -> int:
     parser.add_argument("--config", default=None, help="config JSON (default: $VTA_CONFIG or configs/default.json)")
     parser.add_argument("--target", default="rtl", choices=["rtl", "fsim"],
                         help="rtl = the Verilated accelerator (default), fsim = the numpy golden model")
-    parser.add_argument("--demo", default="default", choices=["default", "digits", "digits-onnx", "resnet18"],
+    parser.add_argument("--demo", default="default", choices=["default", "digits", "digits-onnx", "resnet18", "zoo"],
                         help="default = vector add and GEMM; digits = int8 digit classifiers (apps.digits); "
-                             "digits-onnx = the same through ONNX; resnet18 = a whole QDQ ResNet-18")
+                             "digits-onnx = the same through ONNX; resnet18 = a whole QDQ ResNet-18; zoo = the "
+                             "model zoo (apps.zoo)")
     parser.add_argument("--width", type=int, default=64, help="resnet18: base channels (64 = torchvision)")
     parser.add_argument("--image", type=int, default=224, help="resnet18: image size (224 = ImageNet)")
+    parser.add_argument("--reduced", action="store_true", help="zoo: the reduced model sizes of the tests")
     parser.add_argument("--images", type=int, default=360,
                         help="test images per network for --demo digits (default: the whole test split, 360)")
     args = parser.parse_args(argv)
@@ -171,6 +175,11 @@ def main(argv=None) -> int:
         ok = run_digits_onnx(cfg, args.target, args.images)
     elif args.demo == "resnet18":
         ok = run_resnet18(cfg, args.target, args.width, args.image)
+    elif args.demo == "zoo":
+        from .zoo.__main__ import main as zoo_main
+
+        ok = zoo_main(["--target", args.target] + (["--config", args.config] if args.config else [])
+                      + (["--reduced"] if args.reduced else [])) == 0
     else:
         ok = run_demos(cfg, args.target)
     print("ALL PASS" if ok else "FAILED")

@@ -79,7 +79,10 @@ MAKE = {
     "make bench": Make([f"{PY} -m sw.bench --config configs/default.json --markdown docs/performance.md",
                         f"{PY} -m cosim.perf.bench --config configs/default.json configs/batch2.json --markdown "
                         "docs/performance.md",
-                        f"{PY} -m cosim.perf.workloads --config configs/default.json --markdown docs/performance.md"]),
+                        f"{PY} -m cosim.perf.workloads --config configs/default.json --markdown docs/performance.md",
+                        f"{PY} -m apps.zoo --target fsim --config configs/default.json --markdown docs/performance.md"]),
+    "make sim DEMO=zoo": Make([f"{PY} -m apps.demo --config configs/default.json --demo zoo --target rtl"]),
+    "make sim DEMO=zoo TARGET=fsim": Make([f"{PY} -m apps.demo --config configs/default.json --demo zoo --target fsim"]),
     "make fuzz N=1000": Make([f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi "
                               "--scheduler local"]),
     "make fuzz SCHEDULER=none": Make([f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi "
@@ -143,6 +146,12 @@ PYTHON = {
     f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl": RESNET_RTL,
     f"{PY} -m apps.demo --config configs/default.json --demo digits-onnx --target rtl":
         Covered("tests/apps/test_digits_onnx.py", 'digits_onnx.evaluate("cnn", "rtl", images=32)'),
+    f"{PY} -m apps.demo --config configs/default.json --demo zoo --target fsim":
+        Run(["--demo", "zoo", "--reduced", "--target", "fsim"], ("slow",)),
+    f"{PY} -m apps.demo --config configs/default.json --demo zoo --target rtl":
+        Covered("tests/apps/zoo/test_zoo.py", 'cosim.run_many(calls, config="default")'),     # the reduced zoo
+    f"{PY} -m apps.zoo --target fsim --config configs/default.json --markdown docs/performance.md":
+        Covered("tests/apps/zoo/test_zoo.py", 'main(["--target", "fsim", "--reduced", "--models", "dcgan", "bert"'),
     f"{PY} -m apps.resnet18 --compare 8":
         Run(["--width", "8", "--image", "32", "--calib", "2", "--compare", "1", "-o", "r.onnx"], ("slow",)),
     f"{PY} -m apps.onnx MODEL.onnx":

@@ -221,14 +221,17 @@ def load(model) -> QGraph:
             continue
         if n.op_type == "DequantizeLinear" and n.output[0] not in ctx.graph_outputs:
             continue                            # read through by integer nodes, or pulled into an island
-        handler = handlers.for_op(n.op_type)
         qn, reason = None, f"no handler for {n.op_type}" + (f" (domain {n.domain})" if n.domain else "")
-        if handler is not None:
+        why = []
+        for handler in handlers.for_op(n.op_type):        # the first handler that takes the node
             ctx._pending = []
             try:
                 qn = handler.match(n, ctx)
+                break
             except Unsupported as e:
-                reason = str(e)
+                why.append(str(e))
+        if why and qn is None:
+            reason = "; ".join(why)
         if qn is None:
             reasons[id(n)] = reason
             island.append(n)

@@ -15,6 +15,7 @@ module                 ONNX                            integer node (kind)
 ``conv``               Conv (any group count)           ``conv``: GEMMs and requantization on VTA
 ``deconv``             ConvTranspose (group 1)          ``deconv``: per output phase a conv on VTA
 ``dense``              Gemm, MatMul with a constant     ``dense``: on VTA
+``matmul``             MatMul of two activations        ``matmul``: one GEMM per head on VTA
 ``add``                Add of two same-shape tensors    ``add``: the rescaled add on VTA's ALU
 ``relu``               Relu                             ``relu`` (numpy, CPU)
 ``maxpool``            MaxPool (floor mode)             ``maxpool`` (numpy, CPU)
@@ -34,7 +35,7 @@ from .base import Handler, Unsupported
 __all__ = ["Handler", "Unsupported", "register", "for_op", "for_kind", "HANDLERS"]
 
 HANDLERS: dict[str, Handler] = {}        # kind -> handler
-_BY_OP: dict[str, Handler] = {}          # ONNX op type -> handler
+_BY_OP: dict[str, list[Handler]] = {}    # ONNX op type -> its handlers, tried in registration order
 
 
 def register(cls: type[Handler]) -> type[Handler]:
@@ -44,19 +45,19 @@ def register(cls: type[Handler]) -> type[Handler]:
         raise ValueError(f"two handlers of kind {h.kind!r}")
     HANDLERS[h.kind] = h
     for op in h.op_types:
-        _BY_OP[op] = h
+        _BY_OP.setdefault(op, []).append(h)
     return cls
 
 
-def for_op(op_type: str) -> Handler | None:
-    """The handler that may take a node of ``op_type`` (None: the node goes to a CPU island)."""
-    return _BY_OP.get(op_type)
+def for_op(op_type: str) -> list[Handler]:
+    """The handlers that may take a node of ``op_type``, in order (none: the node goes to a CPU island)."""
+    return _BY_OP.get(op_type, [])
 
 
 def for_kind(kind: str) -> Handler:
     return HANDLERS[kind]
 
 
-for _m in ("quantize", "dequantize", "conv", "deconv", "dense", "add", "relu", "maxpool", "gap", "flatten", "requantize",
-           "island"):
+for _m in ("quantize", "dequantize", "conv", "deconv", "dense", "matmul", "add", "relu", "maxpool", "gap", "flatten",
+           "requantize", "island"):
     import_module(f"{__name__}.{_m}")

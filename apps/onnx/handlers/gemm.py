@@ -21,10 +21,10 @@ from sw.isa import AluOp
 
 from ..numerics import NumericsError, requant_steps, requant_steps_per_channel, value_range
 
-__all__ = ["prepare_gemm", "run_epilogue", "describe_split"]
+__all__ = ["prepare_gemm", "set_requant", "accelerator_epilogue", "run_epilogue", "describe_split", "vectors"]
 
 
-def _vectors(v0, extra, channels):
+def vectors(v0, extra, channels):
     """The (V, channels) int32 vector operands: v0 plus the others of ``extra`` (scalars or arrays)."""
     off, more = extra
     rows = [np.asarray(v0, np.int64) + off] + [np.broadcast_to(np.asarray(c, np.int64), (channels,)) for c in more]
@@ -54,6 +54,18 @@ def prepare_gemm(lay, alu_mul: bool) -> None:
     bounds = np.abs(flat).sum(axis=1) * max(128 + zx, 127 - zx) + np.abs(vector) + 1
     M = sx * sw / lay.out.scale
     lay.params.update(weight=w, multiplier=M)
+    extra = set_requant(lay, M, bounds, alu_mul, vector)
+    lay.params["vectors"] = vectors(vector, extra, o)
+    lay.macs_per_item = int(w.size)      # per output pixel (conv) / per row (dense)
+
+
+def set_requant(lay, M, bounds, alu_mul: bool, v0=None):
+    """The requantization steps of a layer with multipliers ``M`` (one, or one per output channel) and
+    accumulators bounded by ``bounds`` (per channel, or one), and where the accelerator's part ends on
+    a config without MUL (``lay.params['split']``, sized for the values ``v0`` of the first vector);
+    returns the extra vector operands (offset of v0, [v1, v2, ...]) for :func:`vectors`."""
+    M = np.atleast_1d(np.asarray(M, np.float64))
+    bounds = np.atleast_1d(np.asarray(bounds, np.int64))
     if np.all(M == M[0]):
         try:
             lay.steps, extra = requant_steps(float(M[0]), lay.out, int(bounds.max()), alu_mul)
@@ -61,14 +73,14 @@ def prepare_gemm(lay, alu_mul: bool) -> None:
             lay.steps, extra = requant_steps(float(M[0]), lay.out, int(bounds.max()), True)
     else:
         lay.steps, extra = requant_steps_per_channel(M, lay.out, bounds)
-    lay.params["vectors"] = _vectors(vector, extra, o)
     lay.params["split"] = None
     if not alu_mul and any(op == AluOp.MUL for op, _ in lay.steps):
         k = next(i for i, (op, _) in enumerate(lay.steps) if op == AluOp.MUL)
-        lo, hi = value_range(lay.steps[:k], -int(bounds.max()), int(bounds.max()), lay.params["vectors"])
+        v0 = np.zeros(M.size, np.int64) if v0 is None else np.asarray(v0, np.int64)
+        lo, hi = value_range(lay.steps[:k], -int(bounds.max()), int(bounds.max()), vectors(v0, extra, v0.size))
         planes = next((p for p in (1, 2, 3, 4) if -(1 << (8 * p - 1)) <= lo and hi < 1 << (8 * p - 1)), 4)
         lay.params["split"] = (ops.Epilogue(tuple(lay.steps[:k]), planes), tuple(lay.steps[k:]))
-    lay.macs_per_item = int(w.size)      # per output pixel (conv) / per row (dense)
+    return extra
 
 
 def accelerator_epilogue(lay) -> ops.Epilogue:
@@ -78,12 +90,12 @@ def accelerator_epilogue(lay) -> ops.Epilogue:
     return split[0] if split else lay.epilogue
 
 
-def run_epilogue(lay, y: np.ndarray) -> np.ndarray:
+def run_epilogue(lay, y: np.ndarray, vecs=None) -> np.ndarray:
     """The CPU's part of a split epilogue on the accelerator's read-back (channels on axis 1)."""
     split = lay.params["split"]
     if not split:
         return y
-    return ops.Epilogue(split[1]).reference(y, lay.params["vectors"], 1)
+    return ops.Epilogue(split[1]).reference(y, lay.params["vectors"] if vecs is None else vecs, 1)
 
 
 def describe_split(lay) -> str:

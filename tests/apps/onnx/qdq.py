@@ -37,6 +37,13 @@ def single_op(op: str, rng, **kw):
                              output_padding=[op_, op_])
         return _model([n], {"w": rng.normal(0, 0.3, (c, o, k, k)), "b": rng.normal(0, 0.2, o)}, shape,
                       [1, o, ho, ho]), shape
+    if op == "attention":       # scores = x x^T, softmax, context = scores x: two MatMuls of activations
+        heads, seq, d = kw.get("heads", 2), kw.get("seq", 8), kw.get("d", 16)
+        nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+                 helper.make_node("MatMul", ["x", "xt"], ["s"]),
+                 helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+                 helper.make_node("MatMul", ["p", "x"], ["y"])]
+        return _model(nodes, {}, [heads, seq, d], [heads, seq, d]), [heads, seq, d]
     if op == "conv_relu":
         n = helper.make_node("Relu", ["t"], ["y"])
         return _model([pre, n], w1, shape, shape), shape
@@ -148,4 +155,19 @@ def with_custom_op(q):
     node = next(n for n in m.graph.node if n.op_type == "Sigmoid")
     node.op_type, node.domain = "Gelu", "com.microsoft"
     m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    return m
+
+
+def with_zero_point(q, tensor: str, value: int):
+    """A copy of QDQ model ``q`` with the zero point of ``tensor`` (the quantized tensor after its
+    QuantizeLinear) set to ``value``: a zero point quantize_static would not choose, still a valid model."""
+    import onnx
+
+    m = onnx.ModelProto()
+    m.CopyFrom(q)
+    node = next(n for n in m.graph.node if n.op_type == "QuantizeLinear" and n.input[0] == tensor)
+    init = next(t for t in m.graph.initializer if t.name == node.input[2])
+    arr = numpy_helper.to_array(init).copy()
+    arr[...] = value
+    init.CopyFrom(numpy_helper.from_array(arr, init.name))
     return m

@@ -15,6 +15,7 @@ CASES = [
     ("conv", {"per_channel": True}), ("conv", {"per_channel": True, "k": 1, "pad": 0, "stride": 2}),
     ("gemm", {"per_channel": True}), ("matmul", {"per_channel": True}),
     ("between:Softmax", {}), ("between:LayerNormalization", {}), ("between:Resize", {}), ("between:Sigmoid", {}),
+    ("attention", {}),
     ("conv", {"group": 2, "o": 8}), ("conv", {"group": 8, "o": 8}), ("conv", {"group": 8, "o": 16, "per_channel": True}),
     ("deconv", {}), ("deconv", {"k": 3, "stride": 2, "pad": 1, "out_pad": 1}), ("deconv", {"k": 3, "stride": 1, "pad": 1}),
     ("deconv", {"h": 1, "k": 4, "stride": 1, "pad": 0, "c": 16}), ("deconv", {"per_channel": True}),

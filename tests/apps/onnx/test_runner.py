@@ -8,7 +8,7 @@ from apps.onnx import graph, layers, runner
 from sw import runtime
 from sw.config import load_config
 
-from .qdq import quantized, with_custom_op
+from .qdq import quantized, with_custom_op, with_zero_point
 
 ISLANDS = ["between:Softmax", "between:LayerNormalization", "between:Resize", "custom"]
 
@@ -60,6 +60,26 @@ def test_uint8_on_the_accelerator():
     _run(q, shape, rng)
 
 
+# zero points of the two MatMuls' operands: x x^T (za, zb) = (z_x, z_xt), then p x (za, zb) = (-128, z_x)
+ATTENTION = [{}, {"xt": 0}, {"x": 0}, {"xt": -128}]
+
+
+def _attention(zero_points):
+    q, shape, rng = quantized("attention")
+    for tensor, z in zero_points.items():
+        q = with_zero_point(q, tensor, z)
+    return q, shape, rng
+
+
+@pytest.mark.parametrize("zero_points", ATTENTION, ids=["doubled-K", "zb-0", "za-0-transposed", "zb-128-tripled"])
+@pytest.mark.parametrize("cfg", ["default", "small"])
+def test_matmul_of_two_activations_on_the_accelerator(zero_points, cfg):
+    records = _run(*_attention(zero_points), cfg=cfg)
+    mm = [r for r in records if r["kind"] == "matmul"]
+    assert len(mm) == 2 and all(r["where"] == "vta" for r in mm)
+    assert mm[0]["macs"] == 2 * 8 * 8 * 16
+
+
 @pytest.mark.parametrize("cfg", ["small", "ulx3s"])
 @pytest.mark.parametrize("op,kw", [("conv", {}), ("conv", {"per_channel": True}), ("gemm", {}),
                                    ("conv", {"group": 8, "o": 8}), ("deconv", {})])
@@ -105,7 +125,7 @@ def test_every_offloaded_op_on_the_rtl():
     cases = [quantized(op, **kw) for op, kw in OPS] + [quantized("add", activation_type=QuantType.QUInt8),
                                                        quantized("conv", per_channel=True),
                                                        quantized("gemm", per_channel=True)]
-    cases += [_islanded(name) for name in ISLANDS]
+    cases += [_islanded(name) for name in ISLANDS] + [_attention(z) for z in ATTENTION]
     calls, refs = [], []
     for q, shape, rng in cases:
         lays = layers.prepare(graph.load(q))

@@ -73,3 +73,15 @@ def test_inputs_are_seeded_and_shaped():
     assert a[0]["embeddings"].shape == (8, 32) and np.allclose(a[0]["embeddings"].std(1), 1, atol=1e-5)
     assert np.array_equal(a[1]["embeddings"], zoo.inputs("bert", 2, reduced=True)[1]["embeddings"])
     assert zoo.inputs("dcgan", 1)[0]["noise"].shape == (1, 100, 1, 1)
+
+
+def test_command_line_table_and_markdown(tmp_path, capsys):
+    from apps.zoo.__main__ import main
+
+    doc = tmp_path / "perf.md"
+    assert main(["--target", "fsim", "--reduced", "--models", "dcgan", "bert", "--markdown", str(doc),
+                 "--reports", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "dcgan" in out and "bert" in out and "outputs vs ORT" in out
+    assert "<!-- bench-zoo -->" in doc.read_text() and "| dcgan |" in doc.read_text().replace("  ", " ")
+    assert (tmp_path / "r" / "dcgan_reduced_fsim.csv").exists() and (tmp_path / "r" / "bert_reduced_fsim.png").exists()
