@@ -137,14 +137,17 @@ def evaluate(name: str, target: str = "fsim", config=None, reduced: bool = False
             total.rows += ag.rows
             for out in m.graph.outputs:
                 q = m.quantized_output(out)
-                if entry.argmax or q is None:
+                if entry.argmax:
                     same += int(np.argmax(res.tensors[out]) == np.argmax(theirs[out]))
                     n += 1
-                else:
+                elif q is not None:         # int8 outputs: LSBs apart
                     diffs.append(np.abs(res.tensors[q].astype(np.int32) - theirs[q].astype(np.int32)).ravel())
+                else:                       # a float output (a CPU island's): how far apart
+                    diffs.append(np.abs(res.tensors[out].astype(np.float64) - theirs[out].astype(np.float64)).ravel())
         if diffs:
             d = np.concatenate(diffs)
-            outputs = f"{(d == 0).mean():.1%} equal, max {int(d.max())} LSB"
+            far = f"{int(d.max())} LSB" if d.dtype.kind == "i" else f"{d.max():.3g}"
+            outputs = f"{(d == 0).mean():.1%} equal, max {far}"
         else:
             outputs = f"argmax {same}/{n}"
         row.update(equal=total.equal_fraction, worst=total.worst_layer_fraction, max_lsb=total.max_diff,

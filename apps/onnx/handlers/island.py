@@ -192,17 +192,57 @@ def make_island(own: list, reasons: dict, ctx, index: int) -> QNode:
     return QNode("island", name, inputs, outputs, {"island": isl})
 
 
+# operators whose output element depends only on the same element of their inputs (and attributes)
+POINTWISE = {"Abs", "Add", "Celu", "Clip", "Cos", "Div", "Elu", "Erf", "Exp", "Gelu", "HardSigmoid", "HardSwish",
+             "LeakyRelu", "Log", "Mish", "Mul", "Neg", "Pow", "Reciprocal", "Relu", "Selu", "Sigmoid", "Sin", "Softplus",
+             "Softsign", "Sqrt", "Sub", "Tanh", "ThresholdedRelu", "DequantizeLinear", "QuantizeLinear"}
+
+
+def _pointwise(isl: Island, in_q, out_q) -> bool:
+    """True when the island maps one int8 tensor to int8 tensors element by element: every node is
+    pointwise and reads the island's input, values computed from it, or constants of one element."""
+    if len(isl.inputs) != 1 or in_q[0] is None or any(q is None for q in out_q):
+        return False
+    scalars = {t.name for t in isl.initializers if int(np.prod(t.dims)) == 1}
+    derived = {isl.inputs[0]}
+    for n in isl.nodes:
+        if n.domain not in ("", "ai.onnx") or n.op_type not in POINTWISE:
+            return False
+        reads = [i for i in n.input if i]
+        if all(i in scalars for i in reads):
+            scalars.update(n.output)            # a constant of one element (a DequantizeLinear of one)
+        elif all(i in derived or i in scalars for i in reads):
+            derived.update(o for o in n.output if o)
+        else:
+            return False
+    return all(o in derived for o in isl.outputs)
+
+
 @register
 class IslandHandler(Handler):
-    """Runs an island's sub-graph with onnxruntime (never matched by op type: the importer makes islands)."""
+    """Runs an island's sub-graph with onnxruntime (never matched by op type: the importer makes islands).
+
+    An island that is a pointwise function of one int8 tensor (LeakyRelu, Sigmoid, Tanh, a GELU of
+    Div, Erf, Add and Mul, ...) has only 256 possible inputs: onnxruntime runs it once on all of them
+    at import, and the run looks the results up in that table, equal to what the session would give."""
     kind = "island"
 
     def prepare(self, lay, graph, alu_mul):
         isl = lay.node.attrs["island"]
         lay.params = {"island": isl, "in_q": [graph.qparams.get(i) for i in isl.inputs],
-                      "out_q": [graph.qparams.get(o) for o in isl.outputs]}
+                      "out_q": [graph.qparams.get(o) for o in isl.outputs], "table": None}
+        if _pointwise(isl, lay.params["in_q"], lay.params["out_q"]):
+            every = np.arange(-128, 128, dtype=np.int64).astype(np.int8)        # canonical int8 values
+            lay.params["table"] = self._run(lay, every)
 
     def reference(self, lay, *xs):
+        table = lay.params["table"]
+        if table is None:
+            return self._run(lay, *xs)
+        idx = xs[0].astype(np.int16) + 128
+        return table[idx] if not isinstance(table, tuple) else tuple(t[idx] for t in table)
+
+    def _run(self, lay, *xs):
         p = lay.params
         feeds = {name: (to_onnx_dtype(x, q) if q is not None else x)
                  for name, x, q in zip(p["island"].inputs, xs, p["in_q"])}
@@ -212,7 +252,8 @@ class IslandHandler(Handler):
 
     def placement(self, lay, xs):
         isl = lay.params["island"]
-        return "cpu", "onnxruntime: " + "; ".join(f"{k}: {v}" for k, v in isl.reasons.items())
+        how = "onnxruntime as a 256-entry table: " if lay.params["table"] is not None else "onnxruntime: "
+        return "cpu", how + "; ".join(f"{k}: {v}" for k, v in isl.reasons.items())
 
     def macs(self, lay, xs, y):
         return lay.params["island"].macs_for(tuple(tuple(np.shape(x)) for x in xs))

@@ -79,3 +79,17 @@ def test_custom_domain_island_agrees_with_onnxruntime():
     q, shape, rng = quantized("between:Sigmoid")
     ag = _agreement(with_custom_op(q), shape, rng)
     assert ag.max_diff <= 1 and ag.worst_layer_fraction >= 0.999, ag.table()
+
+
+def test_pointwise_islands_are_tables_equal_to_onnxruntime():
+    """An island that maps one int8 tensor element by element (Sigmoid) becomes a 256-entry table made by
+    onnxruntime; one that does not (Softmax, along an axis) stays a session."""
+    for op, tabled in (("between:Sigmoid", True), ("between:Softmax", False)):
+        q, shape, rng = quantized(op)
+        lays = layers.prepare(graph.load(q))
+        isl = next(lay for lay in lays if lay.kind == "island")
+        assert (isl.params["table"] is not None) == tabled, op
+        if tabled:
+            x = rng.integers(-128, 128, (2, 8, 9, 9)).astype(np.int8)
+            assert np.array_equal(isl.reference(x), isl.handler._run(isl, x))
+            assert "256-entry table" in isl.handler.placement(isl, [x])[1]
