@@ -9,11 +9,11 @@ import numpy as np
 
 from .. import runtime as rt
 from ..isa import AluOp, MemId
-from .base import TileError, _check_vt, _finish, _from_device, _halves, _to_device, config
+from .base import TileError, _check_vt, _finish, _from_device, _halves, _to_device, cdiv, config
 from .epilogue import AluStep, Epilogue
-from .kernels import Alu, Load, Store, _alu_rows, _k_alu
+from .kernels import Alu, Gemm, Load, Store, _alu_rows, _alu_tensor, _k_alu, _k_dense
 from .layout import pack_bias
-from .schedule import _Tile, run_tiles
+from .schedule import _Step, _Tile, run_tiles
 
 
 def _as_grid(x, cfg, name):
@@ -135,27 +135,67 @@ def requantize(a: np.ndarray, shift: int = 8, bias: np.ndarray | None = None, cl
 
 def add_rescaled(a: np.ndarray, b: np.ndarray, a_alu: Sequence[AluStep] = (), b_alu: Sequence[AluStep] = (),
                  alu: Sequence[AluStep] = (), virtual_threads: int = 1, return_counters: bool = False):
-    """A residual add at two scales on the ALU: int8 a and b of one shape (any), loaded as int32;
-    ALU steps ``a_alu`` on a and ``b_alu`` on b (e.g. subtract the zero point, multiply), then
-    a + b, then ``alu`` (rounding shift, zero point, saturation); returns the int8 that STORE writes
-    (the low 8 bits), in the shape of a. Steps are (AluOp, immediate) (:mod:`sw.ops.epilogue`)."""
+    """A residual add at two scales on the ALU: int8 a and b of one shape (any); ALU steps ``a_alu`` on
+    a and ``b_alu`` on b (e.g. subtract the zero point, multiply), then a + b, then ``alu`` (rounding
+    shift, zero point, saturation); returns the int8 that STORE writes (the low 8 bits), in the shape
+    of a. Steps are (AluOp, immediate) (:mod:`sw.ops.epilogue`).
+
+    The operands travel as int8: the load module brings them into the inp SRAM and one GEMM with an
+    identity weight block copies them, exact, into the accumulators (a GEMM micro-op per row and
+    operand), where loading them as int32 into the acc SRAM would take the compute module four times
+    the DMA time. The ALU steps follow while the next tile loads."""
+    _check_vt(virtual_threads)
     cfg = config()
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         raise ValueError(f"operands have shapes {a.shape} and {b.shape}; add_rescaled needs one shape")
+    if cfg.BLOCK_IN != cfg.BLOCK_OUT:
+        raise ValueError(f"add_rescaled copies through an identity block: BLOCK_IN ({cfg.BLOCK_IN}) must equal "
+                         f"BLOCK_OUT ({cfg.BLOCK_OUT})")
     epis = [Epilogue(tuple(s)) for s in (a_alu, b_alu, alu)]
     for e in epis:
         e.check(cfg, 0)
-    steps = [e.steps for e in epis]
-    blk = cfg.BATCH * cfg.BLOCK_OUT
-    n = max(1, -(-a.size // blk))
+    B, blk = cfg.BATCH, cfg.BLOCK_OUT
+    n = max(2, cdiv(a.size, B * blk))         # at least 2 blocks: the GEMM's 3-row hazard cycle over both
 
     def grid(x):
-        g = np.zeros(n * blk, np.int32)
+        g = np.zeros(n * B * blk, np.int8)
         g[:x.size] = x.ravel()
-        return g.reshape(n, cfg.BATCH, cfg.BLOCK_OUT)
+        return g.reshape(n, B, blk)
 
-    ops = ([("imm", op, v) for op, v in steps[0]] + [("imm_b", op, v) for op, v in steps[1]]
-           + [("tensor_add",)] + [("imm", op, v) for op, v in steps[2]])
-    y, counters = _elementwise(grid(a), grid(b), None, ops, virtual_threads, True)
-    return _finish(y.ravel()[:a.size].reshape(a.shape), counters, return_counters)
+    h = _halves(cfg, virtual_threads)
+    tr = min(n, h["inp"][0] // 2, h["acc"][0] // 2)
+    if tr < 2:
+        raise TileError(f"the inp and acc SRAMs ({cfg.INP_DEPTH}, {cfg.ACC_DEPTH} rows) cannot hold two rows of "
+                        f"each operand per virtual thread")
+    INP, WGT = int(MemId.INP), int(MemId.WGT)
+    cmd = rt.command_handle()
+    handles = [_to_device(cmd, grid(a)), _to_device(cmd, grid(b)), _to_device(cmd, np.eye(blk, dtype=np.int8))]
+    ad, bd, wd = handles
+    yd = rt.buffer_alloc(n * cfg.OUT_ELEM_BYTES)
+    handles.append(yd)
+    tiles = []
+    try:
+        for ti, r0 in enumerate(range(0, n, tr)):
+            nr = min(tr, n - r0)
+            if nr < 2:                          # a last tile of one row: end at the last row instead
+                r0, nr = n - 2, 2
+            half = ti % virtual_threads
+            base, other = h["acc"][1][half], h["acc"][1][half] + nr
+            inp, wgt = h["inp"][1][half], h["wgt"][1][half]
+            loads = [Load(ad, r0, nr, 1, nr, inp, INP), Load(bd, r0, nr, 1, nr, inp + nr, INP),
+                     Load(wd, 0, 1, 1, 1, wgt, WGT)]
+            comps = [_alu_rows(op, v, base, nr) for op, v in epis[0].steps]
+            comps += [_alu_rows(op, v, other, nr) for op, v in epis[1].steps]
+            comps.append(_alu_tensor(base, other, ((nr, 1, 1),)))
+            comps += [_alu_rows(op, v, base, nr) for op, v in epis[2].steps]
+            tiles.append(_Tile(acc=half, steps=[_Step(half, loads, [Gemm(_k_dense(base, inp, wgt, 2 * nr, 1, 1))])],
+                               computes=comps, stores=[Store(base, yd, r0, nr, 1, nr)], reset=(base, 2 * nr),
+                               gemm_uops=2 * nr))
+        counters = run_tiles(tiles)
+        counters["tiles"] = len(tiles)
+        y = _from_device(cmd, yd, (n * B * blk,), np.int8)
+    finally:
+        for h_ in handles:
+            rt.buffer_free(h_)
+    return _finish(y[:a.size].reshape(a.shape), counters, return_counters)
