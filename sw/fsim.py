@@ -57,6 +57,7 @@ class FsimDevice:
             MemId.UOP: self.uop.view(np.uint8).reshape(cfg.UOP_DEPTH, -1),
         }
         self.counters = dict.fromkeys(COUNTER_NAMES, 0)
+        self._index_cache: dict = {}
 
     # ------------------------------------------------------------------ target interface
     def run(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> dict:
@@ -73,7 +74,10 @@ class FsimDevice:
         except ValueError as err:
             raise InsnError(str(err)) from None
         for i, insn in enumerate(insns):
-            check_insn(self.cfg, insn, len(self.dram), where=f"instruction #{i} ({self.isa.disasm(insn)})")
+            try:
+                check_insn(self.cfg, insn, len(self.dram), where="\0")
+            except InsnError as err:            # name the instruction (disassembled only when it is wrong)
+                raise InsnError(str(err).replace("\0", f"instruction #{i} ({self.isa.disasm(insn)})", 1)) from None
         self.counters = dict.fromkeys(COUNTER_NAMES, 0)
         schedule(self.cfg, insns, self._execute, self.isa.disasm)
         return dict(self.counters)
@@ -136,12 +140,26 @@ class FsimDevice:
         self.counters["out_store_nbytes"] += xs * ys * self.cfg.OUT_ELEM_BYTES
 
     def _indices(self, f, kind):
-        """Flattened (dst, src, wgt) indices of every micro-op execution, in execution order."""
+        """Flattened (dst, src, wgt) indices of every micro-op execution, in execution order.
+
+        Memoised on the micro-op words and the loop fields: a network repeats a few hundred distinct
+        (kernel, loop) pairs tens of thousands of times."""
         words = self.uop[f["uop_bgn"]:f["uop_end"]]
+        key = (kind, words.tobytes(), f["iter_out"], f["iter_in"], f["dst_factor_out"], f["dst_factor_in"],
+               f["src_factor_out"], f["src_factor_in"], f.get("wgt_factor_out", 0), f.get("wgt_factor_in", 0))
+        hit = self._index_cache.get(key)
+        if hit is not None:
+            return hit
         d, s, w = expand_uops(np.stack(self.isa.decode_uops(words), axis=-1), f, kind == "gemm")
         problem = uop_index_error(self.cfg, d, s, w, kind == "gemm")
         if problem:
             raise InsnError(problem)
+        for a in (d, s, w):
+            if a is not None:
+                a.flags.writeable = False
+        if len(self._index_cache) >= 4096:
+            self._index_cache.clear()
+        self._index_cache[key] = (d, s, w)
         return d, s, w
 
     def _gemm(self, f):

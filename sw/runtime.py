@@ -129,6 +129,7 @@ class CommandQueue:
         self._held: set[int] = set()         # buffers the queued stream uses (released by synchronize)
         self._insn_buf = None
         self.last_counters: dict = {}
+        self._index_checks: dict = {}       # (kernel, loop fields) -> the index problem or None
         self.runs = 0
 
     # ------------------------------------------------------------------ buffers
@@ -372,8 +373,14 @@ class CommandQueue:
         There is no micro-op hazard rule: the GEMM and ALU pipelines forward an acc row written by
         any earlier micro-op, so a micro-op may write the row the one before it wrote
         (docs/architecture.md §2.10)."""
-        d, s, w = expand_uops(k.uops, f, k.mode == 0)
-        problem = uop_index_error(self.cfg, d, s, w, k.mode == 0)
+        key = (k, tuple(f.values()))
+        problem = self._index_checks.get(key, False)
+        if problem is False:                    # each (kernel, loops) pair is expanded once
+            d, s, w = expand_uops(k.uops, f, k.mode == 0)
+            problem = uop_index_error(self.cfg, d, s, w, k.mode == 0)
+            if len(self._index_checks) >= 4096:
+                self._index_checks.clear()
+            self._index_checks[key] = problem
         if problem:
             raise InsnError(f"{name}: {problem}")
 

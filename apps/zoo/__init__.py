@@ -147,7 +147,7 @@ def evaluate(name: str, target: str = "fsim", config=None, reduced: bool = False
         if diffs:
             d = np.concatenate(diffs)
             far = f"{int(d.max())} LSB" if d.dtype.kind == "i" else f"{d.max():.3g}"
-            outputs = f"{(d == 0).mean():.1%} equal, max {far}"
+            outputs = f"{(d == 0).mean():.2%} equal, max {far}"
         else:
             outputs = f"argmax {same}/{n}"
         row.update(equal=total.equal_fraction, worst=total.worst_layer_fraction, max_lsb=total.max_diff,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -106,13 +107,13 @@ class Epilogue:
         return cls(tuple(alu))
 
     # ------------------------------------------------------------------ properties
-    @property
+    @cached_property
     def vectors(self) -> int:
         """How many per-channel vectors the steps use (1 + the largest index)."""
         used = [int(v[1:]) for _, v in self.steps if isinstance(v, str)]
         return 1 + max(used) if used else 0
 
-    @property
+    @cached_property
     def passes(self) -> int:
         """ALU passes over the tile's rows (two per vector step; a copy and a shift per extra plane)."""
         return sum(2 if isinstance(v, str) else 1 for _, v in self.steps) + 3 * (self.planes - 1)

@@ -203,13 +203,16 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cf
             continue
         ih, iw = _in_rows(th, kh, stride, pad), (tw - 1) * stride + kw
         tc_max = min(caps["inp"] // (ih * iw), caps["wgt"] // (tm * kk), cb)
+        mt, ht, wt = cdiv(ob, tm), cdiv(ho, th), cdiv(wo, tw)
+        spatial = nb * ht * wt
+        tail = _tail_cycles(tm * th * tw, epi, cfg)
         for tc in _cands(cb):
-            v, uops = _conv_variant(tm, th, tw, tc, kh, kw)
-            if tc > tc_max or v is None or uops > caps["uop"]:
+            if tc > tc_max:
                 continue
-            mt, ht, wt, ct = cdiv(ob, tm), cdiv(ho, th), cdiv(wo, tw), cdiv(cb, tc)
-            spatial = nb * ht * wt
-            tail = _tail_cycles(tm * th * tw, epi, cfg)
+            v, uops = _conv_variant(tm, th, tw, tc, kh, kw)
+            if v is None or uops > caps["uop"]:
+                continue
+            ct = cdiv(cb, tc)
             cost = _plan_cycles(vt, spatial * mt * cb * ih * iw * ie + spatial * ob * cb * kk * we,
                                 spatial * mt * (cb * ih + ct * tm), nb * ob * ho * wo * (cb * kk + epi.planes),
                                 nb * ob * ho * wo * epi.passes,
