@@ -150,6 +150,8 @@ PYTHON = {
         Run(["--demo", "zoo", "--reduced", "--target", "fsim"], ("slow",)),
     f"{PY} -m apps.demo --config configs/default.json --demo zoo --target rtl":
         Covered("tests/apps/zoo/test_zoo.py", 'cosim.run_many(calls, config="default")'),     # the reduced zoo
+    f"{PY} -m apps.zoo --target fsim --reduced --models mobilenetv2 bert":
+        Run(["--target", "fsim", "--reduced", "--models", "mobilenetv2", "bert"]),
     f"{PY} -m apps.zoo --target fsim --config configs/default.json --markdown docs/performance.md":
         Covered("tests/apps/zoo/test_zoo.py", 'main(["--target", "fsim", "--reduced", "--models", "dcgan", "bert"'),
     f"{PY} -m apps.resnet18 --compare 8":

@@ -65,7 +65,8 @@ def test_argparse_choices_stay_argparse_errors(capsys):
     with pytest.raises(SystemExit) as exit_:
         demo.main(["--demo", "nope"])
     assert exit_.value.code == 2
-    assert "invalid choice: 'nope' (choose from 'default', 'digits', 'digits-onnx', 'resnet18', 'zoo')" in capsys.readouterr().err
+    assert ("invalid choice: 'nope' (choose from 'default', 'digits', 'digits-onnx', 'resnet18', 'zoo')"
+            in capsys.readouterr().err)
 
 
 def test_choose():
