@@ -20,7 +20,7 @@ from sw.runtime import current_config
 from ..ir import QNode
 from . import register
 from .base import Handler, Unsupported
-from .gemm import accelerator_epilogue, describe_split, prepare_gemm, run_epilogue
+from .gemm import accelerator_epilogue, describe_split, match_conv, prepare_gemm, run_epilogue
 
 
 @register
@@ -30,17 +30,8 @@ class Conv(Handler):
     accelerated = True
 
     def match(self, node, ctx):
-        from ..graph import attrs_of
-
-        ctx.only_output(node)
-        a = attrs_of(node)
-        x = ctx.act_input(node, 0)
-        w, sw = ctx.weight(node, 1, channel_axis=0)
-        if w.ndim != 4:
-            raise Unsupported(f"weight of rank {w.ndim}; the accelerator's conv is 2-D")
+        a, x, w, sw = match_conv(node, ctx, 0, "conv")
         groups = int(a.get("group", 1))
-        if any(d != 1 for d in a.get("dilations", [1, 1])):
-            raise Unsupported(f"dilations = {list(a['dilations'])}; the accelerator's conv takes 1")
         if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
             raise Unsupported(f"auto_pad = {a['auto_pad']!r}; taken: NOTSET, VALID")
         strides = list(a.get("strides", [1, 1]))

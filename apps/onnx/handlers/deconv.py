@@ -21,7 +21,7 @@ from sw import ops
 from ..ir import QNode
 from . import register
 from .base import Handler, Unsupported
-from .gemm import accelerator_epilogue, describe_split, prepare_gemm, run_epilogue
+from .gemm import accelerator_epilogue, describe_split, match_conv, prepare_gemm, run_epilogue
 
 
 def _phases(k: int, s: int, pad: int, out: int):
@@ -45,18 +45,9 @@ class ConvTranspose(Handler):
     accelerated = True
 
     def match(self, node, ctx):
-        from ..graph import attrs_of
-
-        ctx.only_output(node)
-        a = attrs_of(node)
-        x = ctx.act_input(node, 0)
-        w, sw = ctx.weight(node, 1, channel_axis=1)
-        if w.ndim != 4:
-            raise Unsupported(f"weight of rank {w.ndim}; the accelerator's transposed conv is 2-D")
+        a, x, w, sw = match_conv(node, ctx, 1, "transposed conv")
         if a.get("group", 1) != 1:
             raise Unsupported(f"group = {a['group']}; the accelerator's transposed conv takes group 1")
-        if any(d != 1 for d in a.get("dilations", [1, 1])):
-            raise Unsupported(f"dilations = {list(a['dilations'])}; the accelerator's transposed conv takes 1")
         if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") or "output_shape" in a:
             raise Unsupported("auto_pad / output_shape; taken: explicit pads")
         b, sb = ctx.bias(node, 2)

@@ -20,8 +20,9 @@ from sw import ops
 from sw.isa import AluOp
 
 from ..numerics import NumericsError, requant_steps, requant_steps_per_channel, value_range
+from .base import Unsupported
 
-__all__ = ["prepare_gemm", "set_requant", "accelerator_epilogue", "run_epilogue", "describe_split", "vectors"]
+__all__ = ["match_conv", "prepare_gemm", "set_requant", "accelerator_epilogue", "run_epilogue", "describe_split", "vectors"]
 
 
 def vectors(v0, extra, channels):
@@ -29,6 +30,22 @@ def vectors(v0, extra, channels):
     off, more = extra
     rows = [np.asarray(v0, np.int64) + off] + [np.broadcast_to(np.asarray(c, np.int64), (channels,)) for c in more]
     return np.stack(rows).astype(np.int32)
+
+
+def match_conv(node, ctx, channel_axis: int, what: str):
+    """(attributes, input, int8 weight, scales) of a Conv or ConvTranspose in QDQ form with one output,
+    a 2-D kernel and dilation 1 (:class:`Unsupported` naming ``what`` otherwise)."""
+    from ..graph import attrs_of
+
+    ctx.only_output(node)
+    a = attrs_of(node)
+    x = ctx.act_input(node, 0)
+    w, sw = ctx.weight(node, 1, channel_axis=channel_axis)
+    if w.ndim != 4:
+        raise Unsupported(f"weight of rank {w.ndim}; the accelerator's {what} is 2-D")
+    if any(d != 1 for d in a.get("dilations", [1, 1])):
+        raise Unsupported(f"dilations = {list(a['dilations'])}; the accelerator's {what} takes 1")
+    return a, x, w, sw
 
 
 def prepare_gemm(lay, alu_mul: bool) -> None:
