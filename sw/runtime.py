@@ -88,6 +88,8 @@ DEBUG_DUMP_UOP = 1 << 2
 DEBUG_SKIP_READ_BARRIER = 1 << 3
 DEBUG_SKIP_WRITE_BARRIER = 1 << 4
 DEBUG_FORCE_SERIAL = 1 << 5
+DEBUG_ALL = (1 << 6) - 1
+MAX_WAIT_CYCLES = (1 << 63) - 1
 
 QID_LOAD, QID_COMPUTE, QID_STORE = STAGE_LOAD, STAGE_COMPUTE, STAGE_STORE
 
@@ -110,11 +112,13 @@ class CommandQueue:
         self.target = target
         self.cfg: Config = target.cfg
         self.isa = isa_for(self.cfg)
-        self.max_insns = check_int("CommandQueue", "max_insns", max_insns, 2 * _MAX_INSNS_PER_CALL)
+        dram = len(target.dram)
+        self.max_insns = check_int("CommandQueue", "max_insns", max_insns, 2 * _MAX_INSNS_PER_CALL,
+                                   dram // self.isa.insn_bytes)
         self.uop_stage_bytes = check_int("CommandQueue", "uop_stage_bytes", uop_stage_bytes,
-                                         self.cfg.UOP_DEPTH * self.cfg.UOP_ELEM_BYTES)
-        self.max_kernels = check_int("CommandQueue", "max_kernels", max_kernels, 1)
-        self.debug = check_int("CommandQueue", "debug", debug)
+                                         self.cfg.UOP_DEPTH * self.cfg.UOP_ELEM_BYTES, dram)
+        self.max_kernels = check_int("CommandQueue", "max_kernels", max_kernels, 1, 1 << 20)
+        self.debug = check_int("CommandQueue", "debug", debug, 0, DEBUG_ALL)
         self.memory = DeviceMemory(len(target.dram))
         self.handle = next(self._handles)
         self.lock = threading.RLock()     # every API call on this handle holds it; see the module docstring
@@ -243,9 +247,14 @@ class CommandQueue:
             raise InsnError(f"load_2d: dst_memory_type = {dst_memory_type!r}; allowed: "
                             + ", ".join(f"{int(m)} {m.name}" for m in allowed))
         mem = MemId(int(dst_memory_type))
-        n = _naturals("load_2d", src_elem_offset=src_elem_offset, x_size=x_size, y_size=y_size, x_stride=x_stride,
-                      x_pad_before=x_pad_before, y_pad_before=y_pad_before, x_pad_after=x_pad_after,
-                      y_pad_after=y_pad_after, dst_sram_index=dst_sram_index)
+        f = self.isa.formats["mem"]
+        depth = {MemId.INP: self.cfg.INP_DEPTH, MemId.WGT: self.cfg.WGT_DEPTH}.get(mem, self.cfg.ACC_DEPTH)
+        bounds = {"src_elem_offset": f["dram_base"].hi, "x_size": f["x_size"].hi, "y_size": f["y_size"].hi,
+                  "x_stride": f["x_stride"].hi, "x_pad_before": f["x_pad_0"].hi, "y_pad_before": f["y_pad_0"].hi,
+                  "x_pad_after": f["x_pad_1"].hi, "y_pad_after": f["y_pad_1"].hi, "dst_sram_index": depth - 1}
+        n = _naturals("load_2d", bounds, src_elem_offset=src_elem_offset, x_size=x_size, y_size=y_size,
+                      x_stride=x_stride, x_pad_before=x_pad_before, y_pad_before=y_pad_before,
+                      x_pad_after=x_pad_after, y_pad_after=y_pad_after, dst_sram_index=dst_sram_index)
         dram_base, buf = self._dram_base("load_2d", src, n["src_elem_offset"], mem, n["x_size"], n["y_size"],
                                          n["x_stride"])
         stage = STAGE_LOAD if mem in (MemId.INP, MemId.WGT) else STAGE_COMPUTE
@@ -260,8 +269,11 @@ class CommandQueue:
         if (isinstance(src_memory_type, (bool, np.bool_)) or not isinstance(src_memory_type, (int, np.integer))
                 or src_memory_type != MemId.OUT):
             raise InsnError(f"store_2d: src_memory_type = {src_memory_type!r}; allowed: 4 OUT")
-        n = _naturals("store_2d", src_sram_index=src_sram_index, dst_elem_offset=dst_elem_offset, x_size=x_size,
-                      y_size=y_size, x_stride=x_stride)
+        f = self.isa.formats["mem"]
+        bounds = {"src_sram_index": self.cfg.ACC_DEPTH - 1, "dst_elem_offset": f["dram_base"].hi,
+                  "x_size": f["x_size"].hi, "y_size": f["y_size"].hi, "x_stride": f["x_stride"].hi}
+        n = _naturals("store_2d", bounds, src_sram_index=src_sram_index, dst_elem_offset=dst_elem_offset,
+                      x_size=x_size, y_size=y_size, x_stride=x_stride)
         dram_base, buf = self._dram_base("store_2d", dst, n["dst_elem_offset"], MemId.OUT, n["x_size"], n["y_size"],
                                          n["x_stride"])
         fields = dict(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=n["src_sram_index"], dram_base=dram_base,
@@ -553,7 +565,7 @@ def buffer_copy(src: Target, src_offset: int, dst: Target, dst_offset: int, nbyt
 
 def _barrier(what, cmd, handle, elem_bits, start, extent):
     q = _queue(cmd)
-    check_barrier(what, q.region, handle, elem_bits, start, extent)
+    check_barrier(what, q.region, handle, elem_bits, start, extent, len(q.dram))
     # Device memory is coherent on every target of this project: nothing to flush or invalidate.
 
 
@@ -579,7 +591,7 @@ def set_debug_mode(cmd: int, flag: int) -> None:
     ``DEBUG_DUMP_INSN`` (2) prints each stream at ``synchronize`` with the token counts,
     ``DEBUG_DUMP_UOP`` (4) prints each micro-kernel when it is recorded, ``DEBUG_FORCE_SERIAL`` (32)
     runs the modules strictly in order; 8 and 16 (skip barriers) are accepted and change nothing."""
-    _queue(cmd).debug = check_int("set_debug_mode", "flag", flag)
+    _queue(cmd).debug = check_int("set_debug_mode", "flag", flag, 0, DEBUG_ALL)
 
 
 def load_2d(cmd: int, src: Target, src_elem_offset: int, x_size: int, y_size: int, x_stride: int, x_pad_before: int,
@@ -676,7 +688,7 @@ def synchronize(cmd: int, wait_cycles: int = 1 << 31) -> dict[str, int]:
     micro-ops) on both targets, and on the RTL also ``cycles`` and the hardware's own (named as
     their registers, docs/registers.md). The queue is empty afterwards, also after an error."""
     q = _queue(cmd)
-    wait_cycles = check_int("synchronize", "wait_cycles", wait_cycles)
+    wait_cycles = check_int("synchronize", "wait_cycles", wait_cycles, 0, MAX_WAIT_CYCLES)
     with q.lock:
         return q.synchronize(wait_cycles)
 

@@ -74,9 +74,9 @@ def recording(what) -> UopKernel:
     return k
 
 
-def naturals(what, **args) -> dict:
-    """Each named argument as an int, or an InsnError: "``name = value`` must be a non-negative integer"."""
-    return {name: check_int(what, name, v, exc=InsnError) for name, v in args.items()}
+def naturals(what, bounds: dict, **args) -> dict:
+    """Each named argument as an int in [0, ``bounds[name]``], or an InsnError naming it and that range."""
+    return {name: check_int(what, name, v, 0, bounds[name], InsnError) for name, v in args.items()}
 
 
 def uop_loop_begin(extent, dst_factor, src_factor, wgt_factor) -> None:
@@ -95,7 +95,9 @@ def uop_loop_begin(extent, dst_factor, src_factor, wgt_factor) -> None:
     if len(k.loops) >= 2:
         raise VTAError("uop_loop_begin: a kernel has at most 2 loops (allowed range [0, 2])")
     extent = check_int("uop_loop_begin", "extent", extent, 1, isa_for(k.cfg).gemm["iter_out"].hi, InsnError)
-    factors = naturals("uop_loop_begin", dst_factor=dst_factor, src_factor=src_factor, wgt_factor=wgt_factor)
+    g = isa_for(k.cfg).gemm
+    factors = naturals("uop_loop_begin", {n: g[f"{n}_out"].hi for n in ("dst_factor", "src_factor", "wgt_factor")},
+                       dst_factor=dst_factor, src_factor=src_factor, wgt_factor=wgt_factor)
     k.loops.append((extent, *factors.values()))
     k.open_loops += 1
 
@@ -126,14 +128,14 @@ def uop_push(mode, reset_out, dst_index, src_index, wgt_index, opcode, use_imm, 
         raise VTAError("uop_push: called after uop_loop_end closed a loop of this kernel; every micro-op of a "
                        "kernel runs under all of its loops, so push them all before the first uop_loop_end")
     imm_field = isa_for(k.cfg).alu["imm"]
-    n = naturals("uop_push", mode=mode, dst_index=dst_index, src_index=src_index, wgt_index=wgt_index,
-                  opcode=opcode)
+    uop = isa_for(k.cfg).uop
+    n = naturals("uop_push", {"mode": 1, "dst_index": uop["dst_idx"].hi, "src_index": uop["src_idx"].hi,
+                              "wgt_index": uop["wgt_idx"].hi, "opcode": isa_for(k.cfg).alu["alu_opcode"].hi},
+                 mode=mode, dst_index=dst_index, src_index=src_index, wgt_index=wgt_index, opcode=opcode)
     mode, dst_index, src_index, wgt_index, opcode = n.values()
     reset_out = check_int("uop_push", "reset_out", reset_out, 0, 1, InsnError)
     use_imm = check_int("uop_push", "use_imm", use_imm, 0, 1, InsnError)
     imm_val = check_int("uop_push", "imm_val", imm_val, imm_field.lo, imm_field.hi, InsnError)
-    if mode not in (0, 1):
-        raise VTAError(f"uop_push: mode = {mode}; allowed: 0 GEMM, 1 ALU")
     cfg = k.cfg
     isa = isa_for(cfg)
     try:

@@ -67,7 +67,8 @@ def host_bytes(obj, what: str, writable: bool) -> np.ndarray:
 def copy_bytes(region, dram, src, src_offset, dst, dst_offset, nbytes, kind_mask) -> None:
     """``buffer_copy``: ``region(obj, what)`` resolves a device side to (start, end, buffer)."""
     kind_mask = check_int("buffer_copy", "kind_mask", kind_mask, 0, 3)
-    src_offset, dst_offset, nbytes = (check_int("buffer_copy", name, v, exc=BufferError) for name, v in
+    limit = len(dram) if kind_mask else (1 << 63) - 1       # a device side lies in device memory
+    src_offset, dst_offset, nbytes = (check_int("buffer_copy", name, v, 0, limit, BufferError) for name, v in
                                       (("src_offset", src_offset), ("dst_offset", dst_offset), ("nbytes", nbytes)))
 
     def side(obj, offset, is_device, what, writable):
@@ -86,10 +87,11 @@ def copy_bytes(region, dram, src, src_offset, dst, dst_offset, nbytes, kind_mask
     d[...] = s
 
 
-def check_barrier(what, region, handle, elem_bits, start, extent) -> None:
+def check_barrier(what, region, handle, elem_bits, start, extent, dram_bytes: int) -> None:
     """A barrier's range (``start``, ``extent`` elements of ``elem_bits``) must lie in what ``handle`` names."""
-    elem_bits = check_int(what, "elem_bits", elem_bits, 1, None, BufferError)
-    start, extent = (check_int(what, name, v, exc=BufferError) for name, v in (("start", start), ("extent", extent)))
+    elem_bits = check_int(what, "elem_bits", elem_bits, 1, 8 * dram_bytes, BufferError)
+    start, extent = (check_int(what, name, v, 0, 8 * dram_bytes, BufferError)
+                     for name, v in (("start", start), ("extent", extent)))
     phys, end, _ = region(handle, what)
     nbytes = (start + extent) * ((elem_bits + 7) // 8)
     if phys + nbytes > end:

@@ -201,8 +201,10 @@ def test_unknown_memory_type(queue, bufs):
 
 
 def test_unknown_opcode(queue):
+    bad = lambda: rt.push_alu_op(queue.handle, lambda: rt.uop_push(1, 0, 0, 0, 0, 5, 1, 0), 0)
+    unchanged(queue, bad, InsnError, r"alu_opcode = 5 is not an ALU operation; allowed: 0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL")
     bad = lambda: rt.push_alu_op(queue.handle, lambda: rt.uop_push(1, 0, 0, 0, 0, 9, 1, 0), 0)
-    unchanged(queue, bad, InsnError, r"alu_opcode = 9 is not an ALU operation; allowed: 0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL")
+    unchanged(queue, bad, InsnError, r"uop_push: opcode = 9; allowed range \[0, 7\]")
     unchanged(queue, lambda: rt.push_gemm_op(queue.handle, lambda: rt.uop_push(2, 0, 0, 0, 0, 0, 0, 0), 0),
               VTAError, "mode = 2")
 
@@ -212,11 +214,11 @@ def test_sram_index_or_size_beyond_buffer(queue, bufs):
     unchanged(queue, lambda: rt.load_2d(queue.handle, a, 0, 8, 1, 8, 0, 0, 0, 0, 2044, int(MemId.INP)), InsnError,
               r"INP SRAM range \[2044, 2052\) exceeds the buffer; allowed range \[0, 2048\]")
     unchanged(queue, lambda: rt.load_2d(queue.handle, a, 0, 1, 1, 1, 0, 0, 0, 0, 70000, int(MemId.INP)), InsnError,
-              r"sram_base = 70000 does not fit its 16-bit field; allowed range \[0, 65535\]")
+              r"load_2d: dst_sram_index = 70000; allowed range \[0, 2047\]")
     unchanged(queue, lambda: rt.load_2d(queue.handle, a, 0, 1, 1, 1, 16, 0, 0, 0, 0, int(MemId.ACC)), InsnError,
-              r"x_pad_0 = 16 does not fit its 4-bit field; allowed range \[0, 15\]")
+              r"load_2d: x_pad_before = 16; allowed range \[0, 15\]")
     unchanged(queue, lambda: rt.push_gemm_op(queue.handle, lambda: rt.uop_push(0, 0, 2048, 0, 0, 0, 0, 0), 0),
-              InsnError, r"dst_idx = 2048 does not fit")
+              InsnError, r"uop_push: dst_index = 2048; allowed range \[0, 2047\]")
     assert queue.insns == []
 
 
@@ -407,7 +409,7 @@ def test_arguments_are_exact_integers(queue, api):
     rejects(queue, lambda: api.synchronize(c, 1.5), VTAError, "synchronize: wait_cycles = 1.5 must be a non-negative")
     rejects(queue, lambda: api.set_debug_mode(c, 0.5), VTAError, "set_debug_mode: flag = 0.5 must be a non-negative")
     rejects(queue, lambda: api.read_barrier(c, a, 8.0, 0, 1), BufferError,
-            r"read_barrier: elem_bits = 8.0 must be an integer; allowed range \[1, ...\]")
+            r"read_barrier: elem_bits = 8.0 must be an integer; allowed range \[1, \d+\]")
     rejects(queue, lambda: api.write_barrier(c, a, 8, -1, 1), BufferError, "start = -1 must be a non-negative")
     rejects(queue, lambda: api.buffer_copy(np.zeros(4, np.uint8), 0, a, 0, 4.0, 1), BufferError,
             "buffer_copy: nbytes = 4.0 must be a non-negative integer")
@@ -698,3 +700,18 @@ def test_every_api_function_says_what_it_does():
             if arg not in ("cmd", "key"):
                 assert f"``{arg}``" in doc or arg in ("x_pad_before", "x_pad_after", "y_pad_before", "y_pad_after"), \
                     (name, arg)
+
+
+def test_every_range_error_names_both_ends(queue, bufs):
+    a, b = bufs
+    for call, match in [
+        (lambda: rt.load_2d(queue.handle, a, 0, 1, 1, 1, -1, 0, 0, 0, 0, int(MemId.INP)),
+         r"load_2d: x_pad_before = -1 must be a non-negative integer \(allowed range \[0, 15\]\)"),
+        (lambda: rt.load_2d(queue.handle, a, 0, 1, 1, 1, 0, 0, 0, 0, -3, int(MemId.WGT)),
+         r"load_2d: dst_sram_index = -3 must be a non-negative integer \(allowed range \[0, \d+\]\)"),
+        (lambda: rt.store_2d(queue.handle, 0, int(MemId.OUT), b, 0, 1, 1, 70000),
+         r"store_2d: x_stride = 70000; allowed range \[0, 65535\]"),
+        (lambda: rt.synchronize(queue.handle, -1), r"synchronize: wait_cycles = -1 must be a non-negative integer "
+                                                   r"\(allowed range \[0, \d+\]\)"),
+    ]:
+        unchanged(queue, call, VTAError, match)

@@ -47,6 +47,6 @@ def test_copy_and_barrier_use_the_view_range(mem):
     assert list(dram[b.phys:b.phys + 17]) == [0] * 8 + list(range(8)) + [0]
     with pytest.raises(BufferError, match=r"dst range \[0, 9\) exceeds its 8 bytes"):
         copy_bytes(region, dram, np.zeros(9, np.uint8), 0, dram[b.phys + 8:b.phys + 16], 0, 9, 1)
-    check_barrier("read_barrier", region, dram[a.phys:a.phys + 32], 32, 4, 4)
+    check_barrier("read_barrier", region, dram[a.phys:a.phys + 32], 32, 4, 4, len(dram))
     with pytest.raises(BufferError, match=r"exceeds the buffer \(32 bytes\)"):
-        check_barrier("read_barrier", region, dram[a.phys:a.phys + 32], 32, 4, 5)
+        check_barrier("read_barrier", region, dram[a.phys:a.phys + 32], 32, 4, 5, len(dram))
