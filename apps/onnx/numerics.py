@@ -101,6 +101,28 @@ def _shift_steps(s2: int) -> list[AluStep]:
     return [(SHR, s2 - 15), (ADD, 1 << 14), (SHR, 15)]
 
 
+def _shift_zp_steps(S: int, zp: int, lo: int, hi: int) -> list[AluStep]:
+    """``round(x / 2^S) + zp`` (round half up) for x in [lo, hi], in as few ALU passes as exactly gives it:
+
+    - ``ADD (2^(S-1) + zp 2^S), SHR S`` when that constant fits an immediate;
+    - else ``SHR (S - 8), ADD (2^7 + zp 2^8), SHR 8`` (S >= 8): a floor of a floor is the floor of the
+      whole, and ``floor(y + zp) = floor(y) + zp``, so this is the same integer as the rounding shift
+      followed by ``ADD zp``, one pass shorter;
+    - else the rounding shift, then ``ADD zp``.
+    The merged forms are used only where x plus the constant cannot leave int32."""
+    def fits(c, a, b):
+        return IMM_MIN <= c <= IMM_MAX and -_I32 <= a + min(c, 0) and b + max(c, 0) < _I32
+
+    if S > 0:
+        c = (1 << (S - 1)) + zp * (1 << S)
+        if fits(c, lo, hi):
+            return [(ADD, c), (SHR, S)]
+        c = (1 << 7) + zp * (1 << 8)
+        if S >= 8 and fits(c, lo >> (S - 8), hi >> (S - 8)):
+            return ([(SHR, S - 8)] if S > 8 else []) + [(ADD, c), (SHR, 8)]
+    return _shift_steps(S) + ([(ADD, zp)] if zp else [])
+
+
 def _search(M: float, T: int, qmin: int, qmax: int):
     """(error, k, S, m1, m2) of the most precise two-multiply form for values |t| <= T, or None."""
     best = None
@@ -152,7 +174,7 @@ def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool
             raise NumericsError(f"requantization multiplier {M:.6g} is not a power of two <= 1 and the "
                                 f"config has no ALU MUL (ALU_MUL = 0)")
         s = -(m_exp[1] - 1)
-        return [(ADD, "v0")] + _shift_steps(s) + tail, (0, ())
+        return [(ADD, "v0")] + _shift_zp_steps(s, zp, -acc_bound, acc_bound) + tail[1:], (0, ())
     lo = math.floor((qmin - zp - 2) / M)
     hi = math.ceil((qmax - zp + 2) / M)
     unclipped = _search(M, acc_bound, qmin, qmax)
@@ -181,8 +203,8 @@ def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool
     steps += _shift_steps(k)
     if m2 != 1:
         steps.append((MUL, m2))
-    steps += _shift_steps(S)
-    return steps + tail, (0, vectors)
+    x_lo, x_hi = value_range(steps[1:], -acc_bound, acc_bound, [0, *vectors])
+    return steps + _shift_zp_steps(S, zp, x_lo, x_hi) + [(MAX, qmin), (MIN, qmax)], (0, vectors)
 
 
 def _search_channels(Ms: np.ndarray, Ts: np.ndarray, qmin: int, qmax: int, m2max: int = 64):
@@ -245,8 +267,9 @@ def requant_steps_per_channel(multipliers, out: QParams, acc_bounds) -> tuple[li
     steps += _shift_steps(k)
     if np.any(m2 != 1):
         steps.append((MUL, "v4"))
-    steps += _shift_steps(S)
-    return steps + [(ADD, zp), (MAX, qmin), (MIN, qmax)], (0, [lo, hi, m1, m2])
+    vecs = [np.zeros(1, np.int64), lo, hi, m1, m2]
+    x_lo, x_hi = value_range(steps[1:], -int(bounds.max()), int(bounds.max()), vecs)
+    return steps + _shift_zp_steps(S, zp, x_lo, x_hi) + [(MAX, qmin), (MIN, qmax)], (0, [lo, hi, m1, m2])
 
 
 def value_range(steps, lo: int, hi: int, vectors=None) -> tuple[int, int]:
@@ -303,7 +326,8 @@ def rescale_steps(multipliers, zero_points, out: QParams):
     factors = [_factor(m * 2.0 ** S, 64) for m in ms]
     if any(m1 * m2 == 0 for m1, m2 in factors):
         raise NumericsError(f"rescale multipliers {ms}: one rounds to zero")
-    tail = _shift_steps(S) + [(ADD, out.zero_point), (MAX, qmin), (MIN, qmax)]
+    x_max = 256 * sum(m1 * m2 for m1, m2 in factors)
+    tail = _shift_zp_steps(S, out.zero_point, -x_max, x_max) + [(MAX, qmin), (MIN, qmax)]
     return factors, tail
 
 
