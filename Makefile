@@ -45,7 +45,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -q -m "not rtl and not slow and not fpga" tests
 
 # golden-model speed; co-simulation speed per config (launch time, cycles/s of the cosim and of a plain
-# Verilator main loop); every operator benchmark on the RTL; the model zoo on the golden model. The tables also go to docs/performance.md.
+# Verilator main loop); every operator benchmark on the RTL; the model zoo on the golden model; the whole ResNet-18 on the RTL by layer kind. The tables also go to docs/performance.md.
 BENCH_CONFIGS ?= configs/default.json configs/batch2.json
 BENCH_DOC ?= docs/performance.md
 bench: $(STAMP)
@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(PY) -m cosim.perf.bench --config $(BENCH_CONFIGS) --markdown $(BENCH_DOC)
 	$(PY) -m cosim.perf.workloads --config $(CONFIG) --markdown $(BENCH_DOC)
 	$(PY) -m apps.zoo --target fsim --config $(CONFIG) --markdown $(BENCH_DOC)
+	$(PY) -m apps.demo --config $(CONFIG) --demo resnet18 --target rtl --markdown $(BENCH_DOC)
 
 # a whole ResNet-18 (1x3x224x224, QDQ) on the golden model, then on the RTL: per-layer tables, build/resnet18_*.csv/png
 bench-resnet18: $(STAMP)

@@ -115,8 +115,9 @@ def run_digits(cfg, target_name: str, images: int = 360, out=None) -> bool:
     return ok_all
 
 
-def run_resnet18(cfg, target_name: str, width: int = 64, image: int = 224, out=None) -> bool:
-    """ResNet-18 (QDQ, quantize_static) on one generated image: per-layer report, onnxruntime check."""
+def run_resnet18(cfg, target_name: str, width: int = 64, image: int = 224, out=None, markdown=None) -> bool:
+    """ResNet-18 (QDQ, quantize_static) on one generated image: per-layer report, onnxruntime check;
+    ``markdown``: a file whose ``bench-resnet18`` markers get the totals and the cycles by layer kind."""
     out = out or sys.stdout
     from . import resnet18
     from .onnx.__main__ import report_run
@@ -130,8 +131,19 @@ def run_resnet18(cfg, target_name: str, width: int = 64, image: int = 224, out=N
           file=out)
     x = resnet18.calibration_images(1, image, seed=1000)
     tag = f"resnet18_{target_name}" + ("" if (width, image) == (64, 224) else f"_w{width}_i{image}")
-    res, _ = report_run(model, {resnet18.INPUT: x}, target_name, 2, f"build/{tag}.csv", f"build/{tag}.png",
-                        out=out, title=f"ResNet-18 on {target_name}")
+    res, rr = report_run(model, {resnet18.INPUT: x}, target_name, 2, f"build/{tag}.csv", f"build/{tag}.png",
+                         out=out, title=f"ResNet-18 on {target_name}")
+    if markdown:
+        from sw.tables import write_markdown
+
+        from .onnx.report import format_groups, totals
+
+        t = totals(rr, model.cfg)
+        head = (f"ResNet-18 (width {width}, {image}x{image}) on {target_name}, config {cfg.name}: "
+                + (f"{t['cycles']:,} cycles, {t['macs'] / (t['cycles'] * cfg.BATCH * cfg.BLOCK_IN * cfg.BLOCK_OUT):.1%} "
+                   f"of the MAC peak over the whole network; " if t["cycles"] else "")
+                + f"{res.seconds:.2f} s wall; equal to the reference: {'yes' if res.exact else 'NO'}\n\n")
+        write_markdown(markdown, head + format_groups(rr, model.cfg, markdown=True), "bench-resnet18")
     return bool(res.exact)
 
 
@@ -162,6 +174,9 @@ def main(argv=None) -> int:
     parser.add_argument("--width", type=int, default=64, help="resnet18: base channels (64 = torchvision)")
     parser.add_argument("--image", type=int, default=224, help="resnet18: image size (224 = ImageNet)")
     parser.add_argument("--reduced", action="store_true", help="zoo: the reduced model sizes of the tests")
+    parser.add_argument("--markdown", default=None,
+                        help="resnet18: also write the totals and the cycles by layer kind into this file's "
+                             "bench-resnet18 markers")
     parser.add_argument("--images", type=int, default=360,
                         help="test images per network for --demo digits (default: the whole test split, 360)")
     args = parser.parse_args(argv)
@@ -174,7 +189,7 @@ def main(argv=None) -> int:
     elif args.demo == "digits-onnx":
         ok = run_digits_onnx(cfg, args.target, args.images)
     elif args.demo == "resnet18":
-        ok = run_resnet18(cfg, args.target, args.width, args.image)
+        ok = run_resnet18(cfg, args.target, args.width, args.image, markdown=args.markdown)
     elif args.demo == "zoo":
         from .zoo.__main__ import main as zoo_main
 

@@ -80,7 +80,9 @@ MAKE = {
                         f"{PY} -m cosim.perf.bench --config configs/default.json configs/batch2.json --markdown "
                         "docs/performance.md",
                         f"{PY} -m cosim.perf.workloads --config configs/default.json --markdown docs/performance.md",
-                        f"{PY} -m apps.zoo --target fsim --config configs/default.json --markdown docs/performance.md"]),
+                        f"{PY} -m apps.zoo --target fsim --config configs/default.json --markdown docs/performance.md",
+                        f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl --markdown "
+                        "docs/performance.md"]),
     "make sim DEMO=zoo": Make([f"{PY} -m apps.demo --config configs/default.json --demo zoo --target rtl"]),
     "make sim DEMO=zoo TARGET=fsim": Make([f"{PY} -m apps.demo --config configs/default.json --demo zoo --target fsim"]),
     "make fuzz N=1000": Make([f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi "
@@ -150,6 +152,9 @@ PYTHON = {
         Run(["--demo", "zoo", "--reduced", "--target", "fsim"], ("slow",)),
     f"{PY} -m apps.demo --config configs/default.json --demo zoo --target rtl":
         Covered("tests/apps/zoo/test_zoo.py", 'cosim.run_many(calls, config="default")'),     # the reduced zoo
+    f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl --markdown docs/performance.md":
+        Run(["--demo", "resnet18", "--width", "8", "--image", "32", "--target", "rtl", "--markdown", "p.md"],
+            ("rtl", "slow")),
     f"{PY} -m apps.zoo --target fsim --reduced --models mobilenetv2 bert":
         Run(["--target", "fsim", "--reduced", "--models", "mobilenetv2", "bert"]),
     f"{PY} -m apps.zoo --target fsim --config configs/default.json --markdown docs/performance.md":

@@ -19,7 +19,7 @@ from sw.cli import command, run_as_main
 from .calibrate import load_samples, quantize_file, split_samples
 from .ir import OnnxImportError
 from .model import TARGETS, Model
-from .report import format_table, rows, write_csv, write_png
+from .report import format_groups, format_table, rows, write_csv, write_png
 
 
 def _inputs(model: Model, path, seed) -> list[dict]:
@@ -45,6 +45,9 @@ def report_run(model: Model, inputs, target, vt=2, csv_path=None, png_path=None,
     res = results[0]
     rr = rows(res.records, model.cfg)
     print(format_table(rr, model.cfg), file=out)
+    if any(r["cycles"] for r in rr):
+        print("cycles by layer kind:", file=out)
+        print(format_groups(rr, model.cfg), file=out)
     exact = all(r.exact for r in results)
     print(f"wall time on {target}: {res.seconds:.2f} s per input ({len(batch)} input{'s' * (len(batch) > 1)}); "
           f"equal to the numpy int8 reference: {'PASS' if exact else 'FAIL'}", file=out)

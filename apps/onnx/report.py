@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import csv
 
+import numpy as np
+
 from sw.tables import Column
 from sw.tables import format_table as _table
 
-__all__ = ["rows", "totals", "format_table", "write_csv", "write_png", "COLUMNS"]
+__all__ = ["rows", "totals", "by_group", "format_table", "format_groups", "write_csv", "write_png", "COLUMNS"]
 
 COLUMNS = ("layer", "kind", "shape", "where", "macs", "cycles", "utilization", "roofline_fraction",
-           "dram_bytes", "seconds")
+           "dram_bytes", "seconds", "group")
 _BYTES = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes")
 
 
@@ -35,8 +37,37 @@ def rows(records, cfg, dram_bytes_per_cycle: float = 8) -> list[dict]:
                     "where": r["where"], "macs": r["macs"], "cycles": cycles,
                     "utilization": r["macs"] / (cycles * peak) if cycles else float("nan"),
                     "roofline_fraction": bound / cycles if cycles else float("nan"),
-                    "dram_bytes": nbytes, "seconds": r["seconds"]})
+                    "dram_bytes": nbytes, "seconds": r["seconds"], "group": _group(r)})
     return out
+
+
+def _group(r) -> str:
+    """The layer's class for the breakdown: 'conv 3x3' / 'conv 1x1' (by kernel), 'stem' (fewer than 8 input
+    channels), 'depthwise', or the kind ('add', 'dense', 'deconv', 'matmul', CPU kinds)."""
+    if r["kind"] != "conv" or len(r.get("in_shape", ())) != 4 or not r["macs"]:
+        return r["kind"]
+    cin = r["in_shape"][1]
+    per_output = r["macs"] // max(1, int(np.prod(r["out_shape"])))     # C_in / groups * kh * kw
+    if cin < 8:
+        return "stem"
+    if per_output < cin:            # one input channel per group: depthwise (its kernel is k x k)
+        return "depthwise" if int(round(per_output ** 0.5)) ** 2 == per_output else "grouped conv"
+    k = int(round((per_output / cin) ** 0.5))
+    return f"conv {k}x{k}"
+
+
+def by_group(report_rows) -> list[dict]:
+    """Cycles, MACs and utilization per layer class (``group``), largest share of cycles first."""
+    groups: dict[str, dict] = {}
+    for r in report_rows:
+        g = groups.setdefault(r["group"], {"group": r["group"], "layers": 0, "macs": 0, "cycles": 0})
+        g["layers"] += 1
+        g["macs"] += r["macs"]
+        g["cycles"] += r["cycles"]
+    total = sum(g["cycles"] for g in groups.values()) or 1
+    for g in groups.values():
+        g["share"] = g["cycles"] / total
+    return sorted(groups.values(), key=lambda g: -g["cycles"])
 
 
 def totals(report_rows, cfg) -> dict:
@@ -63,6 +94,17 @@ TABLE = (Column("layer", "layer", lambda v: v[:30]), Column("kind", "kind"), Col
          Column("cycles", "cycles", lambda v: f"{v:,}" if v else "-"),
          Column("utilization", "util", ".1%"), Column("roofline_fraction", "roofl", ".1%"),
          Column("dram_bytes", "DRAM B", ",d"), Column("seconds", "s", ".3f"))
+
+
+def format_groups(report_rows, cfg, markdown: bool = False) -> str:
+    """The cycles by layer class (:func:`by_group`) as a table, with MAC utilization per class."""
+    peak = cfg.BATCH * cfg.BLOCK_IN * cfg.BLOCK_OUT
+    groups = [g for g in by_group(report_rows) if g["cycles"]]      # the accelerator's layers
+    for g in groups:
+        g["utilization"] = g["macs"] / (g["cycles"] * peak) if g["cycles"] else float("nan")
+    return _table(groups, (Column("group", "layers of kind"), Column("layers", "n", "d"),
+                           Column("cycles", "cycles", ",d"), Column("share", "of cycles", ".1%"),
+                           Column("macs", "MACs", ",d"), Column("utilization", "MAC util", ".1%")), markdown)
 
 
 def format_table(report_rows, cfg) -> str:

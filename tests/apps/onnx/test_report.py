@@ -55,3 +55,24 @@ def test_csv_and_png(tmp_path):
     assert [g["layer"] for g in got] == ["conv1", "pool", "fc", "softmax", "head"] and got[2]["cycles"] == "64000"
     report.write_png(rows, tmp_path / "r.png", "t")
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _conv(name, cin, cout, k, hw, cycles, groups=1):
+    macs = cout * hw * hw * cin // groups * k * k
+    return {"name": name, "kind": "conv", "where": "vta", "in_shape": (1, cin, hw, hw), "out_shape": (1, cout, hw, hw),
+            "macs": macs, "counters": {"cycles": cycles}, "seconds": 0.0}
+
+
+def test_cycles_by_layer_kind():
+    cfg = load_config("default")
+    recs = [_conv("stem", 3, 64, 7, 112, 700), _conv("a", 64, 64, 3, 56, 500), _conv("b", 64, 64, 3, 56, 500),
+            _conv("c", 64, 128, 1, 28, 100), _conv("dw", 96, 96, 3, 56, 300, groups=96),
+            _conv("g", 32, 32, 3, 8, 10, groups=16), RECORDS[1], RECORDS[2]]
+    rows = report.rows(recs, cfg)
+    assert [r["group"] for r in rows] == ["stem", "conv 3x3", "conv 3x3", "conv 1x1", "depthwise", "grouped conv",
+                                          "maxpool", "dense"]
+    groups = {g["group"]: g for g in report.by_group(rows)}
+    assert groups["conv 3x3"]["layers"] == 2 and groups["conv 3x3"]["cycles"] == 1000
+    assert report.by_group(rows)[0]["group"] == "dense"                      # most cycles first
+    text = report.format_groups(rows, cfg)
+    assert "conv 3x3" in text and "maxpool" not in text                      # CPU layers have no cycles
