@@ -196,6 +196,16 @@ class Format:
             word |= (value & mask) << offset
         return word
 
+    def pack(self, values: dict) -> int:
+        """:meth:`encode` without the range checks, for fields already checked (the runtime's queued
+        instructions, written out at synchronize)."""
+        word = 0
+        limits = self._limits
+        for name, value in values.items():
+            offset, mask, _, _ = limits[name]
+            word |= (int(value) & mask) << offset
+        return word
+
     def decode(self, word: int) -> dict:
         out = {}
         for f in self.fields.values():

@@ -344,7 +344,8 @@ class CommandQueue:
         except EncodeError as err:
             raise InsnError(f"{name}: {err}") from None
         self._make_resident(k)
-        self._new_insn(STAGE_COMPUTE, uop_bgn=k.sram_begin, uop_end=k.sram_end, **op)
+        # checked above; uop_bgn and uop_end come from the uop cache, inside the uop SRAM by construction
+        self._new_insn(STAGE_COMPUTE, _checked=True, uop_bgn=k.sram_begin, uop_end=k.sram_end, **op)
         self._check_overflow()
 
     def _record(self, name, kernel, mode) -> UopKernel:
@@ -445,7 +446,8 @@ class CommandQueue:
         return counters
 
     def _write_insns(self, insns) -> int:
-        raw = self.isa.words_to_array(self.isa.formats[i.kind].encode(i.f) for i in insns)
+        formats = self.isa.formats          # every field was range-checked when the instruction was queued
+        raw = self.isa.words_to_array(formats[i.kind].pack(i.f) for i in insns)
         if self._insn_buf is None or self.memory.get(self._insn_buf).nbytes < raw.nbytes:
             if self._insn_buf is not None:
                 self.free(self._insn_buf)

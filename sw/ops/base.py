@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from functools import cache
 
 import numpy as np
 
@@ -26,9 +27,10 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _cands(n: int) -> list[int]:
-    """Tile sizes worth trying for an extent n: ceil(n / k) for every tile count k."""
-    return sorted({cdiv(n, k) for k in range(1, n + 1)})
+@cache
+def _cands(n: int) -> tuple[int, ...]:
+    """Tile sizes worth trying for an extent n: ceil(n / k) for every tile count k, ascending."""
+    return tuple(sorted({cdiv(n, k) for k in range(1, n + 1)}))
 
 
 config = rt.current_config

@@ -129,6 +129,7 @@ def _k_dense(acc: int, inp: int, wgt: int, tn: int, tk: int, tm: int):
     return kernel
 
 
+@cache
 def _conv_variant(tm, th, tw, tc, kh, kw):
     """(variant, uops) of the conv kernel with the fewest micro-ops that obeys the hazard rule.
 

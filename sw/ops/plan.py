@@ -198,6 +198,7 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cf
     ie, we = cfg.INP_ELEM_BYTES, cfg.WGT_ELEM_BYTES
     best = None
     kk = kh * kw
+    tc_cands = _cands(cb)
     for slots, tm, tw, th in itertools.product((1, 2) if vt > 1 else (1,), _cands(ob), _cands(wo), _cands(ho)):
         if epi.acc_rows(tm * th * tw, tm) > caps["acc"] // slots:
             continue
@@ -206,9 +207,9 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cf
         mt, ht, wt = cdiv(ob, tm), cdiv(ho, th), cdiv(wo, tw)
         spatial = nb * ht * wt
         tail = _tail_cycles(tm * th * tw, epi, cfg)
-        for tc in _cands(cb):
+        for tc in tc_cands:                 # ascending
             if tc > tc_max:
-                continue
+                break
             v, uops = _conv_variant(tm, th, tw, tc, kh, kw)
             if v is None or uops > caps["uop"]:
                 continue
