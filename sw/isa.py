@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -261,9 +261,10 @@ class Insn:
     def opcode(self):
         return self.f["opcode"]
 
-    @property
+    @cached_property
     def stage(self) -> int:
-        """The module that runs it: load (1), compute (2) or store (3) (docs/architecture.md §2.2)."""
+        """The module that runs it: load (1), compute (2) or store (3) (docs/architecture.md §2.2); computed once
+        (an instruction's opcode and memory type do not change)."""
         op = self.f["opcode"]
         if op == Opcode.STORE:
             return STAGE_STORE

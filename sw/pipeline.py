@@ -144,6 +144,9 @@ def _mem_name(mem):
         return str(mem)
 
 
+_MEM_IDS = frozenset(int(m) for m in MemId)
+
+
 def check_insn(cfg, insn: Insn, dram_size: int | None = None, where: str = "instruction") -> None:
     """Raise :class:`InsnError` if ``insn`` is not valid for ``cfg`` (docs/architecture.md §2).
 
@@ -160,7 +163,7 @@ def check_insn(cfg, insn: Insn, dram_size: int | None = None, where: str = "inst
         mem = f["memory_type"]
         is_nop = f["x_size"] == 0
         allowed = (MemId.UOP, MemId.WGT, MemId.INP, MemId.ACC, MemId.ACC_8BIT) if op == Opcode.LOAD else (MemId.OUT,)
-        if mem not in [int(m) for m in MemId] or (not is_nop and mem not in allowed):
+        if mem not in _MEM_IDS or (not is_nop and mem not in allowed):
             names = ", ".join(f"{int(m)} {m.name}" for m in allowed)
             raise InsnError(f"{where}: memory_type = {mem} is not valid for "
                             f"{'LOAD' if op == Opcode.LOAD else 'STORE'}; allowed: {names}")

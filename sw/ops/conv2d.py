@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..isa import MemId
-from .base import MAX_PAD, TileError, _check_vt, _finish, _halves, cdiv, config
+from .base import MAX_EXTENT, MAX_PAD, TileError, _check_vt, _finish, _halves, cdiv, config
 from .epilogue import Epilogue, packed_epilogue, vectors_2d
 from .kernels import Gemm, Load, Store, _conv_variant, _k_conv
 from .layout import (
@@ -71,9 +71,15 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: i
             step_no += 1
             inp, wgt = hv["inp"][1][b], hv["wgt"][1][b]
             loads = []
-            for c in range(tc):
-                off = ((n * bg * cb + g * cb + c0 + c) * h + r0 + ypb) * w + c0_ + xpb
-                loads.append(Load(xd, off, xs, ys, w * s if skip else w, inp + c * ih * iw, INP, xpb, ypb, xpa, ypa))
+            first = ((n * bg * cb + g * cb + c0) * h + r0 + ypb) * w + c0_ + xpb
+            if tc > 1 and xs == w and not skip and not (xpb or ypb or xpa or ypa) and h * w <= MAX_EXTENT:
+                # whole unpadded rows: each channel block's rows are contiguous, so one LOAD of tc such runs
+                # (h * w apart) fills the tile (a LOAD pads each 2-D block, hence only without padding)
+                loads.append(Load(xd, first, xs * ys, tc, h * w, inp, INP))
+            else:
+                for c in range(tc):
+                    loads.append(Load(xd, first + c * h * w, xs, ys, w * s if skip else w, inp + c * ih * iw, INP,
+                                      xpb, ypb, xpa, ypa))
             loads.append(Load(wd, (m0 * cb + c0) * kk, tc * kk, tm, cb * kk, wgt, WGT))
             gemm = Gemm(_k_conv(acc, inp, wgt, tm, th, tw, tc, kh, kw, s, ih, iw, 1 if skip else s))
             t.steps.append(_Step(b, loads, [gemm]))
