@@ -112,6 +112,11 @@ class AxiMaster(wiring.Component):
     be >= 1.
 
     ``error`` (out) latches a response other than OKAY on R or B; ``error_clear`` (in) clears it.
+    ``error_info`` (out, 8) says which response the first such one was: bits 0-1 its RRESP/BRESP (2 SLVERR,
+    3 DECERR, 1 EXOKAY), bit 2 set for a write (B), bits 4-7 the read client it belonged to;
+    ``error_addr`` (out) is the address of that burst (its AR or AW address). Both are kept until
+    ``error_clear``. The failing beat is still delivered to its client (a client cannot tell), and every
+    other transfer completes as usual, so the bus is left with nothing outstanding.
     ``read_busy``/``write_busy`` (out) are high while a command is being split or has bursts in
     flight. ``read_beats[i]``/``write_beats`` (out, 32) count the words moved for each client since
     reset (free-running, wrapping; :class:`hw.control.ControlRegs` reports their increase per run).
@@ -158,6 +163,8 @@ class AxiMaster(wiring.Component):
             "read": In(dma_read_signature(bus_width)).array(n_readers),
             "write": In(dma_write_signature(bus_width)),
             "error": Out(1),
+            "error_info": Out(8),
+            "error_addr": Out(ADDR_BITS),
             "error_clear": In(1),
             "read_busy": Out(1),
             "write_busy": Out(1),
@@ -180,7 +187,9 @@ class AxiMaster(wiring.Component):
         # ---------------------------------------------------------------- read: AR
         client_bits = max(1, (self.n_readers - 1).bit_length())
         # (buffered: the head, which routes each R beat, leaves a register)
-        m.submodules.read_route = route = fifo.SyncFIFOBuffered(width=client_bits + 1, depth=self.max_reads)
+        # each entry: (last burst of the command, client, burst address: for the error report)
+        m.submodules.read_route = route = fifo.SyncFIFOBuffered(width=client_bits + 1 + ADDR_BITS,
+                                                                depth=self.max_reads)
         rsplit = _BurstSplitter(m, "rd", lb, self.max_burst)
         rd_active = Signal()
         rd_client = Signal(client_bits)
@@ -219,7 +228,7 @@ class AxiMaster(wiring.Component):
             axi.arvalid.eq(rd_active & rsplit.fresh & route.w_rdy),
             axi.araddr.eq(rsplit.addr),
             axi.arlen.eq(rsplit.beats - 1),
-            route.w_data.eq(Cat(rsplit.final, rd_client)),
+            route.w_data.eq(Cat(rsplit.final, rd_client, rsplit.addr)),
         ]
         with m.If(axi.arvalid & axi.arready):
             m.d.comb += route.w_en.eq(1)
@@ -242,7 +251,8 @@ class AxiMaster(wiring.Component):
         r_last = r_slice.r_data[self.bus_width]
         r_resp = r_slice.r_data[self.bus_width + 1:]
         head_final = route.r_data[0]
-        head_client = route.r_data[1:]
+        head_client = route.r_data[1:1 + client_bits]
+        head_addr = route.r_data[1 + client_bits:]
         readies = Array(r.data.ready for r in self.read)
         for i, r in enumerate(self.read):
             m.d.comb += [
@@ -260,7 +270,8 @@ class AxiMaster(wiring.Component):
 
         # ---------------------------------------------------------------- write: AW
         m.submodules.write_len = wlen = fifo.SyncFIFO(width=8, depth=self.max_writes)
-        m.submodules.write_resp = wresp = fifo.SyncFIFO(width=1, depth=self.max_writes)
+        # each entry: (last burst of the command, burst address: for the error report)
+        m.submodules.write_resp = wresp = fifo.SyncFIFO(width=1 + ADDR_BITS, depth=self.max_writes)
         wsplit = _BurstSplitter(m, "wr", lb, self.max_burst)
         wr_active = Signal()
         m.d.comb += self.write.cmd.ready.eq(~wr_active)
@@ -272,7 +283,7 @@ class AxiMaster(wiring.Component):
             axi.awaddr.eq(wsplit.addr),
             axi.awlen.eq(wsplit.beats - 1),
             wlen.w_data.eq(wsplit.beats - 1),
-            wresp.w_data.eq(wsplit.final),
+            wresp.w_data.eq(Cat(wsplit.final, wsplit.addr)),
         ]
         with m.If(axi.awvalid & axi.awready):
             m.d.comb += [wlen.w_en.eq(1), wresp.w_en.eq(1)]
@@ -319,8 +330,14 @@ class AxiMaster(wiring.Component):
         m.d.comb += self.write_busy.eq(wr_active | wresp.r_rdy)
 
         # ---------------------------------------------------------------- errors
+        r_err = r_fire & (r_resp != 0)
+        b_err = b_fire & (axi.bresp != 0)
         with m.If(self.error_clear):
-            m.d.sync += self.error.eq(0)
-        with m.Elif((r_fire & (r_resp != 0)) | (b_fire & (axi.bresp != 0))):
+            m.d.sync += [self.error.eq(0), self.error_info.eq(0), self.error_addr.eq(0)]
+        with m.Elif(r_err | b_err):
             m.d.sync += self.error.eq(1)
+            with m.If(~self.error & r_err):
+                m.d.sync += [self.error_info.eq(Cat(r_resp, Const(0, 2), head_client)), self.error_addr.eq(head_addr)]
+            with m.Elif(~self.error):
+                m.d.sync += [self.error_info.eq(Cat(axi.bresp, Const(1, 1))), self.error_addr.eq(wresp.r_data[1:])]
         return m

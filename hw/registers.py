@@ -145,6 +145,13 @@ REGISTER_MAP = (
              "now: bits 0-3 fetch/load/compute/store busy, bits 4-7 the same modules waiting for a token "
              "(fetch: for memory or queue space)", "modules_now", 8),
     Register("out_store_nbytes", 0xB8, "RO", 0, "delta", "bytes stored from the out SRAM", "out_store_bytes", 32),
+    Register("axi_error", 0xC0, "RO", 0, "input",
+             "the first AXI response other than OKAY of the run (with error code 5): bits 0-1 RRESP/BRESP "
+             "(2 SLVERR, 3 DECERR), bit 2 set for a write response, bits 4-7 the read client (0 fetch, "
+             "1 compute: uop/acc, 2 load: inp/wgt); 0 when there was none; cleared at launch",
+             "axi_error_info", 8),
+    Register("axi_error_addr", 0xC4, "RO", 0, "input",
+             "the byte address of the burst that response belonged to (its AR or AW address)", "axi_error_addr", 32),
 )
 
 REGISTERS = {r.name: r.offset for r in REGISTER_MAP}

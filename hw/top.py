@@ -129,6 +129,8 @@ class Top(wiring.Component):
             compute.acc_base.eq(regs.acc_addr),
             store.out_base.eq(regs.out_addr),
             axi.error_clear.eq(regs.launch),
+            regs.axi_error_info.eq(axi.error_info),
+            regs.axi_error_addr.eq(axi.error_addr),
             regs.finish.eq(compute.finish),
             self.irq.eq(regs.irq),
         ]

@@ -111,6 +111,9 @@ MAKE = {
     'make fuzz N=100000 SCHEDULER=tcp://host:8786 FUZZ_CONFIGS="configs/default.json configs/small.json"': Make(
         [f"{PY} -m cosim.verify.regress --fuzz 100000 --config configs/default.json --config configs/small.json --mem dpi "
          "--scheduler tcp://host:8786"]),
+    "make fuzz FAULT=axi-errors N=200 SCHEDULER=none": Make(
+        [f"{PY} -m cosim.verify.regress --fuzz 200 --config configs/default.json --mem dpi --scheduler none "
+         "--fault axi-errors"]),
     "make fuzz N=2000": Make([f"{PY} -m cosim.verify.regress --fuzz 2000 --config configs/default.json --mem dpi "
                               "--scheduler local"]),
     "make sim DEMO=resnet18": Make([f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl"]),
@@ -200,6 +203,9 @@ PYTHON = {
         Run(["--fuzz", "2", "--config", "small", "--mem", "dpi", "--scheduler", "none"], RTL),
     f"{PY} -m cosim.verify.regress --fuzz 200 --config configs/default.json --mem dpi --scheduler none":
         Run(["--fuzz", "2", "--config", "small", "--mem", "dpi", "--scheduler", "none"], RTL),
+    f"{PY} -m cosim.verify.regress --fuzz 200 --config configs/default.json --mem dpi --scheduler none --fault axi-errors":
+        Run(["--fuzz", "3", "--config", "small", "--mem", "dpi", "--scheduler", "none", "--ops", "12", "--fault",
+             "axi-errors"], RTL),
     f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi --scheduler local": SCHEDULER,
     f"{PY} -m cosim.verify.regress --fuzz 2000 --config configs/default.json --mem dpi --scheduler local": SCHEDULER,
     f"{PY} -m cosim.verify.regress --fuzz 100000 --config configs/default.json --config configs/small.json --mem dpi "

@@ -59,6 +59,15 @@ module vta_tb #(
   logic [63:0] cycle_limit = 64'hFFFF_FFFF_FFFF_FFFF;
   logic trace_enable = 1'b0;
   logic [31:0] dram_stall = 32'd0;         // DPI DRAM pauses: [7:0] chance of 256 per channel and cycle, [31:8] seed
+  // DPI DRAM error injection: dram_fault [1:0] the response to give (0 none, 1 EXOKAY, 2 SLVERR, 3 DECERR), [2] 0 on
+  // a read beat, 1 on a write beat; dram_fault_at: which beat, counted from 0 since the run monitor was armed.
+  // The failing read beat carries zeros; the failing write beat is not written and its burst's B carries the error.
+  logic [31:0] dram_fault = 32'd0;
+  logic [31:0] dram_fault_at = 32'd0;
+  logic arm = 1'b0;                        // flipped right before launching (the run monitor, below)
+  logic fault_arm_seen = 1'b0;
+  wire fault_rearm = (arm != fault_arm_seen);
+  always @(posedge clk) fault_arm_seen <= arm;
 
   // ---------------------------------------------------------------- DUT
   `include "vta_ports.svh"
@@ -107,17 +116,21 @@ module vta_tb #(
   longint r_credit = 0;
   logic [BUS-1:0] r_data = '0;
   logic r_valid = 1'b0, r_last = 1'b0;
+  logic [1:0] r_resp = 2'b00;
+  longint r_served = 0;                    // read beats given since the monitor was armed (error injection)
   assign m_axi_arready = !rst && (rq_count < RQ) && !stall_ar;
   assign m_axi_rvalid = r_valid;
   assign m_axi_rdata = r_data;
   assign m_axi_rlast = r_last;
-  assign m_axi_rresp = 2'b00;
+  assign m_axi_rresp = r_resp;
   assign m_axi_rid = '0;
 
   always @(posedge clk) begin
     if (rst) begin
       rq_head <= 0; rq_tail <= 0; rq_count <= 0; r_beat <= 0; r_valid <= 1'b0; r_last <= 1'b0; r_credit <= 0;
+      r_resp <= 2'b00; r_served <= 0;
     end else begin
+      automatic longint served = fault_rearm ? 0 : r_served;
       automatic int count = rq_count;
       automatic int head = rq_head;
       automatic int beat = r_beat;
@@ -133,7 +146,14 @@ module vta_tb #(
       end
       if (valid && m_axi_rready) valid = 1'b0;
       if (!valid && rq_count > 0 && rq_time[head] <= cycle && credit >= BYTES && !stall_r) begin
-        vta_dram_read(rq_addr[head] + beat * BYTES, BYTES, r_data);
+        if (dram_fault[1:0] != 2'b00 && !dram_fault[2] && served == longint'(dram_fault_at)) begin
+          r_data = '0;
+          r_resp <= dram_fault[1:0];
+        end else begin
+          vta_dram_read(rq_addr[head] + beat * BYTES, BYTES, r_data);
+          r_resp <= 2'b00;
+        end
+        served = served + 1;
         valid = 1'b1;
         credit = credit - BYTES;
         r_last <= (beat == int'(rq_len[head]));
@@ -150,6 +170,7 @@ module vta_tb #(
       rq_head <= head;
       rq_count <= count;
       r_credit <= credit;
+      r_served <= served;
     end
   end
 
@@ -159,16 +180,23 @@ module vta_tb #(
   int w_beat = 0;
   int b_pending = 0;
   longint w_credit = 0;
+  longint w_served = 0, w_bursts = 0, b_sent = 0;   // write beats, bursts and B responses since armed
+  longint w_fail_burst = -1;                        // the burst whose B carries the injected error
+  assign m_axi_bresp = (w_fail_burst == b_sent) ? dram_fault[1:0] : 2'b00;
   assign m_axi_awready = !rst && (wq_count < RQ) && !stall_aw;
   assign m_axi_wready = !rst && (wq_count > 0) && (w_credit >= BYTES) && !stall_w;
   assign m_axi_bvalid = (b_pending > 0);
-  assign m_axi_bresp = 2'b00;
   assign m_axi_bid = '0;
 
   always @(posedge clk) begin
     if (rst) begin
       wq_head <= 0; wq_tail <= 0; wq_count <= 0; w_beat <= 0; b_pending <= 0; w_credit <= 0;
+      w_served <= 0; w_bursts <= 0; b_sent <= 0; w_fail_burst <= -1;
     end else begin
+      automatic longint served = fault_rearm ? 0 : w_served;
+      automatic longint bursts = fault_rearm ? 0 : w_bursts;
+      automatic longint sent = fault_rearm ? 0 : b_sent;
+      automatic longint fail_burst = fault_rearm ? -1 : w_fail_burst;
       automatic int count = wq_count;
       automatic int pending = b_pending;
       automatic longint credit = w_credit + longint'(dram_bytes_per_cycle);
@@ -178,9 +206,14 @@ module vta_tb #(
         count = count + 1;
       end
       if (m_axi_wvalid && m_axi_wready) begin
-        vta_dram_write(wq_addr[wq_head] + w_beat * BYTES, BYTES, m_axi_wdata, m_axi_wstrb);
+        if (dram_fault[1:0] != 2'b00 && dram_fault[2] && served == longint'(dram_fault_at))
+          fail_burst = bursts;
+        else
+          vta_dram_write(wq_addr[wq_head] + w_beat * BYTES, BYTES, m_axi_wdata, m_axi_wstrb);
+        served = served + 1;
         credit = credit - BYTES;
         if (m_axi_wlast) begin
+          bursts = bursts + 1;
           w_beat <= 0;
           wq_head <= (wq_head + 1) % RQ;
           count = count - 1;
@@ -189,10 +222,14 @@ module vta_tb #(
           w_beat <= w_beat + 1;
         end
       end
-      if (m_axi_bvalid && m_axi_bready) pending = pending - 1;
+      if (m_axi_bvalid && m_axi_bready) begin
+        pending = pending - 1;
+        sent = sent + 1;
+      end
       if (credit > 2 * BYTES) credit = 2 * BYTES;
       wq_count <= count;
       b_pending <= pending;
+      w_served <= served; w_bursts <= bursts; b_sent <= sent; w_fail_burst <= fail_burst;
       w_credit <= credit;
     end
   end
@@ -249,7 +286,6 @@ module vta_tb #(
   end
 
   // ---------------------------------------------------------------- run monitor
-  logic arm = 1'b0;              // flipped right before launching
   logic arm_seen = 1'b0;
   logic running = 1'b0;
   logic done = 1'b0;             // rises when the run ends, for any reason

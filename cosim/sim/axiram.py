@@ -47,4 +47,31 @@ def attach(dut, dram, seed: int = 0, latency: int = 20, probability: float = PAU
         return await read(address, length)
 
     ram.read_if._read = delayed_read
+    _add_error_injection(ram)
     return ram
+
+
+def _add_error_injection(ram):
+    """``ram.fail(channel, index)``: the ``index``-th read beat or write access (counted from this call) of
+    ``channel`` ("read", "write"; None: none) raises inside the AxiRam, which answers it with SLVERR (the read beat
+    carries zeros, the write access is not made)."""
+    counts = {"read": 0, "write": 0}
+    armed = {"channel": None, "index": 0}
+
+    def failing(channel, inner):
+        async def access(*args):
+            n = counts[channel]
+            counts[channel] += 1
+            if armed["channel"] == channel and n == armed["index"]:
+                raise OSError(f"injected {channel} error")
+            return await inner(*args)
+        return access
+
+    ram.read_if._read = failing("read", ram.read_if._read)
+    ram.write_if._write = failing("write", ram.write_if._write)
+
+    def fail(channel, index=0):
+        counts.update(read=0, write=0)
+        armed.update(channel=channel, index=index)
+
+    ram.fail = fail

@@ -17,7 +17,12 @@ from sw.pipeline import VTAError
 
 from . import axi_monitor
 
-__all__ = ["RtlDevice", "WatchdogError", "RunTimeout", "dram_view"]
+__all__ = ["RtlDevice", "WatchdogError", "RunTimeout", "AxiResponseError", "AXI_RESPONSES", "dram_view"]
+
+# AXI response codes (RRESP/BRESP) that are errors, by name
+AXI_RESPONSES = {"SLVERR": 2, "DECERR": 3}
+# the AxiMaster's read clients (hw/top.py): what each one reads
+READ_CLIENTS = {0: ("fetch", "instructions"), 1: ("compute", "UOP/ACC loads"), 2: ("load", "INP/WGT loads")}
 
 
 class WatchdogError(VTAError):
@@ -26,6 +31,16 @@ class WatchdogError(VTAError):
 
 class RunTimeout(VTAError):
     """The run did not finish within ``wait_cycles``."""
+
+
+class AxiResponseError(VTAError):
+    """The accelerator stopped on an AXI response other than OKAY (error code ``AXI_ERROR``); the message names the
+    channel, the response, the burst's address and the instruction whose transfer it was. ``channel`` is "read" or
+    "write", ``client`` the module whose transfer failed, ``response`` "SLVERR"/"DECERR", ``address`` the burst's."""
+
+    def __init__(self, message, channel, client, response, address):
+        super().__init__(message)
+        self.channel, self.client, self.response, self.address = channel, client, response, address
 
 
 def _lib():
@@ -67,6 +82,8 @@ class RtlDevice:
         dut.dram_stall.value = dram_stall
         dut.trace_enable.value = int(trace)
         self.launches = 0
+        self.mem = mem
+        self._fault = None
         if mem == "cocotbext":           # cocotbext-axi's AxiRam serves the memory port (cosim/sim/axiram.py)
             from .axiram import attach
             self.axiram = attach(dut, self.dram, mem_seed, dram_latency)
@@ -104,6 +121,74 @@ class RtlDevice:
                 out[reg.name] = await self.read_reg(reg.offset)
         return out
 
+    # ------------------------------------------------------------------ error injection
+    def inject_axi_error(self, channel: str, beat: int, response: str = "SLVERR") -> None:
+        """Make the memory answer ``response`` on one beat of the next run: ``channel`` "read" (that R beat carries
+        zeros and the error) or "write" (that W beat is not written; its burst's B response carries the error);
+        ``beat`` counts that channel's beats from 0 at the launch. With ``mem="cocotbext"`` only SLVERR exists
+        (cocotbext-axi's AxiRam answers a failed access so) and a write beat's index counts its writes (one per
+        beat with a contiguous strobe, as the store module's are). The next run after that one is clean."""
+        if channel not in ("read", "write"):
+            raise ValueError(f"channel = {channel!r}; allowed: 'read', 'write'")
+        allowed = ("SLVERR",) if self.mem == "cocotbext" else tuple(AXI_RESPONSES)
+        if response not in allowed:
+            raise ValueError(f"response = {response!r}; allowed with mem={self.mem!r}: {', '.join(allowed)}")
+        if isinstance(beat, bool) or not isinstance(beat, int) or not 0 <= beat < 1 << 32:
+            raise ValueError(f"beat = {beat!r} must be an integer in [0, {(1 << 32) - 1}]")
+        self._fault = (channel, beat, response)
+
+    def _arm_fault(self):
+        channel, beat, response = self._fault or ("read", 0, None)
+        if self.mem == "cocotbext":
+            self.axiram.fail(channel if response else None, beat)
+        else:
+            self.dut.dram_fault.value = (AXI_RESPONSES[response] | (channel == "write") << 2) if response else 0
+            self.dut.dram_fault_at.value = beat
+        self._fault = None
+
+    def _axi_error(self, regs, insn_addr, insn_count) -> AxiResponseError:
+        """The exception for a run stopped by an AXI error response, from the ``axi_error`` registers."""
+        info, addr = regs["axi_error"], regs["axi_error_addr"]
+        response = {v: k for k, v in AXI_RESPONSES.items()}.get(info & 3, f"response {info & 3}")
+        if info >> 2 & 1:
+            channel, client, what = "write", "store", "STORE"
+        else:
+            channel, (client, what) = "read", READ_CLIENTS.get(info >> 4, (f"client {info >> 4}", "?"))
+        where = self._transfer_at(channel, client, addr, insn_addr, insn_count)
+        return AxiResponseError(
+            f"the accelerator stopped on an AXI error: {response} on the {channel} channel for the {client} module "
+            f"({what}), burst at {addr:#x}{where}\n" + describe_state(regs), channel, client, response, addr)
+
+    def _transfer_at(self, channel, client, addr, insn_addr, insn_count) -> str:
+        """'': or ', in instruction #i (its disassembly)' for the first instruction of the stream whose DRAM range
+        holds ``addr`` and that ``client`` runs."""
+        from sw.isa import MemId, Opcode, isa_for
+        from sw.pipeline import elem_bytes
+
+        isa = isa_for(self.cfg)
+        if client == "fetch":
+            inside = insn_addr <= addr < insn_addr + insn_count * isa.insn_bytes
+            return f", instruction words #{(addr - insn_addr) // isa.insn_bytes}.." if inside else ""
+        mems = {"compute": (MemId.UOP, MemId.ACC, MemId.ACC_8BIT), "load": (MemId.INP, MemId.WGT),
+                "store": (MemId.OUT,)}[client]
+        try:
+            insns = isa.decode_stream(self.dram[insn_addr:insn_addr + insn_count * isa.insn_bytes])
+        except ValueError:
+            return ""
+        bus = self.cfg.BUS_WIDTH // 8
+        for i, insn in enumerate(insns):
+            if insn.kind != "mem" or insn.f["x_size"] == 0 or insn.f["memory_type"] not in mems:
+                continue
+            if (insn.opcode == Opcode.STORE) != (channel == "write"):
+                continue
+            eb = elem_bytes(self.cfg, insn.f["memory_type"])
+            f = insn.f
+            for row in range(f["y_size"]):
+                start = (f["dram_base"] + row * f["x_stride"]) * eb
+                if start // bus * bus <= addr < start + f["x_size"] * eb:
+                    return f", in instruction #{i} ({isa.disasm(insn)})"
+        return ""
+
     # ------------------------------------------------------------------ the target interface
     def run(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> dict:
         from cocotb.task import resume
@@ -115,6 +200,7 @@ class RtlDevice:
 
         dut = self.dut
         self.lib.vta_dram_clear_faults()
+        self._arm_fault()
         await self.write_reg("insn_count", insn_count)
         await self.write_reg("insn_addr", insn_addr)
         for ptr in ("uop_addr", "inp_addr", "wgt_addr", "acc_addr", "out_addr"):
@@ -130,13 +216,16 @@ class RtlDevice:
         regs = await self.read_counters()
         if why in (2, 3) or decode_error(regs["status"]):
             await self.reset()        # a stopped or hung accelerator is reset, so the next run starts clean
-        axi_monitor.check_run()         # AXI protocol violations first: they explain a hang or a wrong result
+        # AXI protocol violations first: they explain a hang or a wrong result
+        axi_monitor.check_run(stopped_on_error=bool(decode_error(regs["status"])))
         if why == 2:
             raise WatchdogError(f"the accelerator made no progress for {self.watchdog_cycles} cycles "
                                 f"(cycle {regs['cycles']} of the run):\n" + describe_state(regs))
         if why == 3:
             raise RunTimeout(f"the run did not finish within wait_cycles = {wait_cycles}:\n" + describe_state(regs))
         err = decode_error(regs["status"])
+        if err and regs["axi_error"]:
+            raise self._axi_error(regs, insn_addr, insn_count)
         if err:
             raise VTAError(f"the accelerator stopped on an error: {err}\n" + describe_state(regs))
         faults = int(self.lib.vta_dram_faults())

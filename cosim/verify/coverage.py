@@ -168,9 +168,9 @@ KNOWN_UNREACHABLE = [
      "the DMA byte counters switch on the memory type of every module's accepted instruction: fetch routes INP/WGT "
      "loads to load and UOP/ACC/ACC_8BIT loads to compute, so the other memory types of each switch never occur"),
     (r"^vta_top$", r"\(near: if \\error\$\d+\)",
-     "the error-code priority branches for an AXI error response and for load/compute/store module errors: the "
-     "testbench memory (DPI DRAM or AxiRam) never answers with SLVERR/DECERR, and the modules' errors repeat checks "
-     "fetch makes first (see the HALT states)"),
+     "the error-code priority branches for load/compute/store module errors: the modules' errors repeat checks "
+     "fetch makes first (see the HALT states); the AXI error response's branch is covered by the directed "
+     "programs that make the memory answer SLVERR/DECERR (cosim.verify.programs.AXI_CASES)"),
     (r"^vta_top\.tokens_", r"hw/queues\.py:\d+ `with m\.Elif\(push & pop\):`",
      "reachable, not unreachable: a token queue pushed and popped in the same cycle while it holds tokens; in the "
      "system that needs the producer's end and the consumer's start to fall on one cycle (the directed "

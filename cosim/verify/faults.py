@@ -9,6 +9,8 @@ raise the golden model's errors.
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 
 from sw import runtime
@@ -46,6 +48,30 @@ def timeout(wait_cycles=50):
     loads = [dict(opcode=Opcode.LOAD, memory_type=MemId.ACC, sram_base=0, dram_base=0x1000 // 64, y_size=1,
                   x_size=64, x_stride=64)]
     return run_raw(loads + [dict(opcode=Opcode.FINISH)], wait_cycles=wait_cycles)
+
+
+def axi_error(channel: str, beat: int, response: str = "SLVERR") -> dict:
+    """On the RTL: a LOAD INP of 8 elements ("read") or a STORE of 4 OUT elements ("write") into a buffer of 0xAA,
+    with the memory answering ``response`` on ``beat`` of that channel (:meth:`cosim.sim.rtl.RtlDevice.inject_axi_error`;
+    read beats count the instruction fetch too). The result of :func:`run_raw`, the instruction index of the
+    transfer, and the buffer's first 64 bytes after the run."""
+    q = runtime.current()
+    cfg = q.cfg
+    h = q.alloc(4096)
+    base = q.memory.get(h).phys
+    q.dram[base:base + 4096] = 0xAA
+    if channel == "read":
+        eb = cfg.INP_ELEM_BYTES
+        insns = [dict(opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=0, dram_base=base // eb, y_size=1,
+                      x_size=8, x_stride=8, push_next=1), dict(opcode=Opcode.FINISH, pop_prev=1)]
+    else:
+        insns = [store_insn(base // cfg.OUT_ELEM_BYTES), *finish_after_store()]
+    q.target.inject_axi_error(channel, beat, response)
+    out = run_raw(insns)
+    out["buffer"] = q.dram[base:base + 64].copy()
+    out["base"] = base
+    q.free(h)
+    return out
 
 
 def target_info(x):
@@ -115,6 +141,53 @@ def _max_imm_as_min(f, kind):
 
 
 FAULTS = {"alu-max-imm-as-min": _max_imm_as_min}
+
+
+# AXI error responses for the fuzzer: each random program first runs with the memory answering an error on one beat
+# (the channel, the beat and the response drawn from the seed), then runs again cleanly and is compared as usual
+AXI_FAULTS = {"axi-read": ("read",), "axi-write": ("write",), "axi-errors": ("read", "write")}
+
+
+def axi_fault_for(name: str, seed: int, mem: str = "dpi") -> tuple:
+    """(channel, beat, response) of fault ``name`` for the program of ``seed``: a read beat among the first eight
+    (the instruction fetch or the first loads), or the first write beat (every random program ends with a store);
+    SLVERR or DECERR (SLVERR only with cocotbext-axi's AxiRam)."""
+    rng = random.Random(seed)
+    channel = rng.choice(AXI_FAULTS[name])
+    beat = rng.randrange(8) if channel == "read" else 0
+    return channel, beat, "SLVERR" if mem == "cocotbext" else rng.choice(("SLVERR", "DECERR"))
+
+
+def axi_error_run(name: str, seed: int, n_ops: int = 24, bias=None) -> dict:
+    """On the RTL: random program ``seed`` with the AXI error of :func:`axi_fault_for` injected. ``ok`` says whether
+    the run stopped with an :class:`~cosim.sim.rtl.AxiResponseError` naming the injected channel and response; device
+    memory is put back afterwards."""
+    from sw import fuzz
+
+    from .pages import CHECK_BYTES
+
+    device = runtime.current().target
+    channel, beat, response = axi_fault_for(name, seed, getattr(device, "mem", "dpi"))
+    before = device.dram[:CHECK_BYTES].copy()
+    device.inject_axi_error(channel, beat, response)
+    try:
+        fuzz.random_program(seed, n_ops, bias=bias)
+        got, ok = "finished without an error", False
+    except Exception as err:  # noqa: BLE001 - the error is the result
+        got = f"raised {type(err).__name__}: {str(err)[:500]}"
+        ok = type(err).__name__ == "AxiResponseError" and (err.channel, err.response) == (channel, response)
+    device.dram[:CHECK_BYTES] = before
+    return {"injected": f"{response} on {channel} beat {beat}", "got": got, "ok": ok}
+
+
+def works_after_errors() -> str:
+    """'' when a vector addition (which reads no state of earlier programs) is right, else why not."""
+    from sw import programs
+    try:
+        r = programs.vector_add("python")
+    except Exception as err:  # noqa: BLE001 - the error is the result
+        return f"after the AXI errors, a vector addition raised {type(err).__name__}: {err}"
+    return "" if np.array_equal(r["result"], r["expected"]) else "after the AXI errors, a vector addition was wrong"
 
 
 def with_fault(device, name: str | None):

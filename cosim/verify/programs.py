@@ -116,7 +116,12 @@ def directed_calls() -> list:
     from . import faults
     return [(faults.deadlock, (), {}), (faults.reserved_flag, (), {}), (faults.bad_opcode, (), {}),
             (faults.bad_memory_type, (), {}), (faults.timeout, (), {}), (programs.vector_add, ("python",), {}),
-            (register_sweep, (), {}), (empty_alu, (), {}), (token_traffic, (), {})]
+            (register_sweep, (), {}), (empty_alu, (), {}), (token_traffic, (), {}),
+            *((faults.axi_error, case, {}) for case in AXI_CASES), (programs.vector_add, ("python",), {})]
+
+
+# the AXI error responses of the directed programs: a fetch beat, a load beat, two write beats
+AXI_CASES = (("read", 0, "SLVERR"), ("read", 5, "DECERR"), ("write", 0, "DECERR"), ("write", 1, "SLVERR"))
 
 
 def check_directed(results) -> list:
@@ -131,6 +136,12 @@ def check_directed(results) -> list:
     for i, name in ((7, "empty_alu"), (8, "token_traffic")):
         if results[i]["error"] or results[i]["changed"]:
             bad.append(f"{name}: {results[i]['error']} {results[i]['message'][:300]}, {results[i]['changed']} bytes changed")
+    for (channel, beat, response), r in zip(AXI_CASES, results[9:13]):
+        if r.get("error") != "AxiResponseError" or f"{response} on the {channel} channel" not in r["message"]:
+            bad.append(f"{response} on {channel} beat {beat}: expected an AxiResponseError naming it, got "
+                       f"{r.get('error')}: {r.get('message', '')[:300]}")
+    if not np.array_equal(results[13]["result"], results[13]["expected"]):
+        bad.append("vector_add after the AXI errors: wrong result")
     writable = {r.offset for r in control.REGISTER_MAP if r.access == "RW"}
     for off, (first, second) in results[6].items():
         if off in writable and off != 0 and first != 0x1000 + off:

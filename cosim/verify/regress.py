@@ -55,15 +55,18 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=None, help="workers of the local cluster (default: cores)")
     parser.add_argument("--round", type=int, default=None,
                         help="shards per steering round (default: the cluster's worker threads; 1 with --serial)")
-    parser.add_argument("--fault", default=None, help="inject a fault of cosim.verify.faults.FAULTS into the RTL side")
+    parser.add_argument("--fault", default=None,
+                        help="inject a fault of cosim.verify.faults.FAULTS into the RTL side, or an AXI error response "
+                             "(axi-read, axi-write, axi-errors: each program first runs with the memory answering "
+                             "SLVERR/DECERR on a beat drawn from its seed and must stop naming it, then runs cleanly)")
     parser.add_argument("--minimize", type=int, default=3, help="failures to minimize (0: none)")
     parser.add_argument("--out", default="build/replays", help="directory for replay files")
     parser.add_argument("--replay", default=None, help="re-run a replay file on the golden model and the RTL")
     parser.add_argument("--waves", action="store_true", help="with --replay: write an FST waveform")
     args = parser.parse_args(argv)
     if args.fault is not None:
-        from .faults import FAULTS
-        choose("--fault", args.fault, sorted(FAULTS))
+        from .faults import AXI_FAULTS, FAULTS
+        choose("--fault", args.fault, sorted(FAULTS) + sorted(AXI_FAULTS))
     if args.replay:
         return replay_main(args.replay, args.waves)
     configs = args.config or [None]

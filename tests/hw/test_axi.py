@@ -230,7 +230,7 @@ def run_writes(bus_width, cmds, *, seed, max_burst=256, error_ranges=(), mem_kwa
     async def error_probe(ctx):
         while True:
             await ctx.tick()
-            error.append(ctx.get(dut.error))
+            error.append((ctx.get(dut.error), ctx.get(dut.error_info), ctx.get(dut.error_addr)))
             write_beats[0] = ctx.get(dut.write_beats)
 
     sim.add_testbench(error_probe, background=True)
@@ -248,7 +248,7 @@ def test_writes_with_strobes(bus_width):
     cmds = [(i * 2048 + (a % 1024) // nbytes * nbytes, b) for i, (a, b) in enumerate(cmds)]
     mem, expect, error = run_writes(bus_width, cmds, seed=bus_width)
     assert np.array_equal(mem.mem, expect)
-    assert not any(error)
+    assert not any(e for e, _, _ in error)
     assert sum(b for _, _, b in mem.bursts) == sum(b for _, b in cmds)
 
 
@@ -331,19 +331,21 @@ def test_reads_and_writes_together():
     assert kinds.count("AW") == 5 and kinds.count("AR") == 7
 
 
-def test_write_error_latched():
-    mem, expect, error = run_writes(64, [(0x0, 4), (0x1000, 2), (0x2000, 3)], seed=9,
-                                    error_ranges=[(0x1000, 0x1010)])
+def test_write_error_latched_with_its_burst():
+    # the first failing burst is reported (SLVERR = 2, bit 2: a write) and kept over the second one
+    mem, expect, error = run_writes(64, [(0x0, 4), (0x1000, 2), (0x2000, 3), (0x3000, 1)], seed=9,
+                                    error_ranges=[(0x1000, 0x1010), (0x3000, 0x3008)])
     assert np.array_equal(mem.mem, expect)
-    assert error[-1] == 1
+    assert error[-1] == (1, 0b110, 0x1000)
+    assert error[0] == (0, 0, 0)
 
 
-def test_read_error_latched_and_cleared():
-    dut = AxiMaster(64, 1)
+def test_read_error_latched_with_its_client_and_burst_and_cleared():
+    dut = AxiMaster(64, 3)
     sim = Simulator(dut)
     sim.add_clock(1e-6)
     mem = AxiMemory(dut.axi, MEM_SIZE, 64, seed=4)
-    mem.error_ranges = [(0x40, 0x48)]
+    mem.error_ranges = [(0x48, 0x50), (0x80, 0x88)]
     mem.add_to(sim)
 
     async def bench(ctx):
@@ -352,14 +354,19 @@ def test_read_error_latched_and_cleared():
         await issue(ctx, dut.read[0], [(0x0, 4)], rng)
         await receive(ctx, dut.read[0], 4, rng, 1.0, got)
         assert ctx.get(dut.error) == 0
-        await issue(ctx, dut.read[0], [(0x40, 2)], rng)
-        await receive(ctx, dut.read[0], 6, rng, 1.0, got)
+        await issue(ctx, dut.read[2], [(0x40, 2)], rng)
+        await receive(ctx, dut.read[2], 6, rng, 1.0, got)
         await ctx.tick()
-        assert ctx.get(dut.error) == 1
+        # SLVERR (2) on the second beat of client 2's burst at 0x40: the burst's address is reported
+        assert (ctx.get(dut.error), ctx.get(dut.error_info), ctx.get(dut.error_addr)) == (1, 2 | 2 << 4, 0x40)
+        await issue(ctx, dut.read[1], [(0x80, 1)], rng)
+        await receive(ctx, dut.read[1], 7, rng, 1.0, got)
+        await ctx.tick()
+        assert (ctx.get(dut.error_info), ctx.get(dut.error_addr)) == (2 | 2 << 4, 0x40)    # the first one kept
         ctx.set(dut.error_clear, 1)
         await ctx.tick()
         ctx.set(dut.error_clear, 0)
-        assert ctx.get(dut.error) == 0
+        assert (ctx.get(dut.error), ctx.get(dut.error_info), ctx.get(dut.error_addr)) == (0, 0, 0)
 
     sim.add_testbench(bench)
     sim.run()

@@ -47,7 +47,8 @@ WRONG_NAME = [
     ("cosim.perf.timeline", ["--workload", "C8"], f"error: unknown workload 'C8'; choose one of: {WORKLOADS}\n"),
     ("cosim.perf.workloads", ["--only", "gemm_256", "gemm256"],
      f"error: unknown workload 'gemm256'; choose one of: {WORKLOADS}\n"),
-    ("cosim.verify.regress", ["--fault", "nope"], "error: unknown --fault 'nope'; choose one of: alu-max-imm-as-min\n"),
+    ("cosim.verify.regress", ["--fault", "nope"],
+     "error: unknown --fault 'nope'; choose one of: alu-max-imm-as-min, axi-errors, axi-read, axi-write\n"),
     ("apps.onnx.__main__", ["missing.onnx"], "error: missing.onnx: not a readable ONNX model (FileNotFoundError: "
                                              "[Errno 2] No such file or directory: 'missing.onnx')\n"),
 ]

@@ -12,10 +12,12 @@ from tests.conftest import make_queue
 
 @pytest.fixture(scope="module")
 def fault_results():
+    axi = [("read", 0, "SLVERR"), ("read", 5, "DECERR"), ("write", 0, "SLVERR"), ("write", 3, "DECERR")]
     calls = [(faults.deadlock, (), {}), (faults.reserved_flag, (), {}), (faults.bad_opcode, (), {}),
-             (faults.bad_memory_type, (), {}), (faults.timeout, (), {}), (programs.vector_add, ("python",), {})]
-    return dict(zip(["deadlock", "reserved_flag", "bad_opcode", "bad_memory_type", "timeout", "after"],
-                    cosim.run_many(calls, config="small", watchdog_cycles=2000)))
+             (faults.bad_memory_type, (), {}), (faults.timeout, (), {}),
+             *((faults.axi_error, a, {}) for a in axi), (programs.vector_add, ("python",), {})]
+    names = ["deadlock", "reserved_flag", "bad_opcode", "bad_memory_type", "timeout", *axi, "after"]
+    return dict(zip(names, cosim.run_many(calls, config="small", watchdog_cycles=2000)))
 
 
 def test_deadlock_ends_in_the_watchdog_with_every_queue(fault_results):
@@ -40,6 +42,30 @@ def test_bad_instruction_sets_the_error_and_changes_nothing(fault_results, case,
 def test_timeout(fault_results):
     r = fault_results["timeout"]
     assert r["error"] == "RunTimeout" and "wait_cycles = 50" in r["message"]
+
+
+@pytest.mark.parametrize("case", [("read", 0, "SLVERR"), ("read", 5, "DECERR")])
+def test_an_axi_read_error_stops_the_run_and_names_the_transfer(fault_results, case):
+    r = fault_results[case]
+    msg = r["message"]
+    assert r["error"] == "AxiResponseError", r
+    assert f"{case[2]} on the read channel" in msg, msg
+    if case[1] == 0:        # the first beat of the run is the instruction fetch's
+        assert "for the fetch module (instructions)" in msg and "instruction words #0" in msg, msg
+    else:                   # two instructions are 4 beats of the small config's 64-bit bus; then the LOAD's data
+        assert f"for the load module (INP/WGT loads), burst at {r['base']:#x}, in instruction #0 (LOAD" in msg, msg
+
+
+@pytest.mark.parametrize("case", [("write", 0, "SLVERR"), ("write", 3, "DECERR")])
+def test_an_axi_write_error_stops_the_run_and_its_beat_is_not_written(fault_results, case):
+    r = fault_results[case]
+    msg = r["message"]
+    assert r["error"] == "AxiResponseError", r
+    assert (f"{case[2]} on the write channel for the store module (STORE), burst at {r['base']:#x}, "
+            f"in instruction #0 (STORE") in msg, msg
+    beat = case[1]
+    assert (r["buffer"][beat * 8:beat * 8 + 8] == 0xAA).all()         # the failing beat was not written
+    assert 0 < r["changed"] <= 64 - 8                                   # only the store's destination changed
 
 
 def test_the_accelerator_works_again_after_faults(fault_results):

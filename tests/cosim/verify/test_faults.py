@@ -46,3 +46,11 @@ def test_unknown_fault_is_refused():
         faults.with_fault(FsimDevice("small", dram_bytes=1 << 20), "nope")
     dev = FsimDevice("small", dram_bytes=1 << 20)
     assert faults.with_fault(dev, None) is dev
+
+
+def test_axi_faults_drawn_from_the_seed_cover_both_channels_and_responses():
+    drawn = {faults.axi_fault_for("axi-errors", seed) for seed in range(40)}
+    assert {c for c, _, _ in drawn} == {"read", "write"} and {r for _, _, r in drawn} == {"SLVERR", "DECERR"}
+    assert all(0 <= b < 8 if c == "read" else b == 0 for c, b, _ in drawn)
+    assert faults.axi_fault_for("axi-errors", 3) == faults.axi_fault_for("axi-errors", 3)       # repeatable
+    assert {r for s in range(40) for _, _, r in [faults.axi_fault_for("axi-read", s, "cocotbext")]} == {"SLVERR"}
