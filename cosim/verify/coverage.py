@@ -30,6 +30,12 @@ __all__ = ["parse_dat", "merge_dat", "write_info", "module_table",
 TESTBENCH_MODULES = {"vta_tb", "vta_axi_checker", "vta_axi_handshake"}   # not the accelerator
 
 
+def is_testbench(module: str) -> bool:
+    """A module of the testbench, not of the accelerator (Verilator names a parameterized module's instances
+    ``vta_axi_handshake__W35_Cz1`` and so on)."""
+    return module.split("__")[0] in TESTBENCH_MODULES
+
+
 # ---------------------------------------------------------------------------------------------- the .dat file
 _POINT = re.compile(r"^C '(.*)' (\d+)$")
 
@@ -133,7 +139,7 @@ def uncovered_sources(points, verilog: Path) -> dict:
     out = defaultdict(lambda: (set(), set()))
     for p in points:
         kind, module = _kind_module(p)
-        if kind != "line" or p["count"] or module in TESTBENCH_MODULES or not p.get("f", "").endswith("vta_top.v"):
+        if kind != "line" or p["count"] or is_testbench(module) or not p.get("f", "").endswith("vta_top.v"):
             continue
         n = int(p.get("l", 0))
         src = index[n - 1] if 0 < n <= len(index) and index[n - 1] else \
@@ -200,7 +206,7 @@ def report(points, verilog: Path) -> str:
         row = table[module]
         lines.append(f"| {module} | {_pct(*row['line'])} | {row['line'][0]}/{row['line'][1]} | "
                      f"{_pct(*row['toggle'])} | {row['toggle'][0]}/{row['toggle'][1]} |")
-        if module not in TESTBENCH_MODULES:
+        if not is_testbench(module):
             for k in acc:
                 acc[k][0] += row[k][0]
                 acc[k][1] += row[k][1]
@@ -240,7 +246,7 @@ def write_info(points, out: Path, verilog: Path) -> None:
     lines: dict = {}
     for p in points:
         kind, module = _kind_module(p)
-        if kind == "line" and module not in TESTBENCH_MODULES and p.get("f", "").endswith("vta_top.v"):
+        if kind == "line" and not is_testbench(module) and p.get("f", "").endswith("vta_top.v"):
             n = int(p.get("l", 0))
             lines[n] = max(lines.get(n, 0), p["count"])
     with open(out, "w") as fh:

@@ -69,3 +69,8 @@ def test_conditions_map_to_the_source_of_their_assign_and_labels_name_the_case(t
     assert index[4] == "hw/queues.py:50 (near: if clear)"
     assert index[8] == "hw/queues.py:50 (case q_fsm_state = 3'h2)"
     assert coverage._with_source_text(index[5]).startswith("hw/queues.py:63 `with m.Elif(push & pop):` (if")
+
+
+def test_instances_of_parameterized_testbench_modules_are_not_the_accelerator():
+    assert coverage.is_testbench("vta_axi_handshake__W35_Cz1") and coverage.is_testbench("vta_tb")
+    assert not coverage.is_testbench("vta_top.axi.read_route") and not coverage.is_testbench("vta_top")
