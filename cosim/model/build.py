@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from hw.lint import LINT_WAIVERS
 from sw.config import Config, load_config
 
 from . import variants
@@ -65,10 +66,7 @@ def _verilog_for(cfg: Config, src: bool = False) -> _verilog.Generated:
 #
 # Verilating the model is also the lint of the accelerator's Verilog: Verilator's default warnings are on (not
 # fatal) and land in build.log, where Model.lint() reads those about vta_top.v (tests/hw/test_top.py fails
-# on any). Waived: width warnings, and CASEINCOMPLETE, which Amaranth's Yosys backend emits for every
-# Switch/FSM without a catch-all case although the logic is complete (every signal is assigned its default
-# before the case statement).
-LINT_WAIVERS = ["-Wno-WIDTH", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE"]
+# on any), with the waivers of hw.lint.LINT_WAIVERS.
 # The C++ of the model compiles with -O3 for this machine's CPU (-march=native): the ceiling harness ran the
 # default config at 519 k cycles/s with -O2 and 738 k with these (`python -m cosim.perf.bench --ceiling-args`);
 # the model cache key includes the CPU, so a cache copied to another machine builds again.
