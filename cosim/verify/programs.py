@@ -17,7 +17,7 @@ from sw.isa import AluOp, MemId, Opcode
 from .pages import CHECK_BYTES
 
 __all__ = ["run_raw", "store_insn", "finish_after_store", "register_sweep", "empty_alu", "token_traffic",
-           "directed_calls", "check_directed"]
+           "field_sweep", "directed_calls", "check_directed", "AXI_CASES"]
 
 
 def run_raw(fields_list, wait_cycles: int = 1 << 31) -> dict:
@@ -71,9 +71,38 @@ def register_sweep() -> dict:
         if off not in writable:                               # read-only or unmapped: the write is ignored
             write(off, 0xFFFFFFFF)
         out[off] = (first, read(off))
+    # every bit of every writable register (host registers, cycles) set and cleared again
+    out["ones"] = {}
+    for off in sorted(writable - {0}):
+        write(off, 0xFFFFFFFF)
+        out["ones"][off] = read(off)
+        write(off, 0)
     for off in host:
         write(off, 0)
     return out
+
+
+def field_sweep() -> dict:
+    """Instructions that do nothing but carry every field at its largest value through fetch, the command queues
+    and each module's decoder (toggle coverage): NOP loads and stores (x_size = 0) of each module, a GEMM and an ALU
+    with no iterations (iter_out = 0), each followed by the same instruction with its fields at zero; then FINISH.
+    Nothing may change and no error may be raised."""
+    cfg = runtime.current().cfg
+    mem = dict(sram_base=0xFFFF, dram_base=0xFFFFFFFF, y_size=0xFFFF, x_size=0, x_stride=0xFFFF, y_pad_0=15,
+               y_pad_1=15, x_pad_0=15, x_pad_1=15)
+    top = cfg.UOP_DEPTH - 1
+    loop = dict(uop_bgn=top, uop_end=top, iter_out=0, iter_in=(1 << 14) - 1, dst_factor_out=cfg.ACC_DEPTH - 1,
+                dst_factor_in=cfg.ACC_DEPTH - 1)
+    gemm = dict(opcode=Opcode.GEMM, reset=1, src_factor_out=cfg.INP_DEPTH - 1, src_factor_in=cfg.INP_DEPTH - 1,
+                wgt_factor_out=cfg.WGT_DEPTH - 1, wgt_factor_in=cfg.WGT_DEPTH - 1, **loop)
+    alu = dict(opcode=Opcode.ALU, alu_opcode=AluOp.MAX, use_imm=1, imm=-1, src_factor_out=cfg.ACC_DEPTH - 1,
+               src_factor_in=cfg.ACC_DEPTH - 1, **loop)
+    insns = []
+    for f in ([dict(opcode=Opcode.LOAD, memory_type=m, **mem) for m in (MemId.INP, MemId.WGT, MemId.UOP, MemId.ACC,
+                                                                       MemId.ACC_8BIT)]
+              + [dict(opcode=Opcode.STORE, memory_type=MemId.OUT, **mem), gemm, alu]):
+        insns += [f, {k: (v if k in ("opcode", "memory_type", "alu_opcode") else 0) for k, v in f.items()}]
+    return run_raw(insns + [dict(opcode=Opcode.FINISH)])
 
 
 def empty_alu() -> dict:
@@ -117,7 +146,8 @@ def directed_calls() -> list:
     return [(faults.deadlock, (), {}), (faults.reserved_flag, (), {}), (faults.bad_opcode, (), {}),
             (faults.bad_memory_type, (), {}), (faults.timeout, (), {}), (programs.vector_add, ("python",), {}),
             (register_sweep, (), {}), (empty_alu, (), {}), (token_traffic, (), {}),
-            *((faults.axi_error, case, {}) for case in AXI_CASES), (programs.vector_add, ("python",), {})]
+            *((faults.axi_error, case, {}) for case in AXI_CASES), (programs.vector_add, ("python",), {}),
+            (field_sweep, (), {})]
 
 
 # the AXI error responses of the directed programs: a fetch beat, a load beat, two write beats
@@ -142,8 +172,14 @@ def check_directed(results) -> list:
                        f"{r.get('error')}: {r.get('message', '')[:300]}")
     if not np.array_equal(results[13]["result"], results[13]["expected"]):
         bad.append("vector_add after the AXI errors: wrong result")
+    if results[14]["error"] or results[14]["changed"]:
+        bad.append(f"field_sweep: {results[14]['error']} {results[14]['message'][:300]}, "
+                   f"{results[14]['changed']} bytes changed")
+    sweep = dict(results[6])
+    bad += [f"register {off:#x}: wrote 0xffffffff, read {v:#x}" for off, v in sweep.pop("ones").items()
+            if v != 0xFFFFFFFF]
     writable = {r.offset for r in control.REGISTER_MAP if r.access == "RW"}
-    for off, (first, second) in results[6].items():
+    for off, (first, second) in sweep.items():
         if off in writable and off != 0 and first != 0x1000 + off:
             bad.append(f"register {off:#x}: wrote {0x1000 + off:#x}, read {first:#x}")
         if off not in writable and first != second:
