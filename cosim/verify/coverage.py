@@ -185,6 +185,42 @@ KNOWN_UNREACHABLE = [
 ]
 
 
+_BIT = re.compile(r"\[(\d+)\](?::.*)?$")
+
+
+def untoggled_signals(points) -> list:
+    """The accelerator's signals with bits that never toggled, most untoggled points first:
+    ``[(module, signal, untoggled points, toggle points, [bits never toggled])]`` (a point is one direction of
+    one bit)."""
+    total, missed, bits = defaultdict(int), defaultdict(int), defaultdict(set)
+    for p in points:
+        kind, module = _kind_module(p)
+        if kind != "toggle" or is_testbench(module):
+            continue
+        name = p.get("o", "")
+        m = _BIT.search(name)
+        signal = name[:m.start()] if m else name.split(":")[0]
+        key = (module, signal)
+        total[key] += 1
+        if not p["count"]:
+            missed[key] += 1
+            if m:
+                bits[key].add(int(m[1]))
+    rows = [(m, sig, n, total[(m, sig)], sorted(bits[(m, sig)])) for (m, sig), n in missed.items()]
+    return sorted(rows, key=lambda r: (-r[2], r[0], r[1]))
+
+
+def _ranges(bits) -> str:
+    out, start = [], None
+    for i, b in enumerate(bits):
+        if start is None:
+            start = b
+        if i + 1 == len(bits) or bits[i + 1] != b + 1:
+            out.append(f"{start}" if start == b else f"{start}-{b}")
+            start = None
+    return ",".join(out)
+
+
 def explain(src: str, modules) -> str | None:
     """The reason an uncovered line (its source key of :func:`uncovered_sources`, its modules) is unreachable,
     or None when it is not known to be."""
@@ -221,7 +257,15 @@ def report(points, verilog: Path) -> str:
               f"{len(holes)} not explained" + (":" if holes else "")] + holes
     lines += ["", f"Uncovered lines explained (unreachable, or covered by a module test): {len(explained)}"
               + (":" if explained else "")] + explained
+    signals = untoggled_signals(points)
+    if signals:
+        lines += ["", f"Signals with bits never toggled: {len(signals)}, {sum(r[2] for r in signals)} toggle points; "
+                  f"the {min(TOP_UNTOGGLED, len(signals))} with most (module, signal: untoggled/all points, bits):"]
+        lines += [f"  {m}, {sig}: {n}/{t}, bits {_ranges(bits)}" for m, sig, n, t, bits in signals[:TOP_UNTOGGLED]]
     return "\n".join(lines)
+
+
+TOP_UNTOGGLED = 40      # signals listed in the report
 
 
 # ---------------------------------------------------------------------------------------------- merge and lcov

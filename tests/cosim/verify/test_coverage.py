@@ -74,3 +74,20 @@ def test_conditions_map_to_the_source_of_their_assign_and_labels_name_the_case(t
 def test_instances_of_parameterized_testbench_modules_are_not_the_accelerator():
     assert coverage.is_testbench("vta_axi_handshake__W35_Cz1") and coverage.is_testbench("vta_tb")
     assert not coverage.is_testbench("vta_top.axi.read_route") and not coverage.is_testbench("vta_top")
+
+
+def _toggle(module, signal, count):
+    return {"page": f"v_toggle/{module}", "o": signal, "count": count}
+
+
+def test_untoggled_signals_are_listed_with_their_bits(tmp_path):
+    pts = [_toggle("vta_top.axi", f"addr[{b}]:{d}", int(b < 4)) for b in range(8) for d in ("0->1", "1->0")]
+    pts += [_toggle("vta_top", "busy:0->1", 0), _toggle("vta_top", "busy:1->0", 5),
+            _toggle("vta_axi_handshake__W3_Cz5", "cycle[9]:0->1", 0)]
+    assert coverage.untoggled_signals(pts) == [("vta_top.axi", "addr", 8, 16, [4, 5, 6, 7]),
+                                               ("vta_top", "busy", 1, 2, [])]
+    verilog = tmp_path / "vta_top.v"
+    verilog.write_text("module a;\n")
+    text = coverage.report(pts, verilog)
+    assert "Signals with bits never toggled: 2, 9 toggle points" in text
+    assert "  vta_top.axi, addr: 8/16, bits 4-7" in text
