@@ -436,8 +436,11 @@ class CommandQueue:
             if self.debug & DEBUG_DUMP_INSN:
                 print(self.dump(), file=self.out)
             schedule(self.cfg, insns, None, self.isa.disasm)   # token-level dry run: deadlocks never reach a target
-            addr = self._write_insns(insns)
+            addr, raw = self._write_insns(insns)
             with session.run_lock(self.target):      # one run at a time on a device, whichever handle queued it
+                checked = getattr(self.target, "checked_stream", None)
+                if checked is not None:           # the golden model: the stream is checked, here are its Insns
+                    checked(addr, raw, insns)
                 counters = self.target.run(addr, len(insns), wait_cycles)
         finally:
             self._reset_stream()
@@ -445,7 +448,8 @@ class CommandQueue:
         self.runs += 1
         return counters
 
-    def _write_insns(self, insns) -> int:
+    def _write_insns(self, insns) -> tuple[int, np.ndarray]:
+        """Write the stream into the instruction buffer; its device address and its bytes."""
         formats = self.isa.formats          # every field was range-checked when the instruction was queued
         raw = self.isa.words_to_array(formats[i.kind].pack(i.f) for i in insns)
         if self._insn_buf is None or self.memory.get(self._insn_buf).nbytes < raw.nbytes:
@@ -454,7 +458,7 @@ class CommandQueue:
             self._insn_buf = self.alloc(max(raw.nbytes, self.max_insns * self.isa.insn_bytes))
         buf = self.memory.get(self._insn_buf)
         self.dram[buf.phys:buf.phys + raw.nbytes] = raw
-        return buf.phys
+        return buf.phys, raw
 
     def _reset_stream(self):
         self.insns = []

@@ -412,3 +412,27 @@ def test_one_blas_thread_restores_the_callers_setting():
     with _one_blas_thread():
         assert _SET_BLAS_THREADS(1) == 1
     assert _SET_BLAS_THREADS(before) == 3
+
+
+def test_a_stream_the_runtime_checked_is_executed_without_decoding_it_again(monkeypatch):
+    from sw import programs, runtime
+    dev = FsimDevice("small")
+    decoded = []
+    original = dev.isa.decode_stream
+    monkeypatch.setattr(dev.isa, "decode_stream", lambda raw: decoded.append(len(raw)) or original(raw))
+    with runtime.use_target(dev):
+        r = programs.vector_add("python")
+    assert decoded == [] and np.array_equal(r["result"], r["expected"])
+
+
+def test_an_announced_stream_whose_bytes_differ_is_decoded_and_checked():
+    dev = FsimDevice("small")
+    isa = dev.isa
+    finish = isa.encode(opcode=Opcode.FINISH)
+    dev.dram[:16] = isa.words_to_array([6])                  # opcode 6: no such instruction
+    dev.checked_stream(0, isa.words_to_array([finish]), [isa.decode(finish)])
+    with pytest.raises(InsnError, match="opcode = 6 is not an instruction"):
+        dev.run(0, 1)
+    dev.dram[:16] = isa.words_to_array([finish])
+    dev.checked_stream(0, isa.words_to_array([finish]), [isa.decode(finish)])
+    assert dev.run(0, 1)["gemm_counter"] == 0
