@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from functools import cache, cached_property
+from functools import cache
 
 import numpy as np
 
@@ -261,16 +261,18 @@ class Insn:
     def opcode(self):
         return self.f["opcode"]
 
-    @cached_property
-    def stage(self) -> int:
-        """The module that runs it: load (1), compute (2) or store (3) (docs/architecture.md §2.2); computed once
-        (an instruction's opcode and memory type do not change)."""
+    def __post_init__(self):
+        # ``stage``: the module that runs it: load (1), compute (2) or store (3) (docs/architecture.md §2.2); set
+        # once (an instruction's opcode and memory type do not change), a plain attribute because the schedulers
+        # read it for every instruction several times
         op = self.f["opcode"]
         if op == Opcode.STORE:
-            return STAGE_STORE
-        if op == Opcode.LOAD and self.f["memory_type"] in (MemId.INP, MemId.WGT):
-            return STAGE_LOAD
-        return STAGE_COMPUTE
+            stage = STAGE_STORE
+        elif op == Opcode.LOAD and self.f["memory_type"] in (MemId.INP, MemId.WGT):
+            stage = STAGE_LOAD
+        else:
+            stage = STAGE_COMPUTE
+        object.__setattr__(self, "stage", stage)
 
 
 class ISA:

@@ -199,6 +199,10 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cf
     best = None
     kk = kh * kw
     tc_cands = _cands(cb)
+    bus = cfg.BUS_WIDTH // 8
+    gemm = nb * ob * ho * wo * (cb * kk + epi.planes)          # the same for every tiling
+    alu = nb * ob * ho * wo * epi.passes
+    uop_cap = caps["uop"]
     for slots, tm, tw, th in itertools.product((1, 2) if vt > 1 else (1,), _cands(ob), _cands(wo), _cands(ho)):
         if epi.acc_rows(tm * th * tw, tm) > caps["acc"] // slots:
             continue
@@ -207,18 +211,24 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cf
         mt, ht, wt = cdiv(ob, tm), cdiv(ho, th), cdiv(wo, tw)
         spatial = nb * ht * wt
         tail = _tail_cycles(tm * th * tw, epi, cfg)
+        load_bytes = spatial * mt * cb * ih * iw * ie + spatial * ob * cb * kk * we
+        chain = spatial * mt * tail / max(1, vt * slots - 1)
         for tc in tc_cands:                 # ascending
             if tc > tc_max:
                 break
             v, uops = _conv_variant(tm, th, tw, tc, kh, kw)
-            if v is None or uops > caps["uop"]:
+            if v is None or uops > uop_cap:
                 continue
             ct = cdiv(cb, tc)
-            cost = _plan_cycles(vt, spatial * mt * cb * ih * iw * ie + spatial * ob * cb * kk * we,
-                                spatial * mt * (cb * ih + ct * tm), nb * ob * ho * wo * (cb * kk + epi.planes),
-                                nb * ob * ho * wo * epi.passes,
-                                spatial * mt * (ct * (tc + 6) + tm + 8), tc * ih * iw * ie + tm * tc * kk * we,
-                                tail, cfg, chain=spatial * mt * tail / max(1, vt * slots - 1))
+            rows = spatial * mt * (cb * ih + ct * tm)
+            insns = spatial * mt * (ct * (tc + 6) + tm + 8)
+            first_load = tc * ih * iw * ie + tm * tc * kk * we
+            if vt == 1:
+                cost = _plan_cycles(vt, load_bytes, rows, gemm, alu, insns, first_load, tail, cfg, chain)
+            else:                           # _plan_cycles inlined (the search's hot loop), the same arithmetic
+                load = load_bytes / bus + rows * _ROW_CYCLES
+                cost = (max(load, gemm, alu, chain) + 0.2 * load + first_load / bus + tail
+                        + insns * _INSN_CYCLES)
             key = (cost, slots, -tc, -tm * th * tw)
             if best is None or key < best[0]:
                 best = (key, ConvPlan(tm, th, tw, tc, vt, cost, slots))
