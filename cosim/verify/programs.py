@@ -17,7 +17,7 @@ from sw.isa import AluOp, MemId, Opcode
 from .pages import CHECK_BYTES
 
 __all__ = ["run_raw", "store_insn", "finish_after_store", "register_sweep", "empty_alu", "token_traffic",
-           "field_sweep", "directed_calls", "check_directed", "AXI_CASES"]
+           "field_sweep", "address_sweep", "directed_calls", "check_directed", "AXI_CASES"]
 
 
 def run_raw(fields_list, wait_cycles: int = 1 << 31) -> dict:
@@ -80,6 +80,32 @@ def register_sweep() -> dict:
     for off in host:
         write(off, 0)
     return out
+
+
+def address_sweep() -> dict:
+    """On the RTL (toggle coverage): each memory type moved as one transfer of a whole SRAM (UOP, INP, WGT, ACC and
+    ACC_8BIT loads, an OUT store) at the top of device memory, so every DMA address bit below the memory's size and
+    every burst-count bit a transfer of that size can set goes to 1 and back. The store writes outside any buffer (the
+    AXI checker's buffer rule is off for this run); what lands there is not checked."""
+    from sw.pipeline import elem_bytes
+
+    from ..sim import axi_monitor
+
+    q = runtime.current()
+    cfg = q.cfg
+    top = len(q.dram)
+
+    def whole(mem, depth, **flags):
+        eb = elem_bytes(cfg, mem)
+        n = min(depth, 0xFFFF)
+        return dict(opcode=Opcode.STORE if mem == MemId.OUT else Opcode.LOAD, memory_type=mem, sram_base=0,
+                    dram_base=(top - n * eb) // eb, y_size=1, x_size=n, x_stride=n, **flags)
+    insns = [whole(MemId.INP, cfg.INP_DEPTH), whole(MemId.WGT, cfg.WGT_DEPTH, push_next=1),
+             whole(MemId.UOP, cfg.UOP_DEPTH), whole(MemId.ACC, cfg.ACC_DEPTH), whole(MemId.ACC_8BIT, cfg.ACC_DEPTH),
+             whole(MemId.OUT, cfg.OUT_DEPTH, push_prev=1),
+             dict(opcode=Opcode.LOAD, memory_type=MemId.UOP, pop_next=1), dict(opcode=Opcode.FINISH, pop_prev=1)]
+    with axi_monitor.raw_image():
+        return run_raw(insns)
 
 
 def field_sweep() -> dict:
@@ -147,7 +173,7 @@ def directed_calls() -> list:
             (faults.bad_memory_type, (), {}), (faults.timeout, (), {}), (programs.vector_add, ("python",), {}),
             (register_sweep, (), {}), (empty_alu, (), {}), (token_traffic, (), {}),
             *((faults.axi_error, case, {}) for case in AXI_CASES), (programs.vector_add, ("python",), {}),
-            (field_sweep, (), {})]
+            (field_sweep, (), {}), (address_sweep, (), {})]
 
 
 # the AXI error responses of the directed programs: a fetch beat, a load beat, two write beats
@@ -175,6 +201,8 @@ def check_directed(results) -> list:
     if results[14]["error"] or results[14]["changed"]:
         bad.append(f"field_sweep: {results[14]['error']} {results[14]['message'][:300]}, "
                    f"{results[14]['changed']} bytes changed")
+    if results[15]["error"]:
+        bad.append(f"address_sweep: {results[15]['error']} {results[15]['message'][:300]}")
     sweep = dict(results[6])
     bad += [f"register {off:#x}: wrote 0xffffffff, read {v:#x}" for off, v in sweep.pop("ones").items()
             if v != 0xFFFFFFFF]
