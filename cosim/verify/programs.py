@@ -173,7 +173,7 @@ def directed_calls() -> list:
             (faults.bad_memory_type, (), {}), (faults.timeout, (), {}), (programs.vector_add, ("python",), {}),
             (register_sweep, (), {}), (empty_alu, (), {}), (token_traffic, (), {}),
             *((faults.axi_error, case, {}) for case in AXI_CASES), (programs.vector_add, ("python",), {}),
-            (field_sweep, (), {}), (address_sweep, (), {})]
+            (field_sweep, (), {}), (address_sweep, (), {}), (empty_alu, (), {})]   # (a last launch clears the counters)
 
 
 # the AXI error responses of the directed programs: a fetch beat, a load beat, two write beats
