@@ -60,11 +60,12 @@ class FsimDevice:
         self._index_cache: dict = {}
         self._checked = None
 
-    def checked_stream(self, insn_addr: int, raw: np.ndarray, insns: list) -> None:
+    def checked_stream(self, insn_addr: int, raw: np.ndarray, insns: list, order: list | None = None) -> None:
         """The runtime announces the stream it wrote at ``insn_addr`` (its bytes ``raw``) and already checked: every
-        instruction when it was queued, the tokens by its dry run. The next :meth:`run` of exactly those bytes
-        executes ``insns`` without decoding and checking them again; any other run decodes and checks as always."""
-        self._checked = (insn_addr, raw, insns)
+        instruction when it was queued, the tokens by its dry run, which ran them in ``order`` (the indices, as
+        :func:`sw.pipeline.schedule` runs them). The next :meth:`run` of exactly those bytes executes ``insns`` in
+        that order without decoding, checking and scheduling them again; any other run does all of that."""
+        self._checked = (insn_addr, raw, insns, order)
 
     # ------------------------------------------------------------------ target interface
     def run(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> dict:
@@ -92,7 +93,12 @@ class FsimDevice:
                 except InsnError as err:            # name the instruction (disassembled only when it is wrong)
                     raise InsnError(str(err).replace("\0", f"instruction #{i} ({self.isa.disasm(insn)})", 1)) from None
         self.counters = dict.fromkeys(COUNTER_NAMES, 0)
-        schedule(self.cfg, insns, self._execute, self.isa.disasm, check_depth=not checked)
+        if checked and hint[3] is not None:
+            execute = self._execute
+            for i in hint[3]:
+                execute(i, insns[i])
+        else:
+            schedule(self.cfg, insns, self._execute, self.isa.disasm, check_depth=not checked)
         return dict(self.counters)
 
     def reset(self):

@@ -235,13 +235,16 @@ def force_serial(insns: list[Insn]) -> None:
             nxt.f["pop_prev" if b > a else "pop_next"] = 1
 
 
-def schedule(cfg, insns: list[Insn], execute=None, disasm=None, order=None, peaks=None, check_depth=True) -> dict:
+def schedule(cfg, insns: list[Insn], execute=None, disasm=None, order=None, peaks=None, check_depth=True,
+             trace=None) -> dict:
     """Run ``insns`` on three in-order cores with token queues; return the final token counts.
 
     Each core runs the instructions at the head of its queue as long as their pops can be served
     (pops before, pushes after the instruction, docs/architecture.md §2.3). The run ends when FINISH executes;
     then every queue must be empty and every token count zero. A state where no core can progress
-    raises :class:`DeadlockError` naming what each core waits for.
+    raises :class:`DeadlockError` naming what each core waits for. ``trace`` (a list) receives the index of each
+    instruction as it runs: with the default ``order`` the same sequence every time for the same stream, so a
+    stream's dry run can hand it to the golden model.
     """
     queues = {STAGE_LOAD: [], STAGE_COMPUTE: [], STAGE_STORE: []}
     for i, insn in enumerate(insns):
@@ -288,6 +291,8 @@ def schedule(cfg, insns: list[Insn], execute=None, disasm=None, order=None, peak
                         tokens[qn] -= 1
                 if execute is not None:
                     execute(q[heads[s]], insn)
+                if trace is not None:
+                    trace.append(q[heads[s]])
                 for flag, qn in pushes:
                     if insn.f[flag]:
                         tokens[qn] += 1

@@ -435,12 +435,13 @@ class CommandQueue:
                 raise VTAError("synchronize: dependency pops are still pending")
             if self.debug & DEBUG_DUMP_INSN:
                 print(self.dump(), file=self.out)
-            schedule(self.cfg, insns, None, self.isa.disasm)   # token-level dry run: deadlocks never reach a target
+            order = []      # token-level dry run: deadlocks never reach a target
+            schedule(self.cfg, insns, None, self.isa.disasm, trace=order)
             addr, raw = self._write_insns(insns)
             with session.run_lock(self.target):      # one run at a time on a device, whichever handle queued it
                 checked = getattr(self.target, "checked_stream", None)
                 if checked is not None:           # the golden model: the stream is checked, here are its Insns
-                    checked(addr, raw, insns)
+                    checked(addr, raw, insns, order)
                 counters = self.target.run(addr, len(insns), wait_cycles)
         finally:
             self._reset_stream()
