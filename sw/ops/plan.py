@@ -6,6 +6,7 @@ import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..isa import AluOp
 from .base import TileError, _cands, _halves, cdiv, config
 from .epilogue import Epilogue
 from .kernels import _conv_variant
@@ -167,7 +168,19 @@ def plan_conv2d(nb: int, cb: int, ob: int, h: int, w: int, kh: int, kw: int, str
     cfg = cfg or config()
     if tiles is not None and not isinstance(tiles, str):
         tiles = tuple(tiles)
-    return _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epilogue or _VTA, cfg, tiles)
+    return _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, _cost_proxy(epilogue or _VTA), cfg,
+                        tiles)
+
+
+@lru_cache(maxsize=256)
+def _cost_proxy(epi: Epilogue) -> Epilogue:
+    """An epilogue the planner cannot tell from ``epi`` (the same planes, vectors and ALU passes; the plan depends on
+    nothing else), the same for every layer with that cost: the layers of a network differ in their multipliers and
+    shifts, not in their shapes, and then share one memoised plan."""
+    vector_steps = sum(isinstance(v, str) for _, v in epi.steps)
+    steps = ([(AluOp.ADD, f"v{epi.vectors - 1}")] * bool(vector_steps) + [(AluOp.ADD, "v0")] * max(0, vector_steps - 1)
+             + [(AluOp.ADD, 0)] * (len(epi.steps) - vector_steps))
+    return Epilogue(tuple(steps), epi.planes)
 
 
 @lru_cache(maxsize=1024)
