@@ -7,7 +7,7 @@ CONFIG ?= configs/default.json
 # WAVES=1 makes co-simulation write an FST waveform (build/waves/) and print its path
 JOBS   ?= auto
 
-.PHONY: all sim test test-fast bench bench-resnet18 fuzz coverage verilog bitstream fpga-report clean distclean venv venv-fpga
+.PHONY: all sim test test-fast bench bench-resnet18 fuzz coverage formal verilog bitstream fpga-report clean distclean venv venv-fpga
 
 all: test
 
@@ -17,7 +17,7 @@ LZ4_VERSION := 4.4.5
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,cosim,tvm,onnx]'
+	$(PY) -m pip install --quiet -e '.[dev,cosim,tvm,onnx,formal]'
 	rm -rf $(VENV)/lz4 && mkdir -p $(VENV)/lz4/sdist
 	$(PY) -m pip download --quiet --no-deps --no-binary :all: lz4==$(LZ4_VERSION) -d $(VENV)/lz4/sdist
 	tar -xzf $(VENV)/lz4/sdist/lz4-$(LZ4_VERSION).tar.gz -C $(VENV)/lz4/sdist
@@ -82,6 +82,12 @@ coverage: $(STAMP)
 	nice -n 5 $(PY) -m cosim.verify.coverage --config $(CONFIG) --fuzz $(COV_N) --out build/coverage
 
 # build/vta.v; the register map goes to docs/registers.md for the default config, build/docs/ for another
+# SymbiYosys proofs of the AXI4 master, the AXI4-Lite slave, the token queues and fetch (k-induction where it converges,
+# BMC to a stated depth otherwise), then every property's mutant (each must fail); the table goes to docs/verification.md
+formal: $(STAMP)
+	$(PY) -m hw.formal --markdown docs/verification.md
+	$(PY) -m hw.formal --mutants
+
 verilog: $(STAMP)
 	$(PY) -m hw --config $(CONFIG) -o build/vta.v --docs
 	$(PY) -m fpga.fusesoc --config $(CONFIG) -o build/fusesoc

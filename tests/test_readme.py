@@ -96,6 +96,7 @@ MAKE = {
                                           "cocotbext --scheduler local"]),
     "make coverage COV_N=200": Make([f"{PY} -m cosim.verify.coverage --config configs/default.json --fuzz 200 "
                                      "--out build/coverage"]),
+    "make formal": Make([f"{PY} -m hw.formal --markdown docs/verification.md", f"{PY} -m hw.formal --mutants"]),
     "make verilog": Make([f"{PY} -m hw --config configs/default.json -o build/vta.v --docs",
                           f"{PY} -m fpga.fusesoc --config configs/default.json -o build/fusesoc"]),
     "make sim DEMO=digits": Make([f"{PY} -m apps.demo --config configs/default.json --demo digits --target rtl"]),
@@ -227,6 +228,10 @@ PYTHON = {
         NotRun("builds the coverage model of the config (about 20 minutes); tests/cosim/verify/test_coverage.py checks "
                "the report"),
     # hardware and FPGA
+    f"{PY} -m hw.formal --markdown docs/verification.md":
+        Run(["--only", "queue-count", "lite-stable", "--markdown", "verification.md"], ("slow",)),
+    f"{PY} -m hw.formal --mutants": Run(["--mutants", "--only", "queue-count", "axi-bursts"], ("slow",)),
+    f"{PY} -m hw.formal --only fetch-routing": Run(["--only", "queue-limit", "--fast"], ("slow",)),
     f"{PY} -m hw --config configs/default.json -o build/vta.v --docs":
         Covered("tests/hw/test_top.py", 'main(["--config", "configs/small.json", "-o", str(out)])'),
     f"{PY} -m fpga.fusesoc --config configs/default.json -o build/fusesoc":
@@ -312,7 +317,8 @@ def _params():
 def test_run(command, proof, tmp_path, monkeypatch, capsys):
     module = shlex.split(command)[2]
     monkeypatch.chdir(tmp_path)
-    main = importlib.import_module(module if module != "hw" else "hw.__main__").main
+    mod = importlib.import_module(module)
+    main = getattr(mod, "main", None) or importlib.import_module(module + ".__main__").main    # a package's __main__
     assert main(proof.argv) == 0
     out = capsys.readouterr().out
     assert "FAIL" not in out
