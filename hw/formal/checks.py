@@ -179,6 +179,20 @@ def _fetch(h, m, prop, mutant):
 
 
 # ---------------------------------------------------------------------------------------------- AXI4 master
+def _burst_fifo(m, lens, count, issue, length, done, name):
+    """The lengths of the ``count`` bursts in flight, oldest in ``lens[0]``: ``issue`` appends ``length``, ``done``
+    retires the oldest; ``count`` follows."""
+    with m.If(done):
+        m.d.sync += [lens[i].eq(lens[i + 1]) for i in range(len(lens) - 1)]
+    slot = Signal(range(len(lens) + 1), name=f"{name}_slot")
+    m.d.comb += slot.eq(count - done)
+    with m.If(issue):
+        for i in range(len(lens)):
+            with m.If(slot == i):
+                m.d.sync += lens[i].eq(length)
+    m.d.sync += count.eq(count + issue - done)
+
+
 def _master(h, m, prop, mutant):
     reads = 3 if mutant == "reads-3" else 2
     m.submodules.axi = axi = AxiMaster(64, 2, max_burst=4, max_reads=reads, max_writes=2)
@@ -208,20 +222,7 @@ def _master(h, m, prop, mutant):
     m.d.comb += Assume(a.rlast == (r_beat == r_lens[0]))
     with m.If(r_fire):
         m.d.sync += r_beat.eq(Mux(a.rlast, 0, r_beat + 1))
-    with m.If(ar_fire & ~(r_fire & a.rlast)):
-        m.d.sync += r_out.eq(r_out + 1)
-    with m.Elif(~ar_fire & r_fire & a.rlast):
-        m.d.sync += r_out.eq(r_out - 1)
-    # a FIFO of the lengths of the outstanding read bursts (for RLAST)
-    pop = r_fire & a.rlast
-    with m.If(pop):
-        m.d.sync += [r_lens[0].eq(r_lens[1]), r_lens[1].eq(r_lens[2])]
-    with m.If(ar_fire):
-        slot = Signal(range(4), name="r_slot")
-        m.d.comb += slot.eq(r_out - pop)
-        for i in range(3):
-            with m.If(slot == i):
-                m.d.sync += r_lens[i].eq(a.arlen)
+    _burst_fifo(m, r_lens, r_out, ar_fire, a.arlen, r_fire & a.rlast, "r")
     b_owed = Signal(range(8), name="b_owed")     # bursts whose last W beat went, not answered yet
     w_fire = a.wvalid & a.wready
     b_fire = a.bvalid & a.bready
@@ -232,19 +233,9 @@ def _master(h, m, prop, mutant):
     w_beat = Signal(4, name="w_beat")
     w_lens = [Signal(8, name=f"w_len{i}") for i in range(3)]
     w_bursts = Signal(range(8), name="w_bursts_open")    # AW accepted, its last W beat not yet sent
-    w_done = w_fire & wlast
     with m.If(w_fire):
         m.d.sync += w_beat.eq(Mux(wlast, 0, w_beat + 1))
-    with m.If(w_done):
-        m.d.sync += [w_lens[0].eq(w_lens[1]), w_lens[1].eq(w_lens[2])]
-    aw_fire = a.awvalid & a.awready
-    with m.If(aw_fire):
-        slot = Signal(range(4), name="w_slot")
-        m.d.comb += slot.eq(w_bursts - w_done)
-        for i in range(3):
-            with m.If(slot == i):
-                m.d.sync += w_lens[i].eq(a.awlen)
-    m.d.sync += w_bursts.eq(w_bursts + aw_fire - w_done)
+    _burst_fifo(m, w_lens, w_bursts, a.awvalid & a.awready, a.awlen, w_fire & wlast, "w")
     if prop == "axi-valid-stable":
         for valid, ready, payload in ((arvalid, a.arready, [araddr, a.arlen]), (a.awvalid, a.awready, [a.awaddr, a.awlen]),
                                       (a.wvalid, a.wready, [a.wdata, a.wstrb, wlast])):
