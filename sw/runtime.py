@@ -3,7 +3,8 @@
 A :class:`CommandQueue` builds one instruction stream for a *target*: an object with ``cfg``, a
 numpy ``dram`` (uint8, the device memory, shared without copying) and
 ``run(insn_addr, insn_count, wait_cycles) -> counters``. :class:`sw.fsim.FsimDevice` is the golden
-target; cosim provides the RTL one. The module-level functions are VTA's C API in Python; importing
+target, :class:`sw.board.BoardDevice` a Zynq board's (``make_target("board:/dev/uio0,/dev/udmabuf0")``); cosim
+provides the RTL one. The module-level functions are VTA's C API in Python; importing
 this module registers each of them as a tvm-ffi global function under the same name (and with a
 ``vta.`` prefix).
 
@@ -484,8 +485,18 @@ class CommandQueue:
 set_current = session.set_current
 
 
-def make_target(config: Config | str | None = None) -> FsimDevice:
-    """The golden-model target for a config (a Config, a JSON path, or None for VTA_CONFIG/default)."""
+def make_target(config: Config | str | None = None, /, **options) -> object:
+    """The target ``config`` names: a board spec, ``"board"`` or ``"board:UIO[,MEM[@PHYS]]"`` (e.g.
+    ``"board:/dev/uio0,/dev/udmabuf0"``), opens the accelerator of a Zynq board (:func:`sw.board.open_board`, which
+    takes the ``options``: ``uio``, ``udmabuf``, ``phys``, ``size``, ``config``, ``timeout``, ``reset``); anything
+    else is a config (a Config, a config name or JSON path, or None for VTA_CONFIG/default) and gives its golden
+    model (no options)."""
+    if isinstance(config, str) and (config == "board" or config.startswith("board:")):
+        from .board import open_board
+        return open_board(config, **options)
+    if options:
+        raise VTAError(f"make_target: options {', '.join(sorted(options))} are for a board target only; "
+                       f"config = {config!r} is a golden model")
     return FsimDevice(load_config(config))
 
 
@@ -504,7 +515,9 @@ def current_config() -> Config:
 
 @contextmanager
 def use_target(target: object, **kwargs) -> Iterator[CommandQueue]:
-    """Run the calling thread's API calls on ``target`` (or a config for a fresh golden model) in the block."""
+    """Run the calling thread's API calls on ``target`` in the block: a target object, a board spec such as
+    ``"board:/dev/uio0,/dev/udmabuf0"`` or a config for a fresh golden model (:func:`make_target`); ``kwargs`` go to
+    the :class:`CommandQueue`."""
     if target is None or isinstance(target, (Config, str, dict)):
         target = make_target(target)
     with session.thread_current(CommandQueue(target, **kwargs)) as queue:

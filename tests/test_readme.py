@@ -137,6 +137,7 @@ PYTHON = {
     f'{PY} -m pytest -n auto -q -m "not rtl and not slow and not fpga" tests': Suite(),
     f"{PY} -m pytest -n 1 -q tests": Suite(),
     f"{PY} -m pytest -m rtl tests": Suite(),
+    f"{PY} -m pytest -q tests/sw/test_board.py tests/sw/test_launch.py tests/cosim/sim/test_vboard.py": Suite(),
     f"{PY} -m pip install --quiet -e '.[fpga]'": NotRun("installs the fpga extra (setup, never in a test)"),
     # make sim and the demos
     f"{PY} -m apps.demo --config configs/default.json --demo default --target rtl":

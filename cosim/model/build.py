@@ -25,10 +25,11 @@ from .testbench import TESTBENCH_SV, control_file, testbench_parameters
 from .toolchain import CACHE_DIR, BuildError, ToolchainError, toolchain_env, verilate_and_make, verilator_root
 
 __all__ = ["BuildError", "ToolchainError", "Model", "build_model", "model_key", "verilator_root", "toolchain_env", "lz4_dir",
-           "CACHE_DIR", "BUILD_ARGS", "SIM_MAIN", "DRAM_CPP", "verilate_testbench"]
+           "CACHE_DIR", "BUILD_ARGS", "SIM_MAIN", "DRAM_CPP", "VBOARD_CPP", "verilate_testbench"]
 
 ROOT = Path(__file__).resolve().parents[2]
 DRAM_CPP = Path(__file__).resolve().parent / "dram.cpp"
+VBOARD_CPP = Path(__file__).resolve().parent / "vboard.cpp"     # the virtual board's register page (cosim/sim/vboard.py)
 TOPLEVEL = "vta_tb"
 LZ4_MAKE_TARGET = "make venv"
 
@@ -124,7 +125,7 @@ def host_cpu() -> str:
 
 def model_key(cfg: Config, verilog_text: str, ports: str, args, parameters: dict) -> str:
     """The cache key of a model: everything the Verilator build reads, and nothing else."""
-    return digest(verilog_text, ports, TESTBENCH_SV, control_file(), DRAM_CPP, SIM_MAIN, " ".join(args),
+    return digest(verilog_text, ports, TESTBENCH_SV, control_file(), DRAM_CPP, VBOARD_CPP, SIM_MAIN, " ".join(args),
                   repr(sorted(parameters.items())), str(verilator_root()), _cocotb_version(),
                   host_cpu() if "-march=native" in args else "")
 
@@ -181,8 +182,8 @@ def _cocotb_version() -> str:
 
 def verilate_testbench(cfg: Config, gen, build_dir: Path, args, public=(), sources=(), main_cpp: Path = SIM_MAIN,
                        output: str = TOPLEVEL) -> None:
-    """Verilate and compile ``vta_tb`` around ``vta_top`` (the Verilog of ``gen``) with ``main_cpp`` and dram.cpp
-    into ``build_dir/obj/<output>``; the sources it reads are copied to ``build_dir/src``. Shared by the
+    """Verilate and compile ``vta_tb`` around ``vta_top`` (the Verilog of ``gen``) with ``main_cpp``, dram.cpp and
+    vboard.cpp into ``build_dir/obj/<output>``; the sources it reads are copied to ``build_dir/src``. Shared by the
     co-simulation models and the speed ceiling (:mod:`cosim.perf.harness`)."""
     src = build_dir / "src"
     src.mkdir(exist_ok=True)
@@ -197,7 +198,7 @@ def verilate_testbench(cfg: Config, gen, build_dir: Path, args, public=(), sourc
            "-Mdir", str(build_dir / "obj"), "--top-module", TOPLEVEL, "--prefix", "Vtop", "-o", output, *args,
            "--timescale", "1ns/1ps", f"-I{src}", *(f"-G{k}={v}" for k, v in parameters.items()),
            str(src / "vta_top.v"), str(src / "vta_tb.sv"), str(src / "public.vlt"), str(main_cpp), str(DRAM_CPP),
-           *map(str, sources)]
+           str(VBOARD_CPP), *map(str, sources)]
     with open(log, "w") as fh:
         code = verilate_and_make(cmd, build_dir / "obj", "Vtop.mk", fh)
     if code:

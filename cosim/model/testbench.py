@@ -1,9 +1,9 @@
 """The SystemVerilog testbench around the accelerator: ``vta_tb.sv``, its parameters and public signals.
 
-The testbench itself is the file ``cosim/model/vta_tb.sv`` (clock, reset, DPI DRAM, AXI4-Lite master, run
-monitor, tracer, autorun). What depends on the generated Verilog comes from :mod:`cosim.model.verilog`:
-the declarations of the signals connected to ``vta_top`` (``vta_ports.svh``, from the top's
-signature) and the values of the testbench's parameters (bus width, trace lanes, register offsets).
+The testbench itself is the file ``cosim/model/vta_tb.sv`` (clock, reset, DPI DRAM, AXI4-Lite master, the
+virtual board's register bridge, run monitor, tracer, autorun). What depends on the generated Verilog comes from
+:mod:`cosim.model.verilog`: the declarations of the signals connected to ``vta_top`` (``vta_ports.svh``, from the
+top's signature) and the values of the testbench's parameters (bus width, trace lanes, register offsets).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ TESTBENCH_SV = Path(__file__).resolve().parent / "vta_tb.sv"
 # signal Python may write is an input to Verilator (logic that depends on it is evaluated on every eval), so
 # the read-only ones are made readable only, and everything else (rst, the DUT) stays private and optimized.
 WRITTEN_SIGNALS = ("reset_req", "dram_latency", "dram_bytes_per_cycle", "dram_stall", "dram_fault", "dram_fault_at",
-                   "watchdog_limit", "cycle_limit",
-                   "trace_enable", "ctl_req", "ctl_we", "ctl_addr", "ctl_wdata", "arm")
-READ_SIGNALS = ("clk", "ctl_ack", "ctl_rdata", "done", "why")
+                   "dram_window", "watchdog_limit", "cycle_limit",
+                   "trace_enable", "ctl_req", "ctl_we", "ctl_addr", "ctl_wdata", "arm", "vboard_on")
+READ_SIGNALS = ("clk", "ctl_ack", "ctl_rdata", "done", "why", "vboard_quit")
 PUBLIC_SIGNALS = WRITTEN_SIGNALS + READ_SIGNALS
 
 

@@ -2,7 +2,7 @@
 
 Elaborating the accelerator in Amaranth takes seconds, so :func:`generate` keeps the result in
 ``<cache>/verilog/<config>-<digest>/``, where the digest hashes the Python sources the hardware is
-built from (``hw/``, ``sw/isa.py``, ``sw/config.py``) and the config's values. Beside
+built from (``hw/``, ``sw/isa.py``, ``sw/config.py``, ``sw/registers.py``) and the config's values. Beside
 ``vta_top.v`` it stores what the testbench and the runtime need to know about that Verilog without
 importing Amaranth: the top's ports (from the same signatures the RTL is built from, as
 SystemVerilog declarations in ``vta_ports.svh``) and the control register map (``interface.json``).
@@ -57,10 +57,11 @@ class Generated:
 
 
 def source_files() -> list:
-    """The Python files the generated files depend on (hw/, the ISA and config of sw/, and this module)."""
+    """The Python files the generated files depend on (hw/, the ISA, config and register map of sw/, and this module)."""
     not_in_model = {"__main__.py"}   # the command line
     files = sorted(f for f in (ROOT / "hw").rglob("*.py") if f.name not in not_in_model)
-    return files + [ROOT / "sw" / "isa.py", ROOT / "sw" / "config.py", Path(__file__).resolve()]
+    return files + [ROOT / "sw" / "isa.py", ROOT / "sw" / "config.py", ROOT / "sw" / "registers.py",
+                    Path(__file__).resolve()]
 
 
 def source_digest(cfg: Config) -> str:

@@ -8,6 +8,9 @@
 //   (dram_stall) are run-time inputs;
 // * a small AXI4-Lite master: Python sets ctl_addr/ctl_wdata/ctl_we and flips ctl_req; the access
 //   runs here and flips ctl_ack when done (one Python wake per register access);
+// * the virtual board's bridge: with vboard_on set, the same master is driven from C++ (vboard.cpp): every
+//   few idle cycles it asks vta_vboard_poll what to do (forward a host write of the register page, read the
+//   next register to mirror into it, reset, quit) and raises vboard_quit at the end of the session;
 // * the run monitor: after `arm` flips it counts cycles and raises `done` when the accelerator's irq
 //   rises (why = 1), when `activity` has been low for watchdog_limit cycles (why = 2), or when
 //   cycle_limit cycles have passed (why = 3);
@@ -39,6 +42,8 @@ module vta_tb #(
   import "DPI-C" function void vta_dram_write(input int unsigned addr, input int nbytes, input bit [BUS-1:0] data,
                                               input bit [BYTES-1:0] strb);
   import "DPI-C" function void vta_trace_event(input longint cycle, input int module_id, input int busy);
+  import "DPI-C" function void vta_vboard_poll(output int op, output int addr, output int data);
+  import "DPI-C" function void vta_vboard_read_done(input int addr, input int data);
 
   logic rst = 1'b1;
   int reset_count = 0;
@@ -64,6 +69,10 @@ module vta_tb #(
   // The failing read beat carries zeros; the failing write beat is not written and its burst's B carries the error.
   logic [31:0] dram_fault = 32'd0;
   logic [31:0] dram_fault_at = 32'd0;
+  // Where device memory sits on the bus: the DPI DRAM answers bus address dram_window + a with its byte a (a board
+  // whose DRAM window is high in the address map); an address below the window wraps to a huge offset, outside
+  // device memory, and is counted as a fault. 0: device memory from bus address 0.
+  logic [31:0] dram_window = 32'd0;
   logic arm = 1'b0;                        // flipped right before launching (the run monitor, below)
   logic fault_arm_seen = 1'b0;
   wire fault_rearm = (arm != fault_arm_seen);
@@ -150,7 +159,7 @@ module vta_tb #(
           r_data = '0;
           r_resp <= dram_fault[1:0];
         end else begin
-          vta_dram_read(rq_addr[head] + beat * BYTES, BYTES, r_data);
+          vta_dram_read(rq_addr[head] - dram_window + beat * BYTES, BYTES, r_data);
           r_resp <= 2'b00;
         end
         served = served + 1;
@@ -209,7 +218,7 @@ module vta_tb #(
         if (dram_fault[1:0] != 2'b00 && dram_fault[2] && served == longint'(dram_fault_at))
           fail_burst = bursts;
         else
-          vta_dram_write(wq_addr[wq_head] + w_beat * BYTES, BYTES, m_axi_wdata, m_axi_wstrb);
+          vta_dram_write(wq_addr[wq_head] - dram_window + w_beat * BYTES, BYTES, m_axi_wdata, m_axi_wstrb);
         served = served + 1;
         credit = credit - BYTES;
         if (m_axi_wlast) begin
@@ -246,16 +255,26 @@ module vta_tb #(
   logic ctl_seen = 1'b0;
   logic [2:0] ctl_state = 3'd0;  // 0 idle, 1 write addr+data, 2 write resp, 3 read addr, 4 read data
   logic aw_done = 1'b0, w_done = 1'b0;
+  // the virtual board's bridge (vboard.cpp): Python sets vboard_on once the page is open; vboard_quit rises when
+  // the host ends the session. vb_src marks the current access as the bridge's (its address and data are vb_*).
+  localparam int VB_POLL_GAP = 3;          // idle cycles between two polls
+  localparam int VB_RESET_GAP = 16;        // cycles after a reset before the next poll (the reset takes 5)
+  logic vboard_on = 1'b0;
+  logic vboard_quit = 1'b0;
+  logic vb_src = 1'b0;
+  logic [CTL_ADDR_BITS-1:0] vb_addr = '0;
+  logic [31:0] vb_wdata = '0;
+  int vb_wait = 0;
   assign s_axi_awvalid = (ctl_state == 3'd1) && !aw_done;
   assign s_axi_wvalid = (ctl_state == 3'd1) && !w_done;
-  assign s_axi_awaddr = ctl_addr;
-  assign s_axi_wdata = ctl_wdata;
+  assign s_axi_awaddr = vb_src ? vb_addr : ctl_addr;
+  assign s_axi_wdata = vb_src ? vb_wdata : ctl_wdata;
   assign s_axi_wstrb = '1;
   assign s_axi_awprot = 3'b000;
   assign s_axi_arprot = 3'b000;
   assign s_axi_bready = (ctl_state == 3'd2);
   assign s_axi_arvalid = (ctl_state == 3'd3);
-  assign s_axi_araddr = ctl_addr;
+  assign s_axi_araddr = vb_src ? vb_addr : ctl_addr;
   assign s_axi_rready = (ctl_state == 3'd4);
 
   always @(posedge clk) begin
@@ -265,7 +284,24 @@ module vta_tb #(
       case (ctl_state)
         3'd0: if (ctl_req != ctl_seen) begin
                 ctl_seen <= ctl_req;
+                vb_src <= 1'b0;
                 ctl_state <= ctl_we ? 3'd1 : 3'd3;
+              end else if (vboard_on && !vboard_quit) begin
+                if (vb_wait > 0) vb_wait <= vb_wait - 1;
+                else begin
+                  automatic int op = 0, a = 0, d = 0;
+                  vta_vboard_poll(op, a, d);
+                  vb_wait <= VB_POLL_GAP;
+                  vb_addr <= CTL_ADDR_BITS'(a);
+                  vb_wdata <= d;
+                  case (op)
+                    1: begin vb_src <= 1'b1; ctl_state <= 3'd1; end
+                    2: begin vb_src <= 1'b1; ctl_state <= 3'd3; end
+                    3: begin reset_req <= !reset_req; vb_wait <= VB_RESET_GAP; end
+                    4: vboard_quit <= 1'b1;
+                    default: ;
+                  endcase
+                end
               end
         3'd1: begin
                 automatic logic a = aw_done || s_axi_awready;
@@ -274,11 +310,14 @@ module vta_tb #(
                 if (a && w) ctl_state <= 3'd2;
               end
         3'd2: if (s_axi_bvalid) begin
-                aw_done <= 1'b0; w_done <= 1'b0; ctl_state <= 3'd0; ctl_ack <= !ctl_ack;
+                aw_done <= 1'b0; w_done <= 1'b0; ctl_state <= 3'd0;
+                if (!vb_src) ctl_ack <= !ctl_ack;
               end
         3'd3: if (s_axi_arready) ctl_state <= 3'd4;
         3'd4: if (s_axi_rvalid) begin
-                ctl_rdata <= s_axi_rdata; ctl_state <= 3'd0; ctl_ack <= !ctl_ack;
+                ctl_state <= 3'd0;
+                if (vb_src) vta_vboard_read_done(int'(vb_addr), s_axi_rdata);
+                else begin ctl_rdata <= s_axi_rdata; ctl_ack <= !ctl_ack; end
               end
         default: ctl_state <= 3'd0;
       endcase
@@ -313,11 +352,11 @@ module vta_tb #(
   always @(posedge clk) axi_done_q <= done;
   vta_axi_checker #(.BUS(BUS), .ADDR($bits(m_axi_araddr)), .IDW($bits(m_axi_arid))) axi_checker (
     .clk, .rst, .cycle, .run_end(done && !axi_done_q && why == 2'd1),
-    .awvalid(m_axi_awvalid), .awready(m_axi_awready), .awid(m_axi_awid), .awaddr(m_axi_awaddr), .awlen(m_axi_awlen),
+    .awvalid(m_axi_awvalid), .awready(m_axi_awready), .awid(m_axi_awid), .awaddr(m_axi_awaddr - dram_window), .awlen(m_axi_awlen),
     .awsize(m_axi_awsize), .awburst(m_axi_awburst), .awcache(m_axi_awcache), .awprot(m_axi_awprot),
     .wvalid(m_axi_wvalid), .wready(m_axi_wready), .wdata(m_axi_wdata), .wstrb(m_axi_wstrb), .wlast(m_axi_wlast),
     .bvalid(m_axi_bvalid), .bready(m_axi_bready), .bid(m_axi_bid), .bresp(m_axi_bresp),
-    .arvalid(m_axi_arvalid), .arready(m_axi_arready), .arid(m_axi_arid), .araddr(m_axi_araddr), .arlen(m_axi_arlen),
+    .arvalid(m_axi_arvalid), .arready(m_axi_arready), .arid(m_axi_arid), .araddr(m_axi_araddr - dram_window), .arlen(m_axi_arlen),
     .arsize(m_axi_arsize), .arburst(m_axi_arburst), .arcache(m_axi_arcache), .arprot(m_axi_arprot),
     .rvalid(m_axi_rvalid), .rready(m_axi_rready), .rid(m_axi_rid), .rdata(m_axi_rdata), .rresp(m_axi_rresp),
     .rlast(m_axi_rlast));

@@ -19,7 +19,7 @@ from sw.config import load_config
 from sw.fsim import FsimDevice
 
 from ..model import verilog as _verilog
-from ..model.build import BUILD_ARGS, CACHE_DIR, DRAM_CPP, verilate_testbench, verilator_root
+from ..model.build import BUILD_ARGS, CACHE_DIR, DRAM_CPP, VBOARD_CPP, verilate_testbench, verilator_root
 from ..model.cache import cached_build, digest
 from ..model.testbench import TESTBENCH_SV, control_file, testbench_parameters
 from ..model.variants import MODEL_DIR
@@ -45,8 +45,8 @@ def build_harness(cfg, extra_args=()) -> Path:
     """The harness executable of ``cfg`` (cached like the co-simulation model); ``extra_args`` go to Verilator."""
     gen = _verilog.generate(cfg)
     args = HARNESS_ARGS + list(extra_args)
-    key = digest(gen.text(), gen.ports_header, TESTBENCH_SV, control_file(), DRAM_CPP, MAIN_CPP, " ".join(args),
-                 repr(sorted(testbench_parameters(gen.interface).items())), str(verilator_root()))
+    key = digest(gen.text(), gen.ports_header, TESTBENCH_SV, control_file(), DRAM_CPP, VBOARD_CPP, MAIN_CPP,
+                 " ".join(args), repr(sorted(testbench_parameters(gen.interface).items())), str(verilator_root()))
     out = CACHE_DIR / f"harness-{cfg.name}-{key}"
     cached_build(out, lambda out: verilate_testbench(cfg, gen, out, args, main_cpp=MAIN_CPP, output="vta_harness"))
     return out / "obj" / "vta_harness"
