@@ -18,7 +18,7 @@ TESTBENCH_SV = Path(__file__).resolve().parent / "vta_tb.sv"
 # signal Python may write is an input to Verilator (logic that depends on it is evaluated on every eval), so
 # the read-only ones are made readable only, and everything else (rst, the DUT) stays private and optimized.
 WRITTEN_SIGNALS = ("reset_req", "dram_latency", "dram_bytes_per_cycle", "dram_stall", "dram_fault", "dram_fault_at",
-                   "watchdog_limit", "cycle_limit",
+                   "dram_window", "watchdog_limit", "cycle_limit",
                    "trace_enable", "ctl_req", "ctl_we", "ctl_addr", "ctl_wdata", "arm")
 READ_SIGNALS = ("clk", "ctl_ack", "ctl_rdata", "done", "why")
 PUBLIC_SIGNALS = WRITTEN_SIGNALS + READ_SIGNALS

@@ -64,6 +64,10 @@ module vta_tb #(
   // The failing read beat carries zeros; the failing write beat is not written and its burst's B carries the error.
   logic [31:0] dram_fault = 32'd0;
   logic [31:0] dram_fault_at = 32'd0;
+  // Where device memory sits on the bus: the DPI DRAM answers bus address dram_window + a with its byte a (a board
+  // whose DRAM window is high in the address map); an address below the window wraps to a huge offset, outside
+  // device memory, and is counted as a fault. 0: device memory from bus address 0.
+  logic [31:0] dram_window = 32'd0;
   logic arm = 1'b0;                        // flipped right before launching (the run monitor, below)
   logic fault_arm_seen = 1'b0;
   wire fault_rearm = (arm != fault_arm_seen);
@@ -150,7 +154,7 @@ module vta_tb #(
           r_data = '0;
           r_resp <= dram_fault[1:0];
         end else begin
-          vta_dram_read(rq_addr[head] + beat * BYTES, BYTES, r_data);
+          vta_dram_read(rq_addr[head] - dram_window + beat * BYTES, BYTES, r_data);
           r_resp <= 2'b00;
         end
         served = served + 1;
@@ -209,7 +213,7 @@ module vta_tb #(
         if (dram_fault[1:0] != 2'b00 && dram_fault[2] && served == longint'(dram_fault_at))
           fail_burst = bursts;
         else
-          vta_dram_write(wq_addr[wq_head] + w_beat * BYTES, BYTES, m_axi_wdata, m_axi_wstrb);
+          vta_dram_write(wq_addr[wq_head] - dram_window + w_beat * BYTES, BYTES, m_axi_wdata, m_axi_wstrb);
         served = served + 1;
         credit = credit - BYTES;
         if (m_axi_wlast) begin
@@ -313,11 +317,11 @@ module vta_tb #(
   always @(posedge clk) axi_done_q <= done;
   vta_axi_checker #(.BUS(BUS), .ADDR($bits(m_axi_araddr)), .IDW($bits(m_axi_arid))) axi_checker (
     .clk, .rst, .cycle, .run_end(done && !axi_done_q && why == 2'd1),
-    .awvalid(m_axi_awvalid), .awready(m_axi_awready), .awid(m_axi_awid), .awaddr(m_axi_awaddr), .awlen(m_axi_awlen),
+    .awvalid(m_axi_awvalid), .awready(m_axi_awready), .awid(m_axi_awid), .awaddr(m_axi_awaddr - dram_window), .awlen(m_axi_awlen),
     .awsize(m_axi_awsize), .awburst(m_axi_awburst), .awcache(m_axi_awcache), .awprot(m_axi_awprot),
     .wvalid(m_axi_wvalid), .wready(m_axi_wready), .wdata(m_axi_wdata), .wstrb(m_axi_wstrb), .wlast(m_axi_wlast),
     .bvalid(m_axi_bvalid), .bready(m_axi_bready), .bid(m_axi_bid), .bresp(m_axi_bresp),
-    .arvalid(m_axi_arvalid), .arready(m_axi_arready), .arid(m_axi_arid), .araddr(m_axi_araddr), .arlen(m_axi_arlen),
+    .arvalid(m_axi_arvalid), .arready(m_axi_arready), .arid(m_axi_arid), .araddr(m_axi_araddr - dram_window), .arlen(m_axi_arlen),
     .arsize(m_axi_arsize), .arburst(m_axi_arburst), .arcache(m_axi_arcache), .arprot(m_axi_arprot),
     .rvalid(m_axi_rvalid), .rready(m_axi_rready), .rid(m_axi_rid), .rdata(m_axi_rdata), .rresp(m_axi_rresp),
     .rlast(m_axi_rlast));

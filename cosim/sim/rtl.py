@@ -84,6 +84,8 @@ class RtlDevice:
         self.launches = 0
         self.mem = mem
         self._fault = None
+        self.window = 0
+        self.base_registers = None      # what a launch writes to the base-address registers (None: the window)
         if mem == "cocotbext":           # cocotbext-axi's AxiRam serves the memory port (cosim/sim/axiram.py)
             from .axiram import attach
             self.axiram = attach(dut, self.dram, mem_seed, dram_latency)
@@ -137,6 +139,25 @@ class RtlDevice:
             raise ValueError(f"beat = {beat!r} must be an integer in [0, {(1 << 32) - 1}]")
         self._fault = (channel, beat, response)
 
+    # ------------------------------------------------------------------ where device memory sits on the bus
+    def set_window(self, base: int) -> None:
+        """Put device memory at bus address ``base`` (0: from address 0), as on a board whose DRAM is high in the
+        address map: the runtime keeps using offsets into device memory; a run points ``insn_addr`` at
+        ``base + offset`` and sets the five base-address registers (uop/inp/wgt/acc/out_addr, ORed into every DMA
+        address) to ``base``, and the DPI DRAM answers bus address ``base + a`` with its byte ``a``. ``base`` must
+        be a multiple of device memory's size rounded up to a power of two (so that ORing is adding) and leave the
+        whole of device memory below 4 GiB. The DPI DRAM only (not ``mem="cocotbext"``)."""
+        size = len(self.dram)
+        align = 1 << (size - 1).bit_length()
+        if self.mem != "dpi":
+            raise ValueError(f"set_window needs the DPI DRAM (mem='dpi'), not mem={self.mem!r}")
+        if isinstance(base, bool) or not isinstance(base, int) or not 0 <= base <= (1 << 32) - align \
+                or base % align:
+            raise ValueError(f"window base = {base!r}; allowed: a multiple of {align:#x} in [0, {(1 << 32) - align:#x}] "
+                             f"(device memory is {size:#x} bytes)")
+        self.window = base
+        self.dut.dram_window.value = base
+
     def _arm_fault(self):
         channel, beat, response = self._fault or ("read", 0, None)
         if self.mem == "cocotbext":
@@ -148,7 +169,7 @@ class RtlDevice:
 
     def _axi_error(self, regs, insn_addr, insn_count) -> AxiResponseError:
         """The exception for a run stopped by an AXI error response, from the ``axi_error`` registers."""
-        info, addr = regs["axi_error"], regs["axi_error_addr"]
+        info, addr = regs["axi_error"], regs["axi_error_addr"] - self.window
         response = {v: k for k, v in AXI_RESPONSES.items()}.get(info & 3, f"response {info & 3}")
         if info >> 2 & 1:
             channel, client, what = "write", "store", "STORE"
@@ -202,9 +223,9 @@ class RtlDevice:
         self.lib.vta_dram_clear_faults()
         self._arm_fault()
         await self.write_reg("insn_count", insn_count)
-        await self.write_reg("insn_addr", insn_addr)
+        await self.write_reg("insn_addr", self.window + insn_addr)
         for ptr in ("uop_addr", "inp_addr", "wgt_addr", "acc_addr", "out_addr"):
-            await self.write_reg(ptr, 0)
+            await self.write_reg(ptr, self.window if self.base_registers is None else self.base_registers)
         dut.watchdog_limit.value = self.watchdog_cycles
         dut.cycle_limit.value = int(wait_cycles) if wait_cycles else (1 << 63)
         dut.arm.value = 1 - int(dut.arm.value)
