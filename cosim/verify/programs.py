@@ -17,7 +17,8 @@ from sw.isa import AluOp, MemId, Opcode
 from .pages import CHECK_BYTES
 
 __all__ = ["run_raw", "store_insn", "finish_after_store", "register_sweep", "empty_alu", "token_traffic",
-           "field_sweep", "address_sweep", "high_window", "top_fetch", "token_fill", "directed_calls", "check_directed", "AXI_CASES"]
+           "field_sweep", "address_sweep", "high_window", "top_fetch", "token_fill", "directed_calls", "check_directed",
+           "AXI_CASES"]
 
 
 def run_raw(fields_list, wait_cycles: int = 1 << 31, at: int | None = None) -> dict:
