@@ -17,16 +17,18 @@ from sw.isa import AluOp, MemId, Opcode
 from .pages import CHECK_BYTES
 
 __all__ = ["run_raw", "store_insn", "finish_after_store", "register_sweep", "empty_alu", "token_traffic",
-           "field_sweep", "address_sweep", "directed_calls", "check_directed", "AXI_CASES"]
+           "field_sweep", "address_sweep", "high_window", "top_fetch", "token_fill", "directed_calls", "check_directed",
+           "AXI_CASES"]
 
 
-def run_raw(fields_list, wait_cycles: int = 1 << 31) -> dict:
-    """Write the stream into a fresh buffer, run it on the current target, and report what happened."""
+def run_raw(fields_list, wait_cycles: int = 1 << 31, at: int | None = None) -> dict:
+    """Write the stream into a fresh buffer (or at byte address ``at`` of device memory, outside any buffer: the
+    caller saves what is there), run it on the current target, and report what happened."""
     q = runtime.current()
     isa = q.isa
     raw = isa.words_to_array(f if isinstance(f, int) else isa.encode(**f) for f in fields_list)
-    h = q.alloc(max(raw.size, 4096))
-    addr = q.memory.get(h).phys
+    h = q.alloc(max(raw.size, 4096)) if at is None else None
+    addr = q.memory.get(h).phys if at is None else at
     q.dram[addr:addr + raw.size] = raw
     before = q.dram[:CHECK_BYTES].copy()
     out = {"error": None, "message": ""}
@@ -35,7 +37,8 @@ def run_raw(fields_list, wait_cycles: int = 1 << 31) -> dict:
     except Exception as err:  # noqa: BLE001 - the error is the result
         out["error"], out["message"] = type(err).__name__, str(err)
     out["changed"] = int(np.count_nonzero(q.dram[:CHECK_BYTES] != before))
-    q.free(h)
+    if h is not None:
+        q.free(h)
     return out
 
 
@@ -108,11 +111,47 @@ def address_sweep() -> dict:
         return run_raw(insns)
 
 
+def high_window() -> dict:
+    """On the RTL (toggle coverage, and the board case of device memory high in the bus address map): device memory
+    put at the highest window the 32-bit bus has for it (0xFC000000 for 64 MiB; :meth:`cosim.sim.rtl.RtlDevice.set_window`),
+    then a vector addition through the runtime, the address sweep (every DMA address bit at 1) and a SLVERR on the
+    store's write beat (the latched error address); device memory back at 0 after. Returns the three results and
+    the window."""
+    from sw import programs
+
+    from . import faults
+
+    dev = runtime.current().target
+    base = (1 << 32) - (1 << (len(dev.dram) - 1).bit_length())
+    dev.set_window(base)
+    try:
+        return {"window": base, "vector_add": programs.vector_add("python", seed=1), "sweep": address_sweep(),
+                "axi_error": faults.axi_error("write", 0, "SLVERR"), "top_fetch": top_fetch()}
+    finally:
+        dev.set_window(0)
+
+
+def top_fetch(n: int = 64) -> dict:
+    """``n`` instructions fetched from the very top of device memory (NOP stores of each module, then FINISH): every
+    fetch address bit above the instruction size goes to 1. What was there is put back."""
+    q = runtime.current()
+    at = len(q.dram) - n * q.isa.insn_bytes
+    saved = q.dram[at:].copy()
+    nop = [dict(opcode=Opcode.LOAD, memory_type=MemId.INP), dict(opcode=Opcode.LOAD, memory_type=MemId.UOP),
+           dict(opcode=Opcode.STORE, memory_type=MemId.OUT)]
+    try:
+        return run_raw([nop[i % 3] for i in range(n - 1)] + [dict(opcode=Opcode.FINISH)], at=at)
+    finally:
+        q.dram[at:] = saved
+
+
 def field_sweep() -> dict:
     """Instructions that do nothing but carry every field at its largest value through fetch, the command queues
     and each module's decoder (toggle coverage): NOP loads and stores (x_size = 0) of each module, a GEMM and an ALU
     with no iterations (iter_out = 0), each followed by the same instruction with its fields at zero; then FINISH.
-    Nothing may change and no error may be raised."""
+    The launch sets every bit of the five base-address registers (a NOP moves no data, so the all-ones base is
+    latched by each DMA module and never used); the next launch clears them. Nothing may change and no error may
+    be raised."""
     cfg = runtime.current().cfg
     mem = dict(sram_base=0xFFFF, dram_base=0xFFFFFFFF, y_size=0xFFFF, x_size=0, x_stride=0xFFFF, y_pad_0=15,
                y_pad_1=15, x_pad_0=15, x_pad_1=15)
@@ -128,7 +167,12 @@ def field_sweep() -> dict:
                                                                        MemId.ACC_8BIT)]
               + [dict(opcode=Opcode.STORE, memory_type=MemId.OUT, **mem), gemm, alu]):
         insns += [f, {k: (v if k in ("opcode", "memory_type", "alu_opcode") else 0) for k, v in f.items()}]
-    return run_raw(insns + [dict(opcode=Opcode.FINISH)])
+    dev = runtime.current().target
+    dev.base_registers = 0xFFFFFFFF
+    try:
+        return run_raw(insns + [dict(opcode=Opcode.FINISH)])
+    finally:
+        dev.base_registers = None
 
 
 def empty_alu() -> dict:
@@ -163,6 +207,37 @@ def token_traffic(rounds: int = 160) -> dict:
     return out
 
 
+def token_fill(n: int = 255) -> dict:
+    """A raw stream that fills every token queue to ``n`` (the 255-token limit by default) and drains it again
+    (toggle coverage of the queues' counts and the tokens_* registers): each producer pushes ``n`` tokens with NOP
+    instructions while the consumer is busy with a long transfer or ALU loop, then the consumer pops them all. Load
+    pushes l2g during compute's first ALU loop; compute pops them and pushes g2l and g2s while load and store move
+    two whole SRAMs each; store pops g2s and pushes s2g during compute's second loop; everyone drains. Device
+    memory outside its own scratch buffer is not touched."""
+    q = runtime.current()
+    cfg = q.cfg
+    inp, out = min(cfg.INP_DEPTH, 0xFFFF), min(cfg.OUT_DEPTH, 0xFFFF)
+    h = q.alloc(max(inp * cfg.INP_ELEM_BYTES, out * cfg.OUT_ELEM_BYTES))
+    base = q.memory.get(h).phys
+    nop_load = dict(opcode=Opcode.LOAD, memory_type=MemId.INP)          # a load-module NOP
+    nop_compute = dict(opcode=Opcode.LOAD, memory_type=MemId.UOP)       # a compute-module NOP
+    nop_store = dict(opcode=Opcode.STORE, memory_type=MemId.OUT)        # a store-module NOP
+    big_load = dict(opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=0, dram_base=base // cfg.INP_ELEM_BYTES,
+                    y_size=1, x_size=inp, x_stride=inp)
+    big_store = dict(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=0, dram_base=base // cfg.OUT_ELEM_BYTES,
+                     y_size=1, x_size=out, x_stride=out)
+    loop = dict(opcode=Opcode.ALU, alu_opcode=AluOp.ADD, use_imm=1, imm=0, uop_bgn=0, uop_end=1, iter_out=32,
+                iter_in=64)
+    insns = ([dict(nop_load, push_next=1)] * n + [loop, big_store, big_store, big_load, big_load]
+             + [dict(nop_compute, pop_prev=1, push_prev=1, push_next=1)] * n + [loop]
+             + [dict(nop_load, pop_next=1)] * n + [dict(nop_load, push_next=1)]
+             + [dict(nop_store, pop_prev=1, push_prev=1)] * n
+             + [dict(nop_compute, pop_next=1)] * n + [dict(nop_compute, pop_prev=1), dict(opcode=Opcode.FINISH)])
+    out_ = run_raw(insns)
+    q.free(h)
+    return out_
+
+
 def directed_calls() -> list:
     """The directed programs of ``make coverage`` beside the regression: each error the hardware reports
     (cosim.verify.faults), the accelerator working again after them, and the register sweep."""
@@ -173,7 +248,8 @@ def directed_calls() -> list:
             (faults.bad_memory_type, (), {}), (faults.timeout, (), {}), (programs.vector_add, ("python",), {}),
             (register_sweep, (), {}), (empty_alu, (), {}), (token_traffic, (), {}),
             *((faults.axi_error, case, {}) for case in AXI_CASES), (programs.vector_add, ("python",), {}),
-            (field_sweep, (), {}), (address_sweep, (), {}), (empty_alu, (), {})]   # (a last launch clears the counters)
+            (field_sweep, (), {}), (address_sweep, (), {}), (high_window, (), {}), (token_fill, (), {}),
+            (empty_alu, (), {})]   # (a last launch clears the counters)
 
 
 # the AXI error responses of the directed programs: a fetch beat, a load beat, two write beats
@@ -203,6 +279,20 @@ def check_directed(results) -> list:
                    f"{results[14]['changed']} bytes changed")
     if results[15]["error"]:
         bad.append(f"address_sweep: {results[15]['error']} {results[15]['message'][:300]}")
+    high = results[16]
+    if not np.array_equal(high["vector_add"]["result"], high["vector_add"]["expected"]):
+        bad.append(f"vector_add with device memory at {high['window']:#x}: wrong result")
+    if high["sweep"]["error"]:
+        bad.append(f"address sweep at {high['window']:#x}: {high['sweep']['error']} {high['sweep']['message'][:300]}")
+    if high["top_fetch"]["error"] or high["top_fetch"]["changed"]:
+        bad.append(f"fetch from the top of device memory at {high['window']:#x}: {high['top_fetch']['error']} "
+                   f"{high['top_fetch']['message'][:300]}, {high['top_fetch']['changed']} bytes changed")
+    if results[17]["error"]:
+        bad.append(f"token_fill: {results[17]['error']} {results[17]['message'][:300]}")
+    err = high["axi_error"]
+    if err["error"] != "AxiResponseError" or f"burst at {err['base']:#x}" not in err["message"]:
+        bad.append(f"SLVERR with device memory at {high['window']:#x}: expected an AxiResponseError at offset "
+                   f"{err['base']:#x}, got {err['error']}: {err['message'][:300]}")
     sweep = dict(results[6])
     bad += [f"register {off:#x}: wrote 0xffffffff, read {v:#x}" for off, v in sweep.pop("ones").items()
             if v != 0xFFFFFFFF]

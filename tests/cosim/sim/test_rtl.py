@@ -94,3 +94,23 @@ def test_describe_state_names_waits():
     assert "load is waiting for a g2l token" in text and "compute is waiting for an l2g or s2g token" in text
     assert "fetch is idle" in text and "store is idle" in text
     assert rtl.decode_error(3 << 8) == "RESERVED_DEP_FLAG (code 3)" and rtl.decode_error(0) == ""
+
+
+def _device(size=64 << 20, mem="dpi"):
+    from types import SimpleNamespace
+    dev = rtl.RtlDevice.__new__(rtl.RtlDevice)
+    dev.dram, dev.mem, dev.window = np.zeros(size, np.uint8), mem, 0
+    dev.dut = SimpleNamespace(dram_window=SimpleNamespace(value=0))
+    return dev
+
+
+def test_window_sets_the_testbench_and_checks_its_base():
+    dev = _device()
+    dev.set_window(0xFC000000)
+    assert dev.window == dev.dut.dram_window.value == 0xFC000000
+    for bad in (0x02000000, 0xFE000000, -0x04000000, 1 << 32, True):
+        with pytest.raises(ValueError, match=r"window base = .*; allowed: a multiple of 0x4000000 in \[0, 0xfc000000\]"):
+            dev.set_window(bad)
+    with pytest.raises(ValueError, match="needs the DPI DRAM"):
+        _device(mem="cocotbext").set_window(0)
+    _device(size=48 << 20).set_window(0xFC000000)       # 48 MiB: windows on 64 MiB boundaries

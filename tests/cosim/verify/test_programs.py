@@ -15,12 +15,15 @@ def test_directed_programs_do_what_they_must(results):
     assert programs.check_directed(results) == []
     assert set(results[6]["ones"]) == {0x04, 0x08, 0x0C, 0x10, 0x14, 0x18, 0x1C, 0x20}     # cycles and the host registers
     assert results[14]["counters"]["insn_fetched"] == 17 and results[14]["counters"]["gemm_counter"] == 0
+    assert results[16]["window"] == 0xFC000000           # 64 MiB of device memory at the top of the 32-bit bus
 
 
 def test_a_wrong_result_is_reported(results):
     results = list(results)
     results[14] = dict(results[14], changed=3)
     results[9] = dict(results[9], error=None)
+    results[16] = dict(results[16], sweep=dict(results[16]["sweep"], error="VTAError", message="outside"))
     bad = programs.check_directed(results)
     assert any(b.startswith("field_sweep: None") and "3 bytes changed" in b for b in bad)
     assert any(b.startswith("SLVERR on read beat 0: expected an AxiResponseError") for b in bad)
+    assert "address sweep at 0xfc000000: VTAError outside" in bad
