@@ -230,8 +230,8 @@ PYTHON = {
                "the report"),
     # hardware and FPGA
     f"{PY} -m hw.formal --markdown docs/verification.md":
-        Run(["--only", "queue-count", "lite-stable", "--markdown", "verification.md"], ("slow",)),
-    f"{PY} -m hw.formal --mutants": Run(["--mutants", "--only", "queue-count", "axi-bursts"], ("slow",)),
+        Run(["--only", "queue-bounds", "lite-stable", "--markdown", "verification.md"], ("slow",)),
+    f"{PY} -m hw.formal --mutants": Run(["--mutants", "--only", "queue-bounds", "axi-bursts"], ("slow",)),
     f"{PY} -m hw.formal --only fetch-routing": Run(["--only", "queue-limit", "--fast"], ("slow",)),
     f"{PY} -m hw --config configs/default.json -o build/vta.v --docs":
         Covered("tests/hw/test_top.py", 'main(["--config", "configs/small.json", "-o", str(out)])'),

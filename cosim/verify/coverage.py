@@ -24,7 +24,7 @@ from sw.cli import command, run_as_main
 from ..sim.coverage_dump import COVERAGE_DIR_ENV
 from .programs import check_directed, directed_calls
 
-__all__ = ["parse_dat", "merge_dat", "write_info", "module_table",
+__all__ = ["parse_dat", "merge_dat", "write_info", "module_table", "signal_name", "toggle_shape", "SHAPES",
            "uncovered_sources", "explain", "KNOWN_UNREACHABLE", "main"]
 
 TESTBENCH_MODULES = {"vta_tb", "vta_axi_checker", "vta_axi_handshake"}   # not the accelerator
@@ -186,6 +186,13 @@ KNOWN_UNREACHABLE = [
 
 
 _BIT = re.compile(r"\[(\d+)\](?::.*)?$")
+_ESCAPE = re.compile(r"__0([0-9a-fA-F]{2})")
+
+
+def signal_name(name: str) -> str:
+    """A Verilator coverage name with its escapes undone: ``dma___05Fcmd___05Fpayload__02ebeats`` ->
+    ``dma__cmd__payload.beats``, ``__024117`` -> ``$117`` (an Amaranth expression with no name of its own)."""
+    return _ESCAPE.sub(lambda m: chr(int(m[1], 16)), name)
 
 
 def untoggled_signals(points) -> list:
@@ -199,7 +206,7 @@ def untoggled_signals(points) -> list:
             continue
         name = p.get("o", "")
         m = _BIT.search(name)
-        signal = name[:m.start()] if m else name.split(":")[0]
+        signal = signal_name(name[:m.start()] if m else name.split(":")[0])
         key = (module, signal)
         total[key] += 1
         if not p["count"]:
@@ -208,6 +215,29 @@ def untoggled_signals(points) -> list:
                 bits[key].add(int(m[1]))
     rows = [(m, sig, n, total[(m, sig)], sorted(bits[(m, sig)])) for (m, sig), n in missed.items()]
     return sorted(rows, key=lambda r: (-r[2], r[0], r[1]))
+
+
+SHAPES = {
+    "high": "only high bits never toggled: the signal never reached 2^k in any run (event counters beyond the "
+            "longest run, lengths and addresses beyond the largest transfer or device memory)",
+    "low": "only low bits never toggled: values that are multiples of 2^k (bus-aligned addresses, whole elements)",
+    "constant": "no bit toggled: a value fixed for the config or never exercised",
+    "other": "bits in the middle never toggled",
+}
+
+
+def toggle_shape(row) -> str:
+    """Which of :data:`SHAPES` an untoggled signal of :func:`untoggled_signals` is: its never-toggled bits are
+    the top ``width - k`` bits, the bottom ``k`` bits, all of them, or something else."""
+    _, _, missed, total, bits = row
+    width = total // 2
+    if missed == total:
+        return "constant"
+    if bits and bits == list(range(bits[0], width)) and bits[0] > 0:
+        return "high"
+    if bits and bits == list(range(0, len(bits))):
+        return "low"
+    return "other"
 
 
 def _ranges(bits) -> str:
@@ -259,6 +289,13 @@ def report(points, verilog: Path) -> str:
               + (":" if explained else "")] + explained
     signals = untoggled_signals(points)
     if signals:
+        shapes = defaultdict(lambda: [0, 0])
+        for row in signals:
+            shapes[toggle_shape(row)][0] += 1
+            shapes[toggle_shape(row)][1] += row[2]
+        lines += ["", "Untoggled points by shape (signals, points):"]
+        lines += [f"  {shape}: {shapes[shape][0]} signals, {shapes[shape][1]} points; {why}"
+                  for shape, why in SHAPES.items() if shape in shapes]
         lines += ["", f"Signals with bits never toggled: {len(signals)}, {sum(r[2] for r in signals)} toggle points; "
                   f"the {min(TOP_UNTOGGLED, len(signals))} with most (module, signal: untoggled/all points, bits):"]
         lines += [f"  {m}, {sig}: {n}/{t}, bits {_ranges(bits)}" for m, sig, n, t, bits in signals[:TOP_UNTOGGLED]]

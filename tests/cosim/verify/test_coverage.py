@@ -91,3 +91,14 @@ def test_untoggled_signals_are_listed_with_their_bits(tmp_path):
     text = coverage.report(pts, verilog)
     assert "Signals with bits never toggled: 2, 9 toggle points" in text
     assert "  vta_top.axi, addr: 8/16, bits 4-7" in text
+
+
+def test_untoggled_signals_are_named_without_escapes_and_sorted_by_shape():
+    assert coverage.signal_name("dma___05Fcmd___05Fpayload__02ebeats") == "dma__cmd__payload.beats"
+    assert coverage.signal_name("__024117") == "$117"
+    counter = [_toggle("vta_top", f"cycles[{b}]:{d}", int(b < 5)) for b in range(8) for d in ("0->1", "1->0")]
+    addr = [_toggle("vta_top", f"addr[{b}]:{d}", int(b >= 3)) for b in range(8) for d in ("0->1", "1->0")]
+    mid = [_toggle("vta_top", f"x[{b}]:{d}", int(b != 4)) for b in range(8) for d in ("0->1", "1->0")]
+    const = [_toggle("vta_top", f"y[{b}]:{d}", 0) for b in range(2) for d in ("0->1", "1->0")]
+    rows = {r[1]: coverage.toggle_shape(r) for r in coverage.untoggled_signals(counter + addr + mid + const)}
+    assert rows == {"cycles": "high", "addr": "low", "x": "other", "y": "constant"}
