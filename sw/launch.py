@@ -35,7 +35,8 @@ from .registers import REGISTER_MAP, REGISTERS, STATUS_BITS, ErrorCode
 
 __all__ = ["launch", "run_sync", "Write", "Read", "Launch", "Wait", "Reset", "Check", "Stop", "FINISHED", "WATCHDOG",
            "TIMEOUT", "BASE_REGISTERS", "NOT_COUNTERS", "AXI_RESPONSES", "READ_CLIENTS", "WatchdogError", "RunTimeout",
-           "AxiResponseError", "axi_error", "decode_error", "describe_state", "profiler_counters", "counter_registers"]
+           "AxiResponseError", "axi_error", "decode_error", "describe_state", "profiler_counters", "counter_registers",
+           "window_alignment", "check_window"]
 
 # AXI response codes (RRESP/BRESP) that are errors, by name
 AXI_RESPONSES = {"SLVERR": 2, "DECERR": 3}
@@ -123,6 +124,24 @@ class Stop:
 Operation = Write | Read | Launch | Wait | Reset | Check
 
 
+# ---------------------------------------------------------------------- where device memory may sit on the bus
+def window_alignment(size: int) -> int:
+    """What the bus address of ``size`` bytes of device memory must be a multiple of: ``size`` rounded up to a
+    power of two, since a launch ORs the base-address registers into every DMA address and ORing must be adding."""
+    return 1 << (int(size) - 1).bit_length()
+
+
+def check_window(base, size: int) -> int:
+    """``base`` as the bus address of ``size`` bytes of device memory: a multiple of :func:`window_alignment` with
+    the whole of it below 4 GiB (32-bit addresses); else a ValueError naming the allowed values."""
+    align = window_alignment(size)
+    if isinstance(base, bool) or not isinstance(base, (int, np.integer)) or not 0 <= base <= (1 << 32) - align \
+            or base % align:
+        raise ValueError(f"window base = {base!r}; allowed: a multiple of {align:#x} in [0, {(1 << 32) - align:#x}] "
+                         f"(device memory is {int(size):#x} bytes)")
+    return int(base)
+
+
 # ---------------------------------------------------------------------- the sequence
 def counter_registers() -> tuple:
     """The names of the registers a launch reads back: every one except the host-written ones, in map order."""
@@ -136,6 +155,7 @@ def launch(cfg, dram: np.ndarray, insn_addr: int, insn_count: int, window: int =
     and the five base-address registers as ``window`` (so every DMA address, ``base | offset``, lands in device
     memory), or as ``bases`` when given (a test's raw program). Yields the register operations (module doc);
     returns the counters of the run, or raises its error."""
+    check_window(window, len(dram))
     yield Write("insn_count", insn_count)
     yield Write("insn_addr", window + insn_addr)
     for ptr in BASE_REGISTERS:

@@ -136,15 +136,11 @@ class RtlDevice:
         ``base + offset`` and sets the five base-address registers (uop/inp/wgt/acc/out_addr, ORed into every DMA
         address) to ``base``, and the DPI DRAM answers bus address ``base + a`` with its byte ``a``. ``base`` must
         be a multiple of device memory's size rounded up to a power of two (so that ORing is adding) and leave the
-        whole of device memory below 4 GiB. The DPI DRAM only (not ``mem="cocotbext"``)."""
-        size = len(self.dram)
-        align = 1 << (size - 1).bit_length()
+        whole of device memory below 4 GiB (:func:`sw.launch.check_window`). The DPI DRAM only (not
+        ``mem="cocotbext"``)."""
         if self.mem != "dpi":
             raise ValueError(f"set_window needs the DPI DRAM (mem='dpi'), not mem={self.mem!r}")
-        if isinstance(base, bool) or not isinstance(base, int) or not 0 <= base <= (1 << 32) - align \
-                or base % align:
-            raise ValueError(f"window base = {base!r}; allowed: a multiple of {align:#x} in [0, {(1 << 32) - align:#x}] "
-                             f"(device memory is {size:#x} bytes)")
+        base = seq.check_window(base, len(self.dram))
         self.window = base
         self.dut.dram_window.value = base
 

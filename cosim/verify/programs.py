@@ -12,13 +12,17 @@ from __future__ import annotations
 import numpy as np
 
 from sw import runtime
-from sw.isa import AluOp, MemId, Opcode
+from sw.isa import MEMOP_SIZE_BITS, AluOp, MemId, Opcode
+from sw.launch import window_alignment
 
 from .pages import CHECK_BYTES
 
 __all__ = ["run_raw", "store_insn", "finish_after_store", "register_sweep", "empty_alu", "token_traffic",
            "field_sweep", "address_sweep", "high_window", "top_fetch", "token_fill", "directed_calls", "check_directed",
            "AXI_CASES"]
+
+
+X_SIZE_MAX = (1 << MEMOP_SIZE_BITS) - 1      # the most elements one row of a LOAD or STORE moves
 
 
 def run_raw(fields_list, wait_cycles: int = 1 << 31, at: int | None = None) -> dict:
@@ -100,7 +104,7 @@ def address_sweep() -> dict:
 
     def whole(mem, depth, **flags):
         eb = elem_bytes(cfg, mem)
-        n = min(depth, 0xFFFF)
+        n = min(depth, X_SIZE_MAX)
         return dict(opcode=Opcode.STORE if mem == MemId.OUT else Opcode.LOAD, memory_type=mem, sram_base=0,
                     dram_base=(top - n * eb) // eb, y_size=1, x_size=n, x_stride=n, **flags)
     insns = [whole(MemId.INP, cfg.INP_DEPTH), whole(MemId.WGT, cfg.WGT_DEPTH, push_next=1),
@@ -122,7 +126,7 @@ def high_window() -> dict:
     from . import faults
 
     dev = runtime.current().target
-    base = (1 << 32) - (1 << (len(dev.dram) - 1).bit_length())
+    base = (1 << 32) - window_alignment(len(dev.dram))
     dev.set_window(base)
     try:
         return {"window": base, "vector_add": programs.vector_add("python", seed=1), "sweep": address_sweep(),
@@ -216,7 +220,7 @@ def token_fill(n: int = 255) -> dict:
     memory outside its own scratch buffer is not touched."""
     q = runtime.current()
     cfg = q.cfg
-    inp, out = min(cfg.INP_DEPTH, 0xFFFF), min(cfg.OUT_DEPTH, 0xFFFF)
+    inp, out = min(cfg.INP_DEPTH, X_SIZE_MAX), min(cfg.OUT_DEPTH, X_SIZE_MAX)
     h = q.alloc(max(inp * cfg.INP_ELEM_BYTES, out * cfg.OUT_ELEM_BYTES))
     base = q.memory.get(h).phys
     nop_load = dict(opcode=Opcode.LOAD, memory_type=MemId.INP)          # a load-module NOP

@@ -78,3 +78,12 @@ def test_an_axi_error_names_the_channel_and_the_offset_in_device_memory():
         _run(regs)
     assert (info.value.channel, info.value.client, info.value.response, info.value.address) == \
         ("read", "fetch", "DECERR", 0x440)
+
+
+def test_a_window_the_base_registers_cannot_reach_is_refused_before_any_register_is_written():
+    assert launch.window_alignment(0x1000) == 0x1000 and launch.window_alignment(48 << 20) == 64 << 20
+    assert launch.check_window(0xFC000000, 64 << 20) == 0xFC000000
+    regs = Registers()
+    with pytest.raises(ValueError, match=r"window base = 2048; allowed: a multiple of 0x1000 in \[0, 0xfffff000\]"):
+        _run(regs, window=0x800)
+    assert regs.ops == []
