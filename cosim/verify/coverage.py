@@ -22,9 +22,11 @@ from pathlib import Path
 from sw.cli import command, run_as_main
 
 from ..sim.coverage_dump import COVERAGE_DIR_ENV
+from . import toggles
 from .programs import check_directed, directed_calls
 
 __all__ = ["parse_dat", "merge_dat", "write_info", "module_table", "signal_name", "toggle_shape", "SHAPES",
+           "untoggled_points",
            "uncovered_sources", "explain", "KNOWN_UNREACHABLE", "main"]
 
 TESTBENCH_MODULES = {"vta_tb", "vta_axi_checker", "vta_axi_handshake"}   # not the accelerator
@@ -195,6 +197,20 @@ def signal_name(name: str) -> str:
     return _ESCAPE.sub(lambda m: chr(int(m[1], 16)), name)
 
 
+def untoggled_points(points) -> list:
+    """The accelerator's toggle points that never counted, as ``(module, signal, bit)`` (a bit untoggled in both
+    directions appears twice)."""
+    out = []
+    for p in points:
+        kind, module = _kind_module(p)
+        if kind != "toggle" or is_testbench(module) or p["count"]:
+            continue
+        name = p.get("o", "")
+        m = _BIT.search(name)
+        out.append((module, signal_name(name[:m.start()] if m else name.split(":")[0]), int(m[1]) if m else 0))
+    return out
+
+
 def untoggled_signals(points) -> list:
     """The accelerator's signals with bits that never toggled, most untoggled points first:
     ``[(module, signal, untoggled points, toggle points, [bits never toggled])]`` (a point is one direction of
@@ -299,6 +315,15 @@ def report(points, verilog: Path) -> str:
         lines += ["", f"Signals with bits never toggled: {len(signals)}, {sum(r[2] for r in signals)} toggle points; "
                   f"the {min(TOP_UNTOGGLED, len(signals))} with most (module, signal: untoggled/all points, bits):"]
         lines += [f"  {m}, {sig}: {n}/{t}, bits {_ranges(bits)}" for m, sig, n, t, bits in signals[:TOP_UNTOGGLED]]
+        explained, holes = toggles.explain_toggles(untoggled_points(points), verilog)
+        lines += ["", f"Untoggled points of the accelerator, by Amaranth-level reason (cosim/verify/toggles.py): "
+                  f"{len(holes)} not explained" + (":" if holes else "")]
+        by_signal = defaultdict(set)
+        for mod, sig, bit in holes:
+            by_signal[(mod, sig)].add(bit)
+        lines += [f"  {mod}, {sig}: bits {_ranges(sorted(bits))}" for (mod, sig), bits in sorted(by_signal.items())]
+        lines += ["", f"Untoggled points explained: {sum(len(v) for v in explained.values())}:"]
+        lines += [f"  {len(pts)} points: {why}" for why, pts in sorted(explained.items(), key=lambda kv: -len(kv[1]))]
     return "\n".join(lines)
 
 

@@ -18,8 +18,9 @@ from sw.launch import window_alignment
 from .pages import CHECK_BYTES
 
 __all__ = ["run_raw", "store_insn", "finish_after_store", "register_sweep", "empty_alu", "token_traffic",
-           "field_sweep", "address_sweep", "high_window", "top_fetch", "token_fill", "directed_calls", "check_directed",
-           "AXI_CASES"]
+           "field_sweep", "address_sweep", "high_window", "top_fetch", "token_fill", "huge_transfers", "index_sweep",
+           "fetch_huge", "fetch_refusals", "FETCH_REFUSALS", "loop_sweep", "token_saturate",
+           "directed_calls", "check_directed", "AXI_CASES"]
 
 
 X_SIZE_MAX = (1 << MEMOP_SIZE_BITS) - 1      # the most elements one row of a LOAD or STORE moves
@@ -86,6 +87,10 @@ def register_sweep() -> dict:
         write(off, 0)
     for off in host:
         write(off, 0)
+    # the last word of the AXI4-Lite window: every address bit above the map's set (unmapped: ignored, reads 0)
+    far = (1 << 16) - 4
+    write(far, 0xFFFFFFFF)
+    out["far"] = read(far)
     return out
 
 
@@ -242,6 +247,209 @@ def token_fill(n: int = 255) -> dict:
     return out_
 
 
+OUTSIDE = 1 << 31        # a bus address above any device memory: the DPI DRAM reads zeros there and drops writes
+
+
+def token_saturate(n: int = 255) -> dict:
+    """Each token queue filled to ``n`` by its producer's NOPs with nobody popping (the 255-token limit by default),
+    then FINISH; the tokens_* registers must read ``n``. (In :func:`token_fill` the consumers start popping while
+    compute, at about 30 cycles per NOP, is still pushing, so not every queue gets full there.) The next launch clears
+    the queues."""
+    nop = {"load": dict(opcode=Opcode.LOAD, memory_type=MemId.INP),
+           "compute": dict(opcode=Opcode.LOAD, memory_type=MemId.UOP),
+           "store": dict(opcode=Opcode.STORE, memory_type=MemId.OUT)}
+    insns = ([dict(nop["load"], push_next=1)] * n + [dict(nop["store"], push_prev=1)] * n
+             + [dict(nop["compute"], push_prev=1)] * n + [dict(nop["compute"], push_next=1)] * n
+             + [dict(opcode=Opcode.FINISH)])
+    return run_raw(insns)
+
+
+def huge_transfers(rows: int = (1 << 15) + 1, max_beats: int = 1 << 17) -> list:
+    """On the RTL with the DPI DRAM (toggle coverage of the DMA paths' sizes, row and column counters, byte counters
+    and burst commands): transfers far longer than any network makes, each stopped by an injected AXI error
+    (DECERR). Per memory type a "wide" instruction (every size and stride field at its largest, x and bottom padding
+    15, the SRAM base at the top: its first row runs for ``max_beats`` data beats; a top padding of 15 rows that
+    wide would be a million SRAM writes first), an "allbits" one (rows x elements x element bytes = 2^32 - element
+    bytes: the byte counters, reset by the error before, move every bit at once), two "mixed" ones (sizes and
+    paddings of alternating bits; the first with base-register bits 0-29 set, stopped on its first beat, the second
+    at element addresses with their top bits set and base registers 1, on its 17th), for the store a "row80" one
+    (one burst of 80 beats) and a "tall" one (``rows`` rows of one element, y padding 15, at most ``max_beats`` data
+    beats: the row counters pass 2^15 where a row is two beats); a UOP load is one row (the runtime refuses others).
+    Every address is above device memory (reads give zeros, writes are dropped), so nothing changes. Then one small
+    load of each memory type from device memory. Returns ``[(memory type, case, channel, beat, result of
+    run_raw)]``, the last ``("all", "small", None, None, result)``; each stopped run must end in an AxiResponseError
+    naming its channel, the small loads without an error."""
+    from sw.pipeline import elem_bytes
+
+    from ..sim import axi_monitor
+
+    q = runtime.current()
+    cfg, dev = q.cfg, q.target
+    beat_bytes = cfg.BUS_WIDTH // 8
+    depth = {MemId.UOP: cfg.UOP_DEPTH, MemId.INP: cfg.INP_DEPTH, MemId.WGT: cfg.WGT_DEPTH, MemId.ACC: cfg.ACC_DEPTH,
+             MemId.ACC_8BIT: cfg.ACC_DEPTH, MemId.OUT: cfg.OUT_DEPTH}
+    out = []
+    for mem in (MemId.INP, MemId.WGT, MemId.UOP, MemId.ACC, MemId.ACC_8BIT, MemId.OUT):
+        eb = elem_bytes(cfg, mem)
+        store = mem == MemId.OUT
+        # tokens make FINISH wait for the transfer (a load or store module runs beside compute)
+        module = MemId.INP, MemId.WGT
+        flags = dict(push_prev=1) if store else dict(push_next=1) if mem in module else {}
+        base = dict(opcode=Opcode.STORE if store else Opcode.LOAD, memory_type=mem, dram_base=OUTSIDE // eb, **flags)
+        finish = (finish_after_store() if store else [dict(opcode=Opcode.FINISH, pop_prev=1)] if mem in module
+                  else [dict(opcode=Opcode.FINISH)])
+        padded = mem not in (MemId.UOP, MemId.OUT)
+        pads = dict(y_pad_0=15, y_pad_1=15, x_pad_0=15, x_pad_1=15) if padded else {}
+        beats = max(1, eb // beat_bytes)                    # data beats per element
+        rows_of = (lambda n: 1) if mem == MemId.UOP else (lambda n: n)      # a UOP load is one row
+        cases = [
+            # every size field at its largest; the row runs until max_beats
+            ("wide", dict(base, sram_base=depth[mem] - 1, y_size=rows_of(X_SIZE_MAX), x_size=X_SIZE_MAX,
+                          x_stride=X_SIZE_MAX, **dict(pads, y_pad_0=0)),
+             min(-(-X_SIZE_MAX * eb // beat_bytes), max_beats) - 1, None),
+            # sizes with alternating bits, base-address bits 0-29 set (ORed into addresses that stay above
+            # device memory and below 4 GiB): the bits that all-ones sizes carry into
+            ("mixed", dict(base, dram_base=OUTSIDE // eb + (0x7FF << 16), sram_base=depth[mem] // 2 + 1,
+                           y_size=rows_of(0x7FFF), x_size=0x5555,
+                           x_stride=0xAAAA, **({k: 1 << i for i, k in enumerate(pads)} if padded else {})), 0,
+             (OUTSIDE >> 1) - 1),
+            # an element address with its top bits set (byte address 0xFF000000 once scaled to 32 bits), base
+            # registers 1 (a byte offset inside the first beat)
+            ("mixed2", dict(base, sram_base=depth[mem] // 4 + 2, y_size=rows_of(0x7FF0), x_size=0xAAAA,
+                            x_stride=0x5555, dram_base=((eb - 1) << 32 | 0xFF000000) // eb), 16, 1)]
+        if mem != MemId.UOP:
+            # rows x elements x element bytes = 2^32 - element bytes: one instruction moves every bit of the byte
+            # counters at once ((2^h - 1)(2^h + 1) = 2^2h - 1 elements); after "wide", whose error resets the
+            # counters (this adds 2^32 - eb to 0, not to what earlier runs left), before the ones that clear its bits
+            k = 32 - (eb.bit_length() - 1)
+            cases.insert(1, ("allbits", dict(base, sram_base=0, y_size=(1 << k // 2) + 1,
+                                             x_size=(1 << (k + 1) // 2) - 1, x_stride=(1 << (k + 1) // 2) - 1), 0, None))
+        if store:       # a burst of 64-127 beats cut by no boundary (bit 6 of AWLEN); the runs above have none
+            cases.append(("row80", dict(base, sram_base=0, y_size=1, x_size=(80 * beat_bytes) // eb, x_stride=1), 0,
+                          None))
+        if mem != MemId.UOP:
+            cases.append(("tall", dict(base, sram_base=0, y_size=X_SIZE_MAX, x_size=1, x_stride=1,
+                                       **dict(pads, x_pad_0=0, x_pad_1=0)), min(rows, max_beats // beats) * beats,
+                          None))
+        for case, insn, beat, bases in cases:
+            channel = "write" if store else "read"
+            beat += 0 if store else (1 + len(finish)) * q.isa.insn_bytes // beat_bytes    # after the fetch
+            dev.inject_axi_error(channel, beat, "DECERR")
+            dev.base_registers = bases
+            try:
+                with axi_monitor.raw_image():
+                    out.append((mem.name, case, channel, beat, run_raw([insn, *finish])))
+            finally:
+                dev.base_registers = None
+    # one element of each memory type loaded from device memory again: the address registers and their sums go back
+    # to small values (their bits toggle back within this run of programs)
+    h = q.alloc(4096)
+    at = q.memory.get(h).phys
+    small = [dict(opcode=Opcode.LOAD, memory_type=mem, sram_base=0, dram_base=at // elem_bytes(cfg, mem), y_size=1,
+                  x_size=1, x_stride=1) for mem in (MemId.UOP, MemId.ACC, MemId.ACC_8BIT, MemId.INP, MemId.WGT)]
+    small[-1]["push_next"] = 1
+    out.append(("all", "small", None, None, run_raw(small + [dict(opcode=Opcode.FINISH, pop_prev=1)])))
+    q.free(h)
+    return out
+
+
+def index_sweep() -> dict:
+    """GEMMs (with and without reset) and tensor ALUs whose loops and micro-ops reach the top of every SRAM they index
+    (toggle coverage of the micro-op sequencers' offsets and of the micro-op fields): three micro-ops at the last
+    micro-op addresses (all indices 0; a GEMM's largest; an ALU's largest); the first run with 2 x 2 iterations of
+    steps ``(depth / 2 - 1, depth / 2)`` and then the other way round (each SRAM's last index is ``depth - 1``,
+    every offset bit goes to 1 and back), the other two once. No error may be raised."""
+    q = runtime.current()
+    cfg, isa = q.cfg, q.isa
+    h = q.alloc(4096)
+    at = q.memory.get(h).phys
+    words = [0, isa.encode_uop(cfg.ACC_DEPTH - 1, cfg.INP_DEPTH - 1, cfg.WGT_DEPTH - 1),
+             isa.encode_uop(cfg.ACC_DEPTH - 1, cfg.ACC_DEPTH - 1, cfg.WGT_DEPTH - 1)]     # (an ALU ignores wgt)
+    q.dram[at:at + 4 * len(words)] = np.array(words, dtype="<u4").view(np.uint8)
+    top = cfg.UOP_DEPTH - len(words)
+
+    def steps(name, depth, swap):
+        a, b = depth // 2 - 1, depth // 2
+        return {f"{name}_factor_out": b if swap else a, f"{name}_factor_in": a if swap else b}
+
+    def loop(uop, n, swap, src_depth, gemm):
+        f = dict(uop_bgn=top + uop, uop_end=top + uop + 1, iter_out=n, iter_in=n, **steps("dst", cfg.ACC_DEPTH, swap),
+                 **steps("src", src_depth, swap))
+        return dict(f, **steps("wgt", cfg.WGT_DEPTH, swap)) if gemm else f
+    gemm = [dict(opcode=Opcode.GEMM, reset=r, **loop(0, 2, swap, cfg.INP_DEPTH, True)) for r, swap in ((1, 0), (0, 1))]
+    alu = [dict(opcode=Opcode.ALU, alu_opcode=AluOp.ADD, use_imm=0, **loop(0, 2, swap, cfg.ACC_DEPTH, False))
+           for swap in (0, 1)]
+    insns = [dict(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=top, dram_base=at // cfg.UOP_ELEM_BYTES,
+                  y_size=1, x_size=len(words), x_stride=len(words)),
+             *gemm, dict(opcode=Opcode.GEMM, **loop(1, 1, 0, cfg.INP_DEPTH, True)),
+             *alu, dict(opcode=Opcode.ALU, alu_opcode=AluOp.MAX, use_imm=0, **loop(2, 1, 0, cfg.ACC_DEPTH, False)),
+             dict(opcode=Opcode.FINISH)]
+    out = run_raw(insns)
+    q.free(h)
+    return out
+
+
+def loop_sweep() -> dict:
+    """GEMMs and ALUs whose loop counters run to their largest values (toggle coverage of the micro-op sequencers):
+    an outer loop of 2^14 - 1 iterations, an inner one of as many, and one pass over every micro-op address (the
+    micro-op SRAM filled with zero micro-ops); every index stays 0 (all factors 0). No error may be raised."""
+    q = runtime.current()
+    cfg = q.cfg
+    h = q.alloc(cfg.UOP_DEPTH * cfg.UOP_ELEM_BYTES)
+    at = q.memory.get(h).phys
+    q.dram[at:at + cfg.UOP_DEPTH * cfg.UOP_ELEM_BYTES] = 0
+    most = (1 << 14) - 1                                    # the largest iter_out / iter_in (14-bit fields)
+    loops = [dict(uop_bgn=0, uop_end=cfg.UOP_DEPTH, iter_out=1, iter_in=1),
+             dict(uop_bgn=0, uop_end=1, iter_out=most, iter_in=1), dict(uop_bgn=0, uop_end=1, iter_out=1, iter_in=most)]
+    insns = [dict(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0, dram_base=at // cfg.UOP_ELEM_BYTES, y_size=1,
+                  x_size=cfg.UOP_DEPTH, x_stride=cfg.UOP_DEPTH)]
+    insns += [dict(opcode=Opcode.GEMM, reset=1, **loop) for loop in loops]
+    insns += [dict(opcode=Opcode.ALU, alu_opcode=AluOp.ADD, use_imm=1, imm=1, **loop) for loop in loops]
+    out = run_raw(insns + [dict(opcode=Opcode.FINISH)])
+    q.free(h)
+    return out
+
+
+# (a UOP load of several rows or with padding is refused by the runtime and the golden model, not by the hardware:
+# docs/architecture.md, errors in hardware)
+FETCH_REFUSALS = (("BAD_ALU_OPCODE", dict(opcode=Opcode.ALU, alu_opcode=7, uop_bgn=0, uop_end=1, iter_out=1,
+                                           iter_in=1)),
+                  ("BAD_MEMORY_TYPE", dict(opcode=Opcode.LOAD, memory_type=MemId.OUT, x_size=1, y_size=1, x_stride=1)),
+                  ("BAD_MEMORY_TYPE", dict(opcode=Opcode.STORE, memory_type=MemId.INP, x_size=1, y_size=1,
+                                           x_stride=1)),
+                  ("RESERVED_DEP_FLAG", dict(opcode=Opcode.STORE, memory_type=MemId.OUT, push_next=1)),
+                  ("RESERVED_DEP_FLAG", dict(opcode=Opcode.STORE, memory_type=MemId.OUT, pop_next=1)))
+
+
+def fetch_refusals() -> list:
+    """The instructions fetch refuses that the fault programs do not make (an ALU opcode 5-7, a LOAD of OUT, a STORE
+    of another type, a STORE with a dependency flag of compute's side); each stream must stop with the error its
+    :data:`FETCH_REFUSALS` entry names."""
+    return [run_raw([insn, dict(opcode=Opcode.FINISH)]) for _, insn in FETCH_REFUSALS]
+
+
+def fetch_huge(beat: int = 256) -> dict:
+    """On the RTL with the DPI DRAM (toggle coverage of fetch's counts): a launch of 2^32 - 1 instructions from the
+    last instruction slot of device memory (the words past its end read as zeros: compute-module NOP loads), stopped
+    by a DECERR on read beat ``beat``. Nothing changes; the run must end in an AxiResponseError."""
+    from ..sim import axi_monitor
+
+    q = runtime.current()
+    at = len(q.dram) - q.isa.insn_bytes
+    saved = q.dram[at:].copy()
+    q.dram[at:] = 0
+    q.target.inject_axi_error("read", beat, "DECERR")
+    out = {"error": None, "message": ""}
+    try:
+        with axi_monitor.raw_image():
+            q.target.run(at, (1 << 32) - 1, 1 << 31)
+    except Exception as err:  # noqa: BLE001 - the error is the result
+        out["error"], out["message"] = type(err).__name__, str(err)
+    finally:
+        q.dram[at:] = saved
+    return out
+
+
 def directed_calls() -> list:
     """The directed programs of ``make coverage`` beside the regression: each error the hardware reports
     (cosim.verify.faults), the accelerator working again after them, and the register sweep."""
@@ -253,7 +461,8 @@ def directed_calls() -> list:
             (register_sweep, (), {}), (empty_alu, (), {}), (token_traffic, (), {}),
             *((faults.axi_error, case, {}) for case in AXI_CASES), (programs.vector_add, ("python",), {}),
             (field_sweep, (), {}), (address_sweep, (), {}), (high_window, (), {}), (token_fill, (), {}),
-            (empty_alu, (), {})]   # (a last launch clears the counters)
+            (huge_transfers, (), {}), (index_sweep, (), {}), (fetch_huge, (), {}), (fetch_refusals, (), {}),
+            (loop_sweep, (), {}), (token_saturate, (), {}), (empty_alu, (), {})]   # (a last launch clears the counters)
 
 
 # the AXI error responses of the directed programs: a fetch beat, a load beat, two write beats
@@ -293,6 +502,29 @@ def check_directed(results) -> list:
                    f"{high['top_fetch']['message'][:300]}, {high['top_fetch']['changed']} bytes changed")
     if results[17]["error"]:
         bad.append(f"token_fill: {results[17]['error']} {results[17]['message'][:300]}")
+    *stopped, (_, _, _, _, small) = results[18]
+    if small["error"] or small["changed"]:
+        bad.append(f"huge_transfers, the small loads after: {small['error']} {small['message'][:300]}")
+    for mem, case, channel, beat, r in stopped:
+        if (r["error"] != "AxiResponseError" or f"DECERR on the {channel} channel" not in r["message"]
+                or r["changed"]):
+            bad.append(f"huge_transfers {mem} {case}: expected a DECERR on {channel} beat {beat} and nothing changed, "
+                       f"got {r['error']}: {r['message'][:300]}, {r['changed']} bytes changed")
+    if results[20]["error"] != "AxiResponseError" or "DECERR on the read channel" not in results[20]["message"]:
+        bad.append(f"fetch_huge: expected a DECERR on the read channel, got {results[20]['error']}: "
+                   f"{results[20]['message'][:300]}")
+    for (code, _), r in zip(FETCH_REFUSALS, results[21]):
+        if r["error"] != "VTAError" or code not in r["message"]:
+            bad.append(f"fetch_refusals: expected a VTAError naming {code}, got {r['error']}: {r['message'][:300]}")
+    tokens = {k: v for k, v in (results[23].get("counters") or {}).items() if k.startswith("tokens_")}
+    if results[23]["error"] or sorted(tokens.values()) != [255] * 4:
+        bad.append(f"token_saturate: {results[23]['error']} {results[23]['message'][:300]}, tokens {tokens}")
+    if results[22]["error"] or results[22]["changed"]:
+        bad.append(f"loop_sweep: {results[22]['error']} {results[22]['message'][:300]}, {results[22]['changed']} "
+                   f"bytes changed")
+    if results[19]["error"] or results[19]["changed"]:
+        bad.append(f"index_sweep: {results[19]['error']} {results[19]['message'][:300]}, "
+                   f"{results[19]['changed']} bytes changed")
     err = high["axi_error"]
     if err["error"] != "AxiResponseError" or f"burst at {err['base']:#x}" not in err["message"]:
         bad.append(f"SLVERR with device memory at {high['window']:#x}: expected an AxiResponseError at offset "
@@ -300,6 +532,8 @@ def check_directed(results) -> list:
     sweep = dict(results[6])
     bad += [f"register {off:#x}: wrote 0xffffffff, read {v:#x}" for off, v in sweep.pop("ones").items()
             if v != 0xFFFFFFFF]
+    if sweep.pop("far"):
+        bad.append("the last word of the register window (unmapped) did not read 0")
     writable = {r.offset for r in control.REGISTER_MAP if r.access == "RW"}
     for off, (first, second) in sweep.items():
         if off in writable and off != 0 and first != 0x1000 + off:

@@ -91,6 +91,9 @@ def test_untoggled_signals_are_listed_with_their_bits(tmp_path):
     text = coverage.report(pts, verilog)
     assert "Signals with bits never toggled: 2, 9 toggle points" in text
     assert "  vta_top.axi, addr: 8/16, bits 4-7" in text
+    # no Verilog to explain them by and no rule for them: every untoggled point is a hole, listed by signal
+    assert "by Amaranth-level reason (cosim/verify/toggles.py): 9 not explained:" in text
+    assert "  vta_top.axi, addr: bits 4-7\n" in text and "  vta_top, busy: bits 0\n" in text
 
 
 def test_untoggled_signals_are_named_without_escapes_and_sorted_by_shape():

@@ -1,5 +1,6 @@
 """The directed programs of make coverage (cosim.verify.programs): each error the hardware reports, the AXI error
-responses, the register sweep (every writable bit set and cleared), the field sweep, token traffic; all as expected."""
+responses, the register sweep (every writable bit set and cleared), the field sweep, token traffic, transfers stopped
+by an AXI error, the index sweep; all as expected."""
 import pytest
 
 import cosim
@@ -13,9 +14,16 @@ def results():
 
 def test_directed_programs_do_what_they_must(results):
     assert programs.check_directed(results) == []
+    assert results[6]["far"] == 0                        # an unmapped word at the end of the window reads 0
     assert set(results[6]["ones"]) == {0x04, 0x08, 0x0C, 0x10, 0x14, 0x18, 0x1C, 0x20}     # cycles and the host registers
     assert results[14]["counters"]["insn_fetched"] == 17 and results[14]["counters"]["gemm_counter"] == 0
     assert results[16]["window"] == 0xFC000000           # 64 MiB of device memory at the top of the 32-bit bus
+    cases = [(mem, case) for mem, case, *_ in results[18]]
+    assert cases[-1] == ("all", "small") and results[18][-1][4]["error"] is None
+    cases = cases[:-1]
+    assert len(cases) == 29 and cases[:5] == [("INP", "wide"), ("INP", "allbits"), ("INP", "mixed"), ("INP", "mixed2"),
+                                              ("INP", "tall")]
+    assert ("UOP", "tall") not in cases                   # a UOP load is one row
 
 
 def test_a_wrong_result_is_reported(results):
@@ -23,7 +31,11 @@ def test_a_wrong_result_is_reported(results):
     results[14] = dict(results[14], changed=3)
     results[9] = dict(results[9], error=None)
     results[16] = dict(results[16], sweep=dict(results[16]["sweep"], error="VTAError", message="outside"))
+    mem, case, channel, beat, r = results[18][0]
+    results[18] = [(mem, case, channel, beat, dict(r, changed=5))] + results[18][1:]
     bad = programs.check_directed(results)
     assert any(b.startswith("field_sweep: None") and "3 bytes changed" in b for b in bad)
     assert any(b.startswith("SLVERR on read beat 0: expected an AxiResponseError") for b in bad)
     assert "address sweep at 0xfc000000: VTAError outside" in bad
+    assert any(b.startswith("huge_transfers INP wide: expected a DECERR on read beat") and "5 bytes changed" in b
+               for b in bad)
