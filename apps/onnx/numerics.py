@@ -153,6 +153,45 @@ def _search(M: float, T: int, qmin: int, qmax: int):
     return best
 
 
+def _apply_steps(steps, t, vectors):
+    """The int32 result of ``steps`` on values ``t`` (int64 arrays, one per channel), a ``"vN"`` operand taken from
+    ``vectors[N]`` (one value per channel)."""
+    for op, v in steps:
+        t = alu_apply(op, t, np.asarray(vectors[int(v[1:])], np.int64) if isinstance(v, str) else v).astype(np.int64)
+    return t
+
+
+def _exact_clip(middle, lo, hi, bound, qmin: int, qmax: int, vectors):
+    """Clip bounds that make the final saturation unnecessary, or None.
+
+    ``middle`` (the steps after the clip: multiplies, rounding shifts, zero point) is monotonic, so with
+    ``lo' = max{t: f(t) <= qmin}`` and ``hi' = min{t: f(t) >= qmax}``, searched per channel among the values the
+    clip can pass (``[max(lo, -bound), min(hi, bound)]``, where ``|acc + v0| <= bound``), ``f(clip(t, lo', hi'))``
+    equals ``saturate(f(clip(t, lo, hi)))`` for every reachable t, provided that ``f(lo') = qmin`` and
+    ``f(hi') = qmax`` exactly (a multiplier above 1 can step over them: then None). A side the channel cannot
+    saturate on keeps the end of that interval. Saves the two passes of the saturation."""
+    bound = np.asarray(bound, np.int64)
+    lo, hi = np.maximum(np.asarray(lo, np.int64), -bound), np.minimum(np.asarray(hi, np.int64), bound)
+    f = lambda t: _apply_steps(middle, t, vectors)                   # noqa: E731
+
+    def first(pred):
+        """Per channel, the smallest t in [lo, hi] with pred(f(t)) (pred monotonic: false, then true), or hi."""
+        a, b = lo.copy(), hi.copy()
+        while np.any(b - a > 1):
+            mid = (a + b) // 2
+            ok = pred(f(mid))
+            a, b = np.where(ok, a, mid), np.where(ok, mid, b)
+        return np.where(pred(f(a)), a, b)
+    new_hi = first(lambda y: y >= qmax)
+    new_lo = first(lambda y: y > qmin) - 1
+    new_lo = np.where(f(lo) > qmin, lo, new_lo)              # never as low as qmin: nothing to clip
+    new_hi = np.where(f(hi) < qmax, hi, new_hi)              # never as high as qmax
+    y_lo, y_hi = f(new_lo), f(new_hi)
+    if np.any((y_lo != qmin) & (f(lo) <= qmin)) or np.any((y_hi != qmax) & (f(hi) >= qmax)):
+        return None
+    return new_lo, new_hi
+
+
 def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool = True):
     """ALU steps that map accumulators ``acc`` (|acc + v0| <= acc_bound) to ``round(acc * M) + zp``
     saturated to the output type.
@@ -191,20 +230,23 @@ def requant_steps(multiplier: float, out: QParams, acc_bound: int, alu_mul: bool
         raise NumericsError(f"no fixed-point form of multiplier {M:.6g} fits VTA's 32-bit ALU with 16-bit "
                             f"immediates")
     _, k, S, m1, m2 = best
-    steps = [(ADD, "v0")]
-    vectors = ()
+    middle = [(MUL, m1)] + _shift_steps(k) + ([(MUL, m2)] if m2 != 1 else [])
+    x_lo, x_hi = value_range([(MAX, lo), (MIN, hi)] if clip else [], -acc_bound, acc_bound)
+    x_lo, x_hi = value_range(middle, x_lo, x_hi)
+    middle += _shift_zp_steps(S, zp, x_lo, x_hi)
+    saturate = [(MAX, qmin), (MIN, qmax)]
+    exact = _exact_clip(middle, lo, hi, acc_bound, qmin, qmax, []) if clip else None
+    if exact is not None:               # the clip bounds where the output saturates: no saturation passes
+        lo, hi = int(exact[0]), int(exact[1])
+        saturate = []
+    steps, vectors = [(ADD, "v0")], ()
     if clip:
         if IMM_MIN <= lo and hi <= IMM_MAX:
             steps += [(MAX, lo), (MIN, hi)]
         else:
             steps += [(MAX, "v1"), (MIN, "v2")]
             vectors = (lo, hi)
-    steps.append((MUL, m1))
-    steps += _shift_steps(k)
-    if m2 != 1:
-        steps.append((MUL, m2))
-    x_lo, x_hi = value_range(steps[1:], -acc_bound, acc_bound, [0, *vectors])
-    return steps + _shift_zp_steps(S, zp, x_lo, x_hi) + [(MAX, qmin), (MIN, qmax)], (0, vectors)
+    return steps + middle + saturate, (0, vectors)
 
 
 def _search_channels(Ms: np.ndarray, Ts: np.ndarray, qmin: int, qmax: int, m2max: int = 64):
@@ -269,7 +311,11 @@ def requant_steps_per_channel(multipliers, out: QParams, acc_bounds) -> tuple[li
         steps.append((MUL, "v4"))
     vecs = [np.zeros(1, np.int64), lo, hi, m1, m2]
     x_lo, x_hi = value_range(steps[1:], -int(bounds.max()), int(bounds.max()), vecs)
-    return steps + _shift_zp_steps(S, zp, x_lo, x_hi) + [(MAX, qmin), (MIN, qmax)], (0, [lo, hi, m1, m2])
+    steps += _shift_zp_steps(S, zp, x_lo, x_hi)
+    exact = _exact_clip(steps[3:], lo, hi, bounds, qmin, qmax, vecs) if clip else None
+    if exact is not None:               # the clip bounds where the output saturates: no saturation passes
+        return steps, (0, [exact[0], exact[1], m1, m2])
+    return steps + [(MAX, qmin), (MIN, qmax)], (0, [lo, hi, m1, m2])
 
 
 def value_range(steps, lo: int, hi: int, vectors=None) -> tuple[int, int]:

@@ -69,3 +69,24 @@ def test_qparams_are_checked():
     with pytest.raises(ValueError, match="scale"):
         QParams(-1.0, 0)
     assert math.isclose(QParams(0.5, 3).scale, 0.5)
+
+
+@pytest.mark.parametrize("M,zp", [(0.0070045, -128), (0.0025771, 13), (0.70131, -3)])
+def test_clip_bounds_where_the_output_saturates_replace_the_saturation(M, zp):
+    # the clip sits exactly where the (monotonic) fixed-point form reaches -128 and 127, so the saturation passes
+    # go and every accumulator gives what clip-just-past, compute, saturate gave
+    out = QParams(1.0, zp, "int8")
+    bound = 1 << 24
+    steps, (_, clips) = requant_steps(M, out, bound)
+    assert steps[1][0] == AluOp.MAX and steps[2][0] == AluOp.MIN and steps[-1][0] != AluOp.MIN
+    lo, hi = (clips if clips else (steps[1][1], steps[2][1]))
+    middle = steps[3:]
+    acc = np.concatenate([np.arange(lo - 5000, lo + 5000), np.arange(hi - 5000, hi + 5000),
+                          np.random.default_rng(1).integers(-bound, bound, 100_000), [-bound, bound]])
+    vec = np.stack([np.zeros(1, np.int64)] + [np.full(1, c) for c in clips])
+    ours = Epilogue(steps).apply(acc.reshape(1, -1), vec, 0).ravel()
+    old_lo, old_hi = math.floor((-128 - zp - 2) / M), math.ceil((127 - zp + 2) / M)
+    saturating = Epilogue(middle + [(AluOp.MAX, -128), (AluOp.MIN, 127)])
+    theirs = saturating.apply(np.clip(acc, old_lo, old_hi).reshape(1, -1), np.zeros((1, 1), np.int64), 0).ravel()
+    assert np.array_equal(ours, theirs)
+    assert ours.min() == -128 and ours.max() == 127
