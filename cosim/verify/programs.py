@@ -20,7 +20,7 @@ from .pages import CHECK_BYTES
 __all__ = ["run_raw", "store_insn", "finish_after_store", "register_sweep", "empty_alu", "token_traffic",
            "field_sweep", "address_sweep", "high_window", "top_fetch", "token_fill", "huge_transfers", "index_sweep",
            "fetch_huge", "fetch_refusals", "FETCH_REFUSALS", "loop_sweep", "token_saturate",
-           "directed_calls", "check_directed", "AXI_CASES"]
+           "held_pushes", "queue_fill", "directed_calls", "check_directed", "AXI_CASES"]
 
 
 X_SIZE_MAX = (1 << MEMOP_SIZE_BITS) - 1      # the most elements one row of a LOAD or STORE moves
@@ -250,6 +250,60 @@ def token_fill(n: int = 255) -> dict:
 OUTSIDE = 1 << 31        # a bus address above any device memory: the DPI DRAM reads zeros there and drops writes
 
 
+def queue_fill(n: int = 520) -> list:
+    """Fetch's command queues filled toward their depth (512 entries, hw.fetch.Fetch's ``queue_depth``; ``n`` must be
+    more): the module waits for a token that an older, long instruction of another module gives only when it ends,
+    while fetch queues ``n`` NOPs behind the waiting one (and stops when the queue is full; the compute queue stops
+    at 511 in the coverage run). Three runs (load, store, compute queue); none may raise an error or change device
+    memory."""
+    q = runtime.current()
+    cfg = q.cfg
+    inp = min(cfg.INP_DEPTH, X_SIZE_MAX)
+    h = q.alloc(inp * cfg.INP_ELEM_BYTES)
+    base = q.memory.get(h).phys
+    nop_load = dict(opcode=Opcode.LOAD, memory_type=MemId.INP)
+    nop_compute = dict(opcode=Opcode.LOAD, memory_type=MemId.UOP)
+    nop_store = dict(opcode=Opcode.STORE, memory_type=MemId.OUT)
+    long_gemm = dict(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=(1 << 13), iter_in=1)
+    big_load = dict(opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=0, dram_base=base // cfg.INP_ELEM_BYTES,
+                    y_size=1, x_size=inp, x_stride=inp)
+    runs = [
+        # load waits for compute's token (after the GEMM); its last NOP hands FINISH a token
+        [long_gemm, dict(nop_compute, push_prev=1), dict(nop_load, pop_next=1)] + [nop_load] * n
+        + [dict(nop_load, push_next=1), dict(opcode=Opcode.FINISH, pop_prev=1)],
+        # store waits for compute's token; its last NOP hands FINISH a token
+        [long_gemm, dict(nop_compute, push_next=1), dict(nop_store, pop_prev=1)] + [nop_store] * n
+        + [dict(nop_store, push_prev=1), dict(opcode=Opcode.FINISH, pop_next=1)],
+        # compute waits for load's token (after four whole-SRAM loads: fetch's reads share the bus with them)
+        [big_load] * 4 + [dict(nop_load, push_next=1), dict(nop_compute, pop_prev=1)] + [nop_compute] * n
+        + [dict(opcode=Opcode.FINISH)],
+    ]
+    out = [run_raw(insns) for insns in runs]
+    q.free(h)
+    return out
+
+
+def held_pushes(n: int = 255) -> dict:
+    """``n`` short ALU instructions, each pushing a token to load and to store, run beside one long GEMM (their
+    accumulators in the other half of the acc SRAM): compute holds their pushes until the older GEMM ends, then lets
+    them go one per cycle (toggle coverage of its held/due counts; 255 fills both token queues without overflow).
+    No error may be raised; tokens_g2l and tokens_g2s must read ``n``."""
+    q = runtime.current()
+    cfg, isa = q.cfg, q.isa
+    h = q.alloc(4096)
+    at = q.memory.get(h).phys
+    half = cfg.ACC_DEPTH // 2
+    q.dram[at:at + 8] = np.array([0, isa.encode_uop(half, half)], dtype="<u4").view(np.uint8)
+    insns = [dict(opcode=Opcode.LOAD, memory_type=MemId.UOP, sram_base=0, dram_base=at // cfg.UOP_ELEM_BYTES,
+                  y_size=1, x_size=2, x_stride=2),
+             dict(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=(1 << 14) - 1, iter_in=1)]
+    insns += [dict(opcode=Opcode.ALU, alu_opcode=AluOp.ADD, use_imm=1, imm=0, uop_bgn=1, uop_end=2, iter_out=1,
+                   iter_in=1, push_prev=1, push_next=1)] * n
+    out = run_raw(insns + [dict(opcode=Opcode.FINISH)])
+    q.free(h)
+    return out
+
+
 def token_saturate(n: int = 255) -> dict:
     """Each token queue filled to ``n`` by its producer's NOPs with nobody popping (the 255-token limit by default),
     then FINISH; the tokens_* registers must read ``n``. (In :func:`token_fill` the consumers start popping while
@@ -452,7 +506,10 @@ def fetch_huge(beat: int = 256) -> dict:
 
 def directed_calls() -> list:
     """The directed programs of ``make coverage`` beside the regression: each error the hardware reports
-    (cosim.verify.faults), the accelerator working again after them, and the register sweep."""
+    (cosim.verify.faults, fetch's refusals, the AXI error responses), the accelerator working again after them, the
+    register and field sweeps, token traffic, device memory at the top of the bus, and the programs for the bits only
+    extreme values reach (huge transfers, the index and loop sweeps, saturated token queues, held pushes, full
+    command queues)."""
     from sw import programs
 
     from . import faults
@@ -462,7 +519,8 @@ def directed_calls() -> list:
             *((faults.axi_error, case, {}) for case in AXI_CASES), (programs.vector_add, ("python",), {}),
             (field_sweep, (), {}), (address_sweep, (), {}), (high_window, (), {}), (token_fill, (), {}),
             (huge_transfers, (), {}), (index_sweep, (), {}), (fetch_huge, (), {}), (fetch_refusals, (), {}),
-            (loop_sweep, (), {}), (token_saturate, (), {}), (empty_alu, (), {})]   # (a last launch clears the counters)
+            (loop_sweep, (), {}), (token_saturate, (), {}), (held_pushes, (), {}), (queue_fill, (), {}),
+            (empty_alu, (), {})]   # (a last launch clears the counters)
 
 
 # the AXI error responses of the directed programs: a fetch beat, a load beat, two write beats
@@ -516,6 +574,13 @@ def check_directed(results) -> list:
     for (code, _), r in zip(FETCH_REFUSALS, results[21]):
         if r["error"] != "VTAError" or code not in r["message"]:
             bad.append(f"fetch_refusals: expected a VTAError naming {code}, got {r['error']}: {r['message'][:300]}")
+    for name, r in zip(("load", "store", "compute"), results[25]):
+        if r["error"] or r["changed"]:
+            bad.append(f"queue_fill, the {name} queue: {r['error']} {r['message'][:300]}, {r['changed']} bytes changed")
+    held = results[24].get("counters") or {}
+    if results[24]["error"] or results[24]["changed"] or (held.get("tokens_g2l"), held.get("tokens_g2s")) != (255, 255):
+        bad.append(f"held_pushes: {results[24]['error']} {results[24]['message'][:300]}, tokens "
+                   f"{held.get('tokens_g2l')}/{held.get('tokens_g2s')}")
     tokens = {k: v for k, v in (results[23].get("counters") or {}).items() if k.startswith("tokens_")}
     if results[23]["error"] or sorted(tokens.values()) != [255] * 4:
         bad.append(f"token_saturate: {results[23]['error']} {results[23]['message'][:300]}, tokens {tokens}")

@@ -236,6 +236,10 @@ COUNTER = ("an event counter (cycles, busy or stalled cycles, micro-ops, accumul
            "or the value a register latched from one at launch: bit k first rises after 2^k events; the longest "
            "coverage run has about 2^18 cycles, bit 31 needs 2^31 events (days of this model); the counters wrap at "
            "2^32 (hw/control.py, hw/axi.py)")
+FIFO_FULL = ("a FIFO's fill level: its top bits need the FIFO (nearly) full, which the coverage runs did not make: "
+             "never for the staging buffer (fetch reserves room before each request); the others fill only under "
+             "backpressure from the stage after them lasting longer than in these runs (queue_fill fills the load "
+             "and store command queues to 512 entries; the compute queue stops one short there)")
 MODULE_ERROR = "the module's own decode error: it repeats a check fetch makes first (the uncovered lines of the HALT states)"
 TOGGLE_RULES: list = [
     (r"", r"^(reg_|base_)?(cycles|\w+_busy|\w+_stall|gemm_uops|alu_uops|acc_writes|dma_\w+_beats|read_beats__\d+"
@@ -261,12 +265,8 @@ TOGGLE_RULES: list = [
     (r"", r"(^|_|\.)(beats|beats_left|pend_beats|rd_left|wr_left|req_beats)$", "high",
      "a burst or command length: a DMA command is one row of at most 65,535 elements (fewer bus beats than 2^k for "
      "these bits), a burst at most 256 beats"),
-    (r"", r"(^|_)(level|inner_level|r_level|w_level|queue_\w+|\w+_level)$", "high",
-     "a FIFO's fill level: its top bits are set only when the FIFO is (nearly) full, which its producer never lets "
-     "happen (the command queues stop fetch at their depth, the staging buffer reserves room before a request)"),
-    (r"", r"^w_rdy(\$\d+)?$", "all",
-     "a FIFO's 'not full': never low, as its producer reserves room first (the staging buffer, the command queues "
-     "behind fetch's level checks, the AXI master's length and response FIFOs sized for the bursts in flight)"),
+    (r"", r"(^|_)(level|inner_level|r_level|w_level|queue_\w+|\w+_level)$", "high", FIFO_FULL),
+    (r"", r"^w_rdy(\$\d+)?$", "all", "a FIFO's 'not full', low only when it is full: " + FIFO_FULL),
     (r"", r"^(regs|vta_top)?.*(tokens_\w+|overflow)$", "high",
      "a token queue's count (at most 255 tokens: 8 bits of the 16-bit register) or its overflow flag, set only by "
      "a push into a full queue, which a correct program never makes (tests/hw/test_queues.py drives it)"),
@@ -287,9 +287,9 @@ TOGGLE_RULES: list = [
     (r"\.compute\.alu\.seq$", r"^wgt", "all",
      "the ALU's micro-op sequencer has no weight index: its weight factors are tied to 0 (hw/alu.py), so every "
      "weight offset stays 0"),
-    (r"\.compute$", r"^(held|due)_g2[ls]$", "from 1",
-     "two issue slots (GEMM, ALU): at most one ended instruction's push waits behind the older one, so held and due "
-     "pushes are 0 or 1; the 9 bits are sized for a token queue's count"),
+    (r"\.compute$", r"^(held|due)_g2[ls]$", "from 8",
+     "pushes held behind an older instruction, or due to leave: 256 and more only when more than 255 pushes wait, "
+     "which would overflow the token queue they go to (255 tokens; the held_pushes program reaches 255)"),
     (r"\.compute$", r"^uop_(bgn|end)_(gemm|alu)$", "high",
      "a micro-op address one bit wider than the micro-op SRAM's index (uop_end may equal its depth, uop_bgn never)"),
     (r"\.compute\.footprint$", r"^(max_[ds]|min_[ds]|hi|lo|off_[ds]|span_\w+)$", "high",
@@ -391,9 +391,7 @@ TOGGLE_RULES: list = [
      "from 17", "a count of rows or elements with padding: at most 65,535 + 2 x 15 < 2^17"),
     (r"\.(load\.(inp|wgt)|compute\.ld_\w+)$", r"^src:hw/load\.py:\d+ .*c_y\.eq\(c_y \+ 1\)", "from 16",
      "the loader's data-row counter plus one: rows below y_size (at most 65,534) plus one stay below 2^16"),
-    (r"", r"^src:\S+/amaranth/lib/fifo\.py:\d+ .*level\.eq\(", "high",
-     "a FIFO's fill level: its top bits are set only when the FIFO is (nearly) full, which its producer never lets "
-     "happen"),
+    (r"", r"^src:\S+/amaranth/lib/fifo\.py:\d+ .*level\.eq\(", "high", FIFO_FULL),
     (r"\.fetch\.staging$", r"^src:\S+/amaranth/lib/fifo\.py:\d+ +do_inner_read", "all",
      "fetch takes every staging word in the cycle it appears (r_en whenever r_rdy): '~r_rdy | r_en' is always 1"),
     (r"", r"^\$auto\$verilog_backend", "all",
