@@ -153,14 +153,6 @@ def _search(M: float, T: int, qmin: int, qmax: int):
     return best
 
 
-def _apply_steps(steps, t, vectors):
-    """The int32 result of ``steps`` on values ``t`` (int64 arrays, one per channel), a ``"vN"`` operand taken from
-    ``vectors[N]`` (one value per channel)."""
-    for op, v in steps:
-        t = alu_apply(op, t, np.asarray(vectors[int(v[1:])], np.int64) if isinstance(v, str) else v).astype(np.int64)
-    return t
-
-
 def _exact_clip(middle, lo, hi, bound, qmin: int, qmax: int, vectors):
     """Clip bounds that make the final saturation unnecessary, or None.
 
@@ -172,7 +164,10 @@ def _exact_clip(middle, lo, hi, bound, qmin: int, qmax: int, vectors):
     saturate on keeps the end of that interval. Saves the two passes of the saturation."""
     bound = np.asarray(bound, np.int64)
     lo, hi = np.maximum(np.asarray(lo, np.int64), -bound), np.minimum(np.asarray(hi, np.int64), bound)
-    f = lambda t: _apply_steps(middle, t, vectors)                   # noqa: E731
+    epilogue = Epilogue(middle)
+
+    def f(t):
+        return epilogue.apply(t, vectors, channel_axis=0).astype(np.int64)
 
     def first(pred):
         """Per channel, the smallest t in [lo, hi] with pred(f(t)) (pred monotonic: false, then true), or hi."""

@@ -117,18 +117,14 @@ def _src_index(verilog: Path) -> list:
     return out
 
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _with_source_text(src: str) -> str:
     """``hw/alu.py:137 (if x)`` -> ``hw/alu.py:137 `with m.If(~ok):` (if x)``: the project's source line of a
     condition quoted (other keys name only the nearest declaration, not worth quoting)."""
     m = re.match(r"(hw/[\w/]+\.py):(\d+)( \(if .*)", src)
-    if not m or not (ROOT / m[1]).exists():
-        return src
-    lines = (ROOT / m[1]).read_text().splitlines()
-    n = int(m[2])
-    return f"{m[1]}:{n} `{lines[n - 1].strip()}`{m[3]}" if 0 < n <= len(lines) else src
+    line = toggles.source_line(m[1], int(m[2])) if m else None
+    return f"{m[1]}:{m[2]} `{line}`{m[3]}" if line is not None else src
 
 
 def uncovered_sources(points, verilog: Path) -> dict:

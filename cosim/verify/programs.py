@@ -25,10 +25,16 @@ __all__ = ["run_raw", "store_insn", "finish_after_store", "register_sweep", "emp
 
 X_SIZE_MAX = (1 << MEMOP_SIZE_BITS) - 1      # the most elements one row of a LOAD or STORE moves
 
+# an instruction that does nothing in each module (x_size = 0), to carry dependency flags
+NOP_LOAD = dict(opcode=Opcode.LOAD, memory_type=MemId.INP)
+NOP_COMPUTE = dict(opcode=Opcode.LOAD, memory_type=MemId.UOP)
+NOP_STORE = dict(opcode=Opcode.STORE, memory_type=MemId.OUT)
 
-def run_raw(fields_list, wait_cycles: int = 1 << 31, at: int | None = None) -> dict:
+
+def run_raw(fields_list, wait_cycles: int = 1 << 31, at: int | None = None, count: int | None = None) -> dict:
     """Write the stream into a fresh buffer (or at byte address ``at`` of device memory, outside any buffer: the
-    caller saves what is there), run it on the current target, and report what happened."""
+    caller saves what is there), run it on the current target (``count`` instructions: all of them by default), and
+    report what happened."""
     q = runtime.current()
     isa = q.isa
     raw = isa.words_to_array(f if isinstance(f, int) else isa.encode(**f) for f in fields_list)
@@ -38,7 +44,7 @@ def run_raw(fields_list, wait_cycles: int = 1 << 31, at: int | None = None) -> d
     before = q.dram[:CHECK_BYTES].copy()
     out = {"error": None, "message": ""}
     try:
-        out["counters"] = q.target.run(addr, len(fields_list), wait_cycles)
+        out["counters"] = q.target.run(addr, len(fields_list) if count is None else count, wait_cycles)
     except Exception as err:  # noqa: BLE001 - the error is the result
         out["error"], out["message"] = type(err).__name__, str(err)
     out["changed"] = int(np.count_nonzero(q.dram[:CHECK_BYTES] != before))
@@ -146,8 +152,7 @@ def top_fetch(n: int = 64) -> dict:
     q = runtime.current()
     at = len(q.dram) - n * q.isa.insn_bytes
     saved = q.dram[at:].copy()
-    nop = [dict(opcode=Opcode.LOAD, memory_type=MemId.INP), dict(opcode=Opcode.LOAD, memory_type=MemId.UOP),
-           dict(opcode=Opcode.STORE, memory_type=MemId.OUT)]
+    nop = [NOP_LOAD, NOP_COMPUTE, NOP_STORE]
     try:
         return run_raw([nop[i % 3] for i in range(n - 1)] + [dict(opcode=Opcode.FINISH)], at=at)
     finally:
@@ -228,20 +233,17 @@ def token_fill(n: int = 255) -> dict:
     inp, out = min(cfg.INP_DEPTH, X_SIZE_MAX), min(cfg.OUT_DEPTH, X_SIZE_MAX)
     h = q.alloc(max(inp * cfg.INP_ELEM_BYTES, out * cfg.OUT_ELEM_BYTES))
     base = q.memory.get(h).phys
-    nop_load = dict(opcode=Opcode.LOAD, memory_type=MemId.INP)          # a load-module NOP
-    nop_compute = dict(opcode=Opcode.LOAD, memory_type=MemId.UOP)       # a compute-module NOP
-    nop_store = dict(opcode=Opcode.STORE, memory_type=MemId.OUT)        # a store-module NOP
     big_load = dict(opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=0, dram_base=base // cfg.INP_ELEM_BYTES,
                     y_size=1, x_size=inp, x_stride=inp)
     big_store = dict(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=0, dram_base=base // cfg.OUT_ELEM_BYTES,
                      y_size=1, x_size=out, x_stride=out)
     loop = dict(opcode=Opcode.ALU, alu_opcode=AluOp.ADD, use_imm=1, imm=0, uop_bgn=0, uop_end=1, iter_out=32,
                 iter_in=64)
-    insns = ([dict(nop_load, push_next=1)] * n + [loop, big_store, big_store, big_load, big_load]
-             + [dict(nop_compute, pop_prev=1, push_prev=1, push_next=1)] * n + [loop]
-             + [dict(nop_load, pop_next=1)] * n + [dict(nop_load, push_next=1)]
-             + [dict(nop_store, pop_prev=1, push_prev=1)] * n
-             + [dict(nop_compute, pop_next=1)] * n + [dict(nop_compute, pop_prev=1), dict(opcode=Opcode.FINISH)])
+    insns = ([dict(NOP_LOAD, push_next=1)] * n + [loop, big_store, big_store, big_load, big_load]
+             + [dict(NOP_COMPUTE, pop_prev=1, push_prev=1, push_next=1)] * n + [loop]
+             + [dict(NOP_LOAD, pop_next=1)] * n + [dict(NOP_LOAD, push_next=1)]
+             + [dict(NOP_STORE, pop_prev=1, push_prev=1)] * n
+             + [dict(NOP_COMPUTE, pop_next=1)] * n + [dict(NOP_COMPUTE, pop_prev=1), dict(opcode=Opcode.FINISH)])
     out_ = run_raw(insns)
     q.free(h)
     return out_
@@ -261,21 +263,18 @@ def queue_fill(n: int = 520) -> list:
     inp = min(cfg.INP_DEPTH, X_SIZE_MAX)
     h = q.alloc(inp * cfg.INP_ELEM_BYTES)
     base = q.memory.get(h).phys
-    nop_load = dict(opcode=Opcode.LOAD, memory_type=MemId.INP)
-    nop_compute = dict(opcode=Opcode.LOAD, memory_type=MemId.UOP)
-    nop_store = dict(opcode=Opcode.STORE, memory_type=MemId.OUT)
     long_gemm = dict(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=(1 << 13), iter_in=1)
     big_load = dict(opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=0, dram_base=base // cfg.INP_ELEM_BYTES,
                     y_size=1, x_size=inp, x_stride=inp)
     runs = [
         # load waits for compute's token (after the GEMM); its last NOP hands FINISH a token
-        [long_gemm, dict(nop_compute, push_prev=1), dict(nop_load, pop_next=1)] + [nop_load] * n
-        + [dict(nop_load, push_next=1), dict(opcode=Opcode.FINISH, pop_prev=1)],
+        [long_gemm, dict(NOP_COMPUTE, push_prev=1), dict(NOP_LOAD, pop_next=1)] + [NOP_LOAD] * n
+        + [dict(NOP_LOAD, push_next=1), dict(opcode=Opcode.FINISH, pop_prev=1)],
         # store waits for compute's token; its last NOP hands FINISH a token
-        [long_gemm, dict(nop_compute, push_next=1), dict(nop_store, pop_prev=1)] + [nop_store] * n
-        + [dict(nop_store, push_prev=1), dict(opcode=Opcode.FINISH, pop_next=1)],
+        [long_gemm, dict(NOP_COMPUTE, push_next=1), dict(NOP_STORE, pop_prev=1)] + [NOP_STORE] * n
+        + [dict(NOP_STORE, push_prev=1), dict(opcode=Opcode.FINISH, pop_next=1)],
         # compute waits for load's token (after four whole-SRAM loads: fetch's reads share the bus with them)
-        [big_load] * 4 + [dict(nop_load, push_next=1), dict(nop_compute, pop_prev=1)] + [nop_compute] * n
+        [big_load] * 4 + [dict(NOP_LOAD, push_next=1), dict(NOP_COMPUTE, pop_prev=1)] + [NOP_COMPUTE] * n
         + [dict(opcode=Opcode.FINISH)],
     ]
     out = [run_raw(insns) for insns in runs]
@@ -309,11 +308,8 @@ def token_saturate(n: int = 255) -> dict:
     then FINISH; the tokens_* registers must read ``n``. (In :func:`token_fill` the consumers start popping while
     compute, at about 30 cycles per NOP, is still pushing, so not every queue gets full there.) The next launch clears
     the queues."""
-    nop = {"load": dict(opcode=Opcode.LOAD, memory_type=MemId.INP),
-           "compute": dict(opcode=Opcode.LOAD, memory_type=MemId.UOP),
-           "store": dict(opcode=Opcode.STORE, memory_type=MemId.OUT)}
-    insns = ([dict(nop["load"], push_next=1)] * n + [dict(nop["store"], push_prev=1)] * n
-             + [dict(nop["compute"], push_prev=1)] * n + [dict(nop["compute"], push_next=1)] * n
+    insns = ([dict(NOP_LOAD, push_next=1)] * n + [dict(NOP_STORE, push_prev=1)] * n
+             + [dict(NOP_COMPUTE, push_prev=1)] * n + [dict(NOP_COMPUTE, push_next=1)] * n
              + [dict(opcode=Opcode.FINISH)])
     return run_raw(insns)
 
@@ -333,15 +329,14 @@ def huge_transfers(rows: int = (1 << 15) + 1, max_beats: int = 1 << 17) -> list:
     load of each memory type from device memory. Returns ``[(memory type, case, channel, beat, result of
     run_raw)]``, the last ``("all", "small", None, None, result)``; each stopped run must end in an AxiResponseError
     naming its channel, the small loads without an error."""
-    from sw.pipeline import elem_bytes
+    from sw.ops.base import cdiv
+    from sw.pipeline import elem_bytes, sram_depth
 
     from ..sim import axi_monitor
 
     q = runtime.current()
     cfg, dev = q.cfg, q.target
     beat_bytes = cfg.BUS_WIDTH // 8
-    depth = {MemId.UOP: cfg.UOP_DEPTH, MemId.INP: cfg.INP_DEPTH, MemId.WGT: cfg.WGT_DEPTH, MemId.ACC: cfg.ACC_DEPTH,
-             MemId.ACC_8BIT: cfg.ACC_DEPTH, MemId.OUT: cfg.OUT_DEPTH}
     out = []
     for mem in (MemId.INP, MemId.WGT, MemId.UOP, MemId.ACC, MemId.ACC_8BIT, MemId.OUT):
         eb = elem_bytes(cfg, mem)
@@ -358,18 +353,18 @@ def huge_transfers(rows: int = (1 << 15) + 1, max_beats: int = 1 << 17) -> list:
         rows_of = (lambda n: 1) if mem == MemId.UOP else (lambda n: n)      # a UOP load is one row
         cases = [
             # every size field at its largest; the row runs until max_beats
-            ("wide", dict(base, sram_base=depth[mem] - 1, y_size=rows_of(X_SIZE_MAX), x_size=X_SIZE_MAX,
+            ("wide", dict(base, sram_base=sram_depth(cfg, mem) - 1, y_size=rows_of(X_SIZE_MAX), x_size=X_SIZE_MAX,
                           x_stride=X_SIZE_MAX, **dict(pads, y_pad_0=0)),
-             min(-(-X_SIZE_MAX * eb // beat_bytes), max_beats) - 1, None),
+             min(cdiv(X_SIZE_MAX * eb, beat_bytes), max_beats) - 1, None),
             # sizes with alternating bits, base-address bits 0-29 set (ORed into addresses that stay above
             # device memory and below 4 GiB): the bits that all-ones sizes carry into
-            ("mixed", dict(base, dram_base=OUTSIDE // eb + (0x7FF << 16), sram_base=depth[mem] // 2 + 1,
+            ("mixed", dict(base, dram_base=OUTSIDE // eb + (0x7FF << 16), sram_base=sram_depth(cfg, mem) // 2 + 1,
                            y_size=rows_of(0x7FFF), x_size=0x5555,
                            x_stride=0xAAAA, **({k: 1 << i for i, k in enumerate(pads)} if padded else {})), 0,
              (OUTSIDE >> 1) - 1),
             # an element address with its top bits set (byte address 0xFF000000 once scaled to 32 bits), base
             # registers 1 (a byte offset inside the first beat)
-            ("mixed2", dict(base, sram_base=depth[mem] // 4 + 2, y_size=rows_of(0x7FF0), x_size=0xAAAA,
+            ("mixed2", dict(base, sram_base=sram_depth(cfg, mem) // 4 + 2, y_size=rows_of(0x7FF0), x_size=0xAAAA,
                             x_stride=0x5555, dram_base=((eb - 1) << 32 | 0xFF000000) // eb), 16, 1)]
         if mem != MemId.UOP:
             # rows x elements x element bytes = 2^32 - element bytes: one instruction moves every bit of the byte
@@ -491,17 +486,12 @@ def fetch_huge(beat: int = 256) -> dict:
     q = runtime.current()
     at = len(q.dram) - q.isa.insn_bytes
     saved = q.dram[at:].copy()
-    q.dram[at:] = 0
     q.target.inject_axi_error("read", beat, "DECERR")
-    out = {"error": None, "message": ""}
     try:
         with axi_monitor.raw_image():
-            q.target.run(at, (1 << 32) - 1, 1 << 31)
-    except Exception as err:  # noqa: BLE001 - the error is the result
-        out["error"], out["message"] = type(err).__name__, str(err)
+            return run_raw([0], at=at, count=(1 << 32) - 1)
     finally:
         q.dram[at:] = saved
-    return out
 
 
 def directed_calls() -> list:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
-__all__ = ["bit_classes", "TOGGLE_RULES", "explain_toggles"]
+__all__ = ["bit_classes", "TOGGLE_RULES", "explain_toggles", "source_line"]
 
 _ID = r"(?:\\\S+ |[A-Za-z_][\w$]*)"
 _DECL = re.compile(rf"^\s*(?:wire|reg|input|output|inout)\s+(?:signed\s+)?(?:\[(\d+):(\d+)\]\s*)?({_ID})")
@@ -30,6 +31,20 @@ _REPL = re.compile(r"^\s*\{\s*(\d+)\s*\{(.*)\}\s*\}\s*$")
 _ATTR = re.compile(r"\(\*[^*]*\*\)\s*")
 _SRC = re.compile(r'\(\*\s*src\s*=\s*"([^"|]+)')
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@cache
+def _lines(path: str) -> list:
+    try:
+        return (ROOT / path).read_text().splitlines()
+    except OSError:
+        return []
+
+
+def source_line(path: str, n: int) -> str | None:
+    """Line ``n`` (from 1) of the source file ``path`` (relative to the project), stripped; None if there is none."""
+    lines = _lines(path)
+    return lines[n - 1].strip() if 0 < n <= len(lines) else None
 _SUM = re.compile(r"^(.+?)\s+([-+])\s+(.+)$")
 _MUX = re.compile(r"^(.+?)\s+\?\s+(.+?)\s+:\s+(.+)$")
 _SCALE = re.compile(r"^(.+?)\s+\*\s+(\d+)'h([0-9a-f]+)$")        # a product with a constant
@@ -434,20 +449,14 @@ def explain_toggles(untoggled, verilog: Path, rules=None):
     rules = TOGGLE_RULES if rules is None else rules
     find, members, derived, widths, srcs = bit_classes(verilog)
     compiled = [(re.compile(mp), re.compile(sp), spec, why) for mp, sp, spec, why in rules]
-    texts: dict = {}
 
     def source_text(mod, sig):
         """``src:<file:line> <the Amaranth line>`` of a signal (what ``src:`` patterns of a rule match)."""
         src = srcs.get((mod, sig))
         if not src:
             return ""
-        if src not in texts:
-            path, _, line = src.rpartition(":")
-            try:
-                texts[src] = f"src:{src} " + (ROOT / path).read_text().splitlines()[int(line) - 1].strip()
-            except (OSError, ValueError, IndexError):
-                texts[src] = f"src:{src}"
-        return texts[src]
+        path, _, line = src.rpartition(":")
+        return f"src:{src} {source_line(path, int(line)) or ''}" if line.isdigit() else f"src:{src}"
 
     def matches(sp, mod, sig):
         return sp.search(source_text(mod, sig)) if sp.pattern.lstrip("^").startswith("src:") else sp.search(sig)
