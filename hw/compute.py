@@ -4,7 +4,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.isa import INS_WIDTH, MemId, Opcode, alu_opcodes
+from sw.isa import INS_WIDTH, MEMOP_SIZE_BITS, MemId, Opcode, alu_opcodes
 
 from .alu import Alu
 from .footprint import AccFootprint
@@ -33,7 +33,10 @@ class Compute(wiring.Component):
     one ends, and pushes leave one per cycle per queue (at most a few cycles late). LOAD UOP / ACC /
     ACC_8BIT and FINISH wait until every older instruction has ended and its pushes have left, and
     run alone, except a LOAD UOP that pushes nothing and writes none of the micro-ops of the running
-    instructions (the runtime's kernel staging), which runs beside them:
+    instructions (the runtime's kernel staging), which runs beside them, and a LOAD ACC / ACC_8BIT
+    that pushes nothing and writes rows of one bank only: younger GEMMs whose footprint lies in the
+    other bank issue beside it (a tile's residual or vectors load while the next tile's GEMMs run);
+    anything else waits for it to end:
 
     * LOAD UOP / ACC / ACC_8BIT: a :class:`~hw.load.TensorLoad` into the uop or acc SRAM (x_size = 0
       is a NOP). ACC_8BIT reads BATCH*BLOCK_OUT int8 lanes per element and sign-extends them.
@@ -156,6 +159,10 @@ class Compute(wiring.Component):
         # pushes of an instruction that ends while an older one (the head) still runs are held
         # (``held_*``) until the head ends; ended pushes queue in ``due_*`` and leave one per cycle.
         units = (gemm, alu)
+        # an acc load running beside younger GEMMs (``ld_side``: the load pushes nothing and its rows
+        # lie in one bank, ``ld_bank``; decided in DRAIN from the row count multiplied out in DECODE)
+        ld_taken = Signal()
+        ld_bank = Signal()
         taken = [Signal(name=f"taken_{n}") for n in ("gemm", "alu")]
         head = Signal()                      # the older slot when both are taken
         bank_of = [Signal(name=f"bank_{n}") for n in ("gemm", "alu")]
@@ -250,8 +257,11 @@ class Compute(wiring.Component):
             # apart in the FPGA build: fpga.board.KEEP_COPIES).
             own = Signal(4, name=f"bank{b}_owner")
             own_lane = [Signal(4, name=f"bank{b}_owner_copy{i}") for i in range(lanes)]
+            # (an acc load beside a GEMM: the GEMM drives its bank, the load the other)
+            ld_code = Mux(load_is_acc, 0b0100, 0b1000)
             owner = Mux(dual, Mux(bank_of[0] == b, 0b0001, 0b0010),
-                        Mux(run[0], 0b0001, Mux(run[1], 0b0010, Mux(load_is_acc, 0b0100, 0b1000))))
+                        Mux(ld_taken & run[0], Mux(bank_of[0] == b, 0b0001, ld_code),
+                            Mux(run[0], 0b0001, Mux(run[1], 0b0010, ld_code))))
             m.d.sync += [r.eq(owner) for r in (own, *own_lane)]
             lane_data = []
             for i in range(lanes):
@@ -310,8 +320,12 @@ class Compute(wiring.Component):
         is_alu = Signal()
         fe_busy = Signal()
         token_wait = Signal()
-        m.d.comb += [self.busy.eq(fe_busy | ~both_free | pushes_out),
-                     self.stall.eq(token_wait & both_free)]
+        ld_rows = Signal(2 * (MEMOP_SIZE_BITS + 1), reset_less=True)
+        ld_side = Signal()
+        with m.If(acc_load_done):
+            m.d.sync += ld_taken.eq(0)
+        m.d.comb += [self.busy.eq(fe_busy | ~both_free | pushes_out | ld_taken),
+                     self.stall.eq(token_wait & both_free & ~ld_taken)]
         may_go = Signal()                # DRAIN: the instruction may run (a cycle late)
         uop_end = Signal(17)             # LOAD UOP: sram_base + x_size, and the checks of its
         uop_static = Signal()            # fields that allow it beside running units (from DECODE)
@@ -323,7 +337,8 @@ class Compute(wiring.Component):
         other_bank = Mux(is_alu, bank_of[0], bank_of[1])
         other_single = Mux(is_alu, single_of[0], single_of[1])
         apart = fp.single & other_single & (fp.bank != other_bank)
-        slot_free = ~mine & (~other | apart)
+        beside_load = ~ld_taken | (~is_alu & fp.single & (fp.bank != ld_bank))
+        slot_free = ~mine & (~other | apart) & beside_load
         with m.FSM(name="compute_fsm"):
             with m.State("IDLE"):
                 m.d.comb += self.insn.ready.eq(1)
@@ -337,8 +352,9 @@ class Compute(wiring.Component):
                     m.d.sync += self.error.eq(1)
                 with m.Switch(op):
                     with m.Case(Opcode.LOAD):
-                        m.d.sync += dma_sel.eq(Mux(mt == MemId.UOP, 0, Mux(mt == MemId.ACC, 1, 2)))
                         end = mem.sram_base + mem.x_size
+                        m.d.sync += ld_rows.eq((mem.y_size + mem.y_pad_0 + mem.y_pad_1) *
+                                               (mem.x_size + mem.x_pad_0 + mem.x_pad_1))
                         m.d.sync += [uop_end.eq(end), uop_static.eq(
                             (mt == MemId.UOP) & ~mem.push_prev & ~mem.push_next & (mem.y_size == 1) &
                             (mem.x_pad_0 == 0) & (mem.x_pad_1 == 0) & (mem.y_pad_0 == 0) & (mem.y_pad_1 == 0) &
@@ -391,7 +407,16 @@ class Compute(wiring.Component):
                 uop_apart = uop_static
                 for k in range(2):
                     uop_apart &= ~taken[k] | (uop_end <= uops_of[k][0]) | (mem.sram_base >= uops_of[k][1])
-                m.d.sync += may_go.eq((both_free & ~pushes_out) | ((op == Opcode.LOAD) & uop_apart))
+                m.d.sync += may_go.eq(((both_free & ~pushes_out) | ((op == Opcode.LOAD) & uop_apart)) & ~ld_taken)
+                # (the DMA port goes to this load's loader only once an acc load beside the units has ended)
+                with m.If(~ld_taken):
+                    m.d.sync += dma_sel.eq(Mux(mt == MemId.UOP, 0, Mux(mt == MemId.ACC, 1, 2)))
+                # (a register too: ``ld_rows`` is ready from the first DRAIN cycle, ``may_go`` from the second)
+                first = mem.sram_base[:aw] if aw else Const(0, 1)
+                last = first + ld_rows - 1
+                m.d.sync += ld_side.eq((op == Opcode.LOAD) & ((mt == MemId.ACC) | (mt == MemId.ACC_8BIT)) &
+                                       ~mem.push_prev & ~mem.push_next & (ld_rows != 0) &
+                                       (last < cfg.ACC_DEPTH) & (bank_bit(first) == bank_bit(last)))
                 with m.If(may_go):
                     with m.If(~tokens_ok):
                         m.d.comb += token_wait.eq(1)
@@ -404,7 +429,11 @@ class Compute(wiring.Component):
                             m.d.comb += [ld_uop.start.eq(mt == MemId.UOP), ld_acc.start.eq(mt == MemId.ACC),
                                          ld_acc8.start.eq(mt == MemId.ACC_8BIT)]
                             m.d.sync += load_is_acc.eq(mt == MemId.ACC)
-                            m.next = "LOAD"
+                            with m.If(ld_side):
+                                m.d.sync += [ld_taken.eq(1), ld_bank.eq(bank_bit(first))]
+                                m.next = "IDLE"
+                            with m.Else():
+                                m.next = "LOAD"
             with m.State("LOAD"):
                 m.d.comb += fe_busy.eq(1)
                 with m.If(load_done):

@@ -3,6 +3,7 @@
     m = Model(path_or_modelproto, config)          # import + integer preparation
     out = m.run({"input": x}, target="fsim")        # or "rtl" (cosim.run), "cpu" (the reference)
     out.tensors, out.records, out.exact             # exact: equal to the numpy reference bit for bit
+    m.fuse = False                                  # each residual add as its own layer (default: fused)
     m.compare_ort(inputs)                           # Agreement with onnxruntime, layer by layer
     m.placement()                                   # where each node will run, and why (before a run)
     m.run_batch([inputs, ...], target="rtl")        # several inputs, one simulator launch
@@ -25,9 +26,27 @@ from . import layers as _layers
 from . import ort as _ort
 from . import runner as _runner
 
-__all__ = ["Model", "RunResult", "TARGETS"]
+__all__ = ["Model", "RunResult", "Tensors", "TARGETS"]
 
 TARGETS = ("fsim", "rtl", "cpu")
+
+
+class Tensors(dict):
+    """A run's tensors by name. A tensor that a fusion kept on the accelerator (a conv's output that went
+    straight into a residual add, the records' ``fused``) is not among them; asking for it by name
+    computes it with the numpy reference from the tensors that were run."""
+
+    def __init__(self, tensors: dict, producers: dict):
+        super().__init__(tensors)
+        self._producers = producers         # fused-away tensor -> its layer
+
+    def __missing__(self, name):
+        lay = self._producers.get(name)
+        if lay is None:
+            raise KeyError(name)
+        value = lay.reference(*[self[i] for i in lay.node.inputs])
+        self[name] = value
+        return value
 
 
 @dataclass
@@ -49,6 +68,7 @@ class Model:
         self.layers = _layers.prepare(self.graph, alu_mul=bool(self.cfg.ALU_MUL))
         self.input_names = list(self.graph.inputs)
         self.output_names = list(self.graph.outputs)
+        self.fuse = True                # residual adds in the producing conv's epilogue (apps.onnx.runner.run)
 
     def reference(self, inputs: dict) -> dict:
         return _layers.reference(self.layers, inputs)
@@ -56,12 +76,26 @@ class Model:
     def placement(self) -> list[dict]:
         """Where each node will run on this config and why, from the inferred shapes (before a run)."""
         rows = []
+        fusable = _runner.residual_adds(self.layers, self.output_names) if self.fuse else {}
+        fused_into = {}
+
+        def zeros(name):
+            s = self.graph.shapes.get(name)
+            return np.zeros(s, np.int8) if s and all(isinstance(d, int) and d > 0 for d in s) else np.zeros(0)
+
+        ready = set(self.input_names)
         with runtime.use_target(self.cfg):
             for lay in self.layers:
-                shapes = [self.graph.shapes.get(i) for i in lay.node.inputs]
-                xs = [np.zeros(s, np.int8) if s and all(isinstance(d, int) and d > 0 for d in s) else np.zeros(0)
-                      for s in shapes]
+                xs = [zeros(i) for i in lay.node.inputs]
                 where, why = _runner.placement(lay, xs)
+                if where == "vta" and id(lay) in fusable:       # as the runner decides it
+                    add, i = fusable[id(lay)]
+                    other = add.node.inputs[1 - i]
+                    if other in ready and lay.handler.residual_epilogue(lay, add, i, xs, zeros(other)) is not None:
+                        fused_into[id(add)] = lay.name
+                if id(lay) in fused_into:
+                    why = f"in the epilogue of conv {fused_into[id(lay)]}"
+                ready.update(lay.node.outputs)
                 rows.append({"name": lay.name, "kind": lay.kind, "where": where, "reason": why})
         return rows
 
@@ -73,14 +107,20 @@ class Model:
         import cosim
 
         t = time.perf_counter()
-        outs = cosim.run(_runner.run_batch, self.layers, batch, virtual_threads, config=self.cfg)
+        outs = cosim.run(_runner.run_batch, self.layers, batch, virtual_threads, self.fuse, self.output_names,
+                         config=self.cfg)
         dt = (time.perf_counter() - t) / max(1, len(batch))
-        return [RunResult(tensors, records, self._exact(inputs, tensors) if check else None, dt, target)
+        return [self._result(inputs, tensors, records, check, dt, target)
                 for inputs, (tensors, records) in zip(batch, outs)]
 
-    def _exact(self, inputs, tensors) -> bool:
-        ref = self.reference(inputs)
-        return all(np.array_equal(ref[k], tensors[k]) for k in ref)
+    def _result(self, inputs, tensors, records, check, seconds, target) -> RunResult:
+        fused = {t for r in records for t in r.get("fused", ())}
+        exact = None
+        if check:
+            ref = self.reference(inputs)
+            exact = all(k in fused or (k in tensors and np.array_equal(ref[k], tensors[k])) for k in ref)
+        producers = {lay.node.output: lay for lay in self.layers if lay.node.output in fused}
+        return RunResult(Tensors(tensors, producers), records, exact, seconds, target)
 
     def run(self, inputs: dict, target: str = "fsim", virtual_threads: int = 2, check: bool = True,
             progress: bool = False) -> RunResult:
@@ -91,15 +131,16 @@ class Model:
         if target == "rtl":
             import cosim
 
-            tensors, records = cosim.run(_runner.run, self.layers, inputs, virtual_threads, False,
-                                         config=self.cfg)
+            tensors, records = cosim.run(_runner.run, self.layers, inputs, virtual_threads, False, False,
+                                         self.fuse, self.output_names, config=self.cfg)
         elif target == "fsim":
             with runtime.use_target(self.cfg):
-                tensors, records = _runner.run(self.layers, inputs, virtual_threads, progress)
+                tensors, records = _runner.run(self.layers, inputs, virtual_threads, progress, fuse=self.fuse,
+                                               keep=self.output_names)
         else:
             tensors, records = _runner.run(self.layers, inputs, virtual_threads, progress, force_cpu=True)
         dt = time.perf_counter() - t
-        return RunResult(tensors, records, self._exact(inputs, tensors) if check else None, dt, target)
+        return self._result(inputs, tensors, records, check, dt, target)
 
     def compare_ort(self, inputs: dict, session=None):
         """Agreement of every layer with onnxruntime (fed onnxruntime's own inputs) and onnxruntime's

@@ -9,6 +9,7 @@ network on the RTL; :func:`run_batch` runs several inputs in one call (one simul
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from sw.cli import progress_bar
 
 from .layers import Layer, bind
 
-__all__ = ["run", "run_batch", "placement", "Record"]
+__all__ = ["run", "run_batch", "placement", "residual_adds", "Record"]
 
 
 def placement(lay: Layer, xs) -> tuple[str, str]:
@@ -30,31 +31,73 @@ class Record(dict):
     """One layer's row: name, kind, where, reason, in/out shapes, macs, counters, seconds."""
 
 
+def residual_adds(layers: list[Layer], keep=()) -> dict[int, tuple[Layer, int]]:
+    """Residual adds that may be fused into the conv producing one of their inputs: id(conv layer) ->
+    (add layer, the input the conv's output is). The conv's output must have no other reader and not
+    be in ``keep`` (graph outputs). Whether a fusion happens is decided when the conv runs: the add's
+    other input must already exist (so an add is fused into the later of its producers) and the conv
+    must be able to take it (:meth:`apps.onnx.handlers.conv.Conv.residual_epilogue`)."""
+    readers = Counter(t for lay in layers for t in lay.node.inputs)
+    add_of = {t: (lay, i) for lay in layers if lay.kind == "add" for i, t in enumerate(lay.node.inputs)}
+    return {id(lay): add_of[lay.node.output] for lay in layers
+            if lay.kind == "conv" and lay.node.output in add_of and readers[lay.node.output] == 1
+            and lay.node.output not in keep}
+
+
 def run(layers: list[Layer], inputs: dict, virtual_threads: int = 2, progress: bool = False,
-        force_cpu: bool = False) -> tuple[dict, list[Record]]:
+        force_cpu: bool = False, fuse: bool = True, keep=()) -> tuple[dict, list[Record]]:
     """Run the network; returns (tensors, records). Tensors are canonical int8 (float where the graph
-    has float tensors); records, one per layer, say where it ran and its counters (cycles on the RTL)."""
+    has float tensors); records, one per layer, say where it ran and its counters (cycles on the RTL).
+
+    With ``fuse``, a residual add runs in the epilogue of the conv that produces one of its inputs
+    (:func:`residual_adds`; ``keep``: tensors that must stay in ``tensors``): one record for both
+    (kind ``conv+add``, its ``fused`` key naming the conv's output, which then never leaves the
+    accelerator and is not among the tensors)."""
     env = dict(inputs)
     records = []
+    fusable = residual_adds(layers, keep) if fuse and not force_cpu else {}
+    done = set()
     bar = progress_bar(len(layers), "layers") if progress else None
     for lay in layers:
+        if id(lay) in done:
+            if bar is not None:
+                bar.update()
+            continue
         xs = [env[n] for n in lay.node.inputs]
         where, reason = placement(lay, xs)
         if force_cpu and where == "vta":
             where, reason = "cpu", "forced"
         t = time.perf_counter()
         counters = {}
-        if where == "vta":
+        fused = None
+        if where == "vta" and id(lay) in fusable:
+            add, i = fusable[id(lay)]
+            other = env.get(add.node.inputs[1 - i])
+            epi = None if other is None else lay.handler.residual_epilogue(lay, add, i, xs, other)
+            if epi is not None:
+                fused = add
+                y, counters = lay.handler.lower(lay, xs, virtual_threads, residual=(epi, other))
+                counters = dict(counters)
+        if fused is None and where == "vta":
             y, counters = lay.handler.lower(lay, xs, virtual_threads)
             counters = dict(counters)
-        else:
+        elif fused is None:
             y = lay.reference(*xs)
         dt = time.perf_counter() - t
-        bind(env, lay, y)
         first = y[0] if isinstance(y, tuple) else y
-        records.append(Record(name=lay.name, kind=lay.kind, where=where, reason=reason,
-                              in_shape=tuple(np.shape(xs[0])) if xs else (), out_shape=tuple(np.shape(first)),
-                              macs=int(lay.handler.macs(lay, xs, first)), counters=counters, seconds=dt))
+        macs = int(lay.handler.macs(lay, xs, first))
+        if fused is not None:
+            done.add(id(fused))
+            bind(env, fused, y)
+            records.append(Record(name=f"{lay.name} + {fused.name}", kind="conv+add", where=where,
+                                  reason=f"the add {fused.name} in the conv's epilogue", in_shape=tuple(xs[0].shape),
+                                  out_shape=tuple(np.shape(y)), macs=macs, counters=counters, seconds=dt,
+                                  fused=[lay.node.output]))
+        else:
+            bind(env, lay, y)
+            records.append(Record(name=lay.name, kind=lay.kind, where=where, reason=reason,
+                                  in_shape=tuple(np.shape(xs[0])) if xs else (), out_shape=tuple(np.shape(first)),
+                                  macs=macs, counters=counters, seconds=dt))
         if bar is not None:
             bar.set_postfix_str(f"{lay.kind} {lay.name[:40]} on {where}", refresh=False)
             bar.update()
@@ -63,6 +106,7 @@ def run(layers: list[Layer], inputs: dict, virtual_threads: int = 2, progress: b
     return env, records
 
 
-def run_batch(layers: list[Layer], batch: list[dict], virtual_threads: int = 2) -> list[tuple[dict, list[Record]]]:
+def run_batch(layers: list[Layer], batch: list[dict], virtual_threads: int = 2, fuse: bool = True,
+              keep=()) -> list[tuple[dict, list[Record]]]:
     """:func:`run` for each input dict of ``batch``, one after the other."""
-    return [run(layers, inputs, virtual_threads) for inputs in batch]
+    return [run(layers, inputs, virtual_threads, fuse=fuse, keep=keep) for inputs in batch]

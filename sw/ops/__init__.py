@@ -75,6 +75,7 @@ from .layout import (
     block_groups,
     pack_bias,
     pack_conv_data,
+    pack_conv_output,
     pack_conv_weight,
     pack_dense_data,
     pack_dense_weight,
@@ -92,7 +93,7 @@ __all__ = [
     "conv2d_ref",
     # layouts
     "pack_dense_data", "pack_dense_weight", "unpack_dense_output", "pack_conv_data", "pack_conv_weight",
-    "unpack_conv_output", "pack_bias", "block_groups",
+    "unpack_conv_output", "pack_conv_output", "pack_bias", "block_groups",
     # planning
     "plan_dense", "plan_conv2d", "DensePlan", "ConvPlan", "last_counters", "TileError",
     # epilogues

@@ -15,6 +15,7 @@ from .layout import (
     block_groups,
     grouped_channels,
     pack_conv_data,
+    pack_conv_output,
     pack_conv_weight,
     pack_grouped_conv_weight,
     pack_layer_bias,
@@ -24,16 +25,17 @@ from .plan import ConvPlan, _conv_caps, _in_rows, plan_conv2d
 from .schedule import _Step, _Tile, run_operator
 
 
-def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: int = 1) -> list[_Tile]:
+def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: int = 1, rd=None) -> list[_Tile]:
     """The tiles of a conv2d; with ``bg`` block-groups, output block m reads only the ``cb`` input blocks
-    of its block-group m // (ob / bg), and no tile straddles two block-groups."""
+    of its block-group m // (ob / bg), and no tile straddles two block-groups. ``rd``: the residual's
+    buffer (packed like the output), loaded per tile in the layout of the tile's stores."""
     nb, cb, ob, h, w, kh, kw, s, pad = shape
     obg = ob // bg
     vt = plan.virtual_threads
     hv = _halves(cfg, vt)
     ho, wo = (h + 2 * pad - kh) // s + 1, (w + 2 * pad - kw) // s + 1
     kk = kh * kw
-    INP, WGT, ACC = int(MemId.INP), int(MemId.WGT), int(MemId.ACC)
+    INP, WGT, ACC, ACC8 = int(MemId.INP), int(MemId.WGT), int(MemId.ACC), int(MemId.ACC_8BIT)
     tiles = []
     step_no = 0
     ti = 0
@@ -87,7 +89,12 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: i
         def load_vector(i, row, m0=m0, tm=tm):
             return Load(pd, i * ob + m0, tm, 1, tm, row, ACC)
 
-        t.computes += epi.actions(acc, rows, tm, ((tm, th * tw, 1), (th * tw, 1, 0)), load_vector)
+        def load_residual(row, n=n, m0=m0, h0=h0, w0=w0, tm=tm, th=th, tw=tw):
+            return [Load(rd, ((n * ob + m0 + j) * ho + h0) * wo + w0, tw, th, wo, row + j * th * tw, ACC8)
+                    for j in range(tm)]
+
+        t.computes += epi.actions(acc, rows, tm, ((tm, th * tw, 1), (th * tw, 1, 0)), load_vector,
+                                  load_residual if rd is not None else None)
         for p, j in itertools.product(range(epi.planes), range(tm)):
             t.stores.append(Store(acc + p * rows + j * th * tw, yd,
                                   (((p * nb + n) * ob + m0 + j) * ho + h0) * wo + w0, tw, th, wo))
@@ -97,14 +104,16 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: i
 
 def conv2d_packed(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: int = 8, clip: bool = True,
                   virtual_threads: int = 1, tiles=None, return_counters: bool = False,
-                  epilogue: Epilogue | Sequence | None = None, block_groups: int = 1):
+                  epilogue: Epilogue | Sequence | None = None, block_groups: int = 1, residual=None):
     """conv2d on packed operands: data (nb, cb, H, W, BATCH, BLOCK_IN), weight (ob, cb, kh, kw, BLOCK_OUT,
     BLOCK_IN) int8, bias None or packed (ob, BATCH, BLOCK_OUT) int32; returns (nb, ob, Ho, Wo, BATCH,
     BLOCK_OUT) int8 after >> shift, + bias, clip [0, 127].
 
     ``epilogue`` (an :class:`~sw.ops.epilogue.Epilogue` or its ALU steps) replaces that requantization;
     ``bias`` then holds its vectors packed as (V, ob, BATCH, BLOCK_OUT), and an epilogue of k > 1
-    planes returns (k, nb, ob, Ho, Wo, BATCH, BLOCK_OUT) int8, the bytes of each result.
+    planes returns (k, nb, ob, Ho, Wo, BATCH, BLOCK_OUT) int8, the bytes of each result. An epilogue
+    with a residual takes it as ``residual``, int8 packed like the output (nb, ob, Ho, Wo, BATCH,
+    BLOCK_OUT).
 
     ``block_groups`` = G > 1 (grouped and depthwise convolutions, :func:`~sw.ops.layout.block_groups`):
     data has G * cbg input blocks, weight (ob, cbg, ...) with ob = G * obg, and output block m is the
@@ -140,12 +149,13 @@ def conv2d_packed(data, weight, bias=None, stride: int = 1, padding: int = 0, sh
     plan = plan_conv2d(nb * bg, cb2, ob // bg, h, w, kh, kw, stride, padding, virtual_threads, epi, cfg, tiles)
     shape = (nb, cb2, ob, h, w, kh, kw, stride, padding)
     return run_operator(data, weight, vectors, epi, (nb, ob, ho, wo, B, O),
-                        lambda xd, wd, pd, yd: _conv_tiles(plan, cfg, shape, xd, wd, yd, pd, epi, bg), return_counters)
+                        lambda xd, wd, pd, yd, rd: _conv_tiles(plan, cfg, shape, xd, wd, yd, pd, epi, bg, rd),
+                        return_counters, residual)
 
 
 def conv2d(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: int = 8, clip: bool = True,
            virtual_threads: int = 1, tiles=None, return_counters: bool = False,
-           epilogue: Epilogue | Sequence | None = None, groups: int = 1):
+           epilogue: Epilogue | Sequence | None = None, groups: int = 1, residual=None):
     """VTA's conv2d benchmark: data (N, C, H, W) int8, weight (O, C, kh, kw) int8, bias (O,) int32 or
     None; conv2d_nchw in int32, >> shift, + bias, clip [0, 127], int8 (N, O, Ho, Wo).
 
@@ -159,6 +169,9 @@ def conv2d(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: in
     (``groups = C``: depthwise). Whole groups are packed side by side into block-groups with a
     block-diagonal weight (:func:`~sw.ops.layout.block_groups`), so a depthwise convolution costs one
     GEMM micro-op per kernel tap, output pixel and block of channels.
+
+    ``residual``: an int8 (N, O, Ho, Wo) tensor for an epilogue with a residual (a skip connection
+    added in the epilogue, :class:`~sw.ops.epilogue.Epilogue`); groups = 1 only.
     """
     cfg = config()
     data, weight = np.asarray(data), np.asarray(weight)
@@ -170,6 +183,8 @@ def conv2d(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: in
                          f"with groups = {groups} dividing C and O")
     n, c, h, w = data.shape
     o, _, kh, kw = weight.shape
+    if residual is not None and groups > 1:
+        raise ValueError(f"residual with groups = {groups}; a fused residual takes groups = 1")
     if groups > 1:
         return _grouped(data, weight, bias, stride, padding, virtual_threads, tiles, return_counters,
                         Epilogue.of(epilogue) or Epilogue.vta(shift, bias is not None, clip), groups, cfg)
@@ -178,9 +193,15 @@ def conv2d(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: in
     ob = max(cdiv(o, cfg.BLOCK_OUT), cdiv(3, max(1, ho * wo)))
     epi = Epilogue.of(epilogue) or Epilogue.vta(shift, bias is not None, clip)
     bp = pack_layer_bias(bias, o, ob, cfg)
+    rp = None
+    if residual is not None:
+        residual = np.asarray(residual)
+        if residual.shape != (n, o, ho, wo):
+            raise ValueError(f"residual has shape {residual.shape}; expected the output's {(n, o, ho, wo)}")
+        rp = pack_conv_output(residual, cfg, ob)
     y, counters = conv2d_packed(pack_conv_data(data, cfg), pack_conv_weight(weight, cfg, ob), bp, stride,
                                 padding, virtual_threads=virtual_threads, tiles=tiles, return_counters=True,
-                                epilogue=epi)
+                                epilogue=epi, residual=rp)
     y = epi.assemble(y if epi.planes > 1 else y[None])
     return _finish(unpack_conv_output(y, n, o), counters, return_counters)
 

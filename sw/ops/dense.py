@@ -87,7 +87,7 @@ def dense_packed(data, weight, bias=None, shift: int = 8, clip: bool = True, vir
     epi, vectors = packed_epilogue(epilogue, shift, bias, clip, mb, cfg)
     plan = plan_dense(nb, kb, mb, virtual_threads, epi, cfg, tiles)
     return run_operator(data, weight, vectors, epi, (nb, mb, B, O),
-                        lambda xd, wd, pd, yd: _dense_tiles(plan, cfg, xd, wd, yd, pd, epi), return_counters)
+                        lambda xd, wd, pd, yd, rd: _dense_tiles(plan, cfg, xd, wd, yd, pd, epi), return_counters)
 
 
 def _dense_common(data, weight, bias, epi: Epilogue, virtual_threads, tiles, return_counters):

@@ -7,6 +7,11 @@ One type, :class:`Epilogue`, describes every way dense and conv2d finish a tile:
   ``operand`` an int immediate (the ALU's 16-bit signed field, :data:`IMM_MIN`..:data:`IMM_MAX`) or
   ``"v0"``, ``"v1"``, ... for per-output-channel int32 vector i (loaded into the acc SRAM beside the
   tile before its first use and broadcast over the tile's rows: two cycles per micro-op);
+* optionally a **residual**: an int8 tensor of the tile's shape (a skip connection), loaded into the acc
+  SRAM beside the tile (LOAD ACC_8BIT, sign-extended), finished in place by its own ALU steps
+  (``residual``: immediates only, e.g. zero point and rescale), and used by a step with the operand
+  ``"r"`` (element by element, two cycles per micro-op): a residual add fused into the producing
+  layer's epilogue, so the two-input add makes no round trip through DRAM;
 * then ``planes`` bytes of each result: STORE writes the low 8 bits of an accumulator, so for
   ``planes = k > 1`` the tile is copied into k - 1 more acc regions, region p shifted right by 8p,
   and the k low bytes are stored and reassembled on the host into the low 8k bits, sign-extended.
@@ -23,7 +28,7 @@ is the one lowering to ALU instructions that dense and conv2d share.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -41,6 +46,10 @@ AluStep = tuple[AluOp, Operand]
 
 _ALLOWED_OPS = ", ".join(o.name for o in AluOp)
 
+RESIDUAL_LOAD_PASSES = 2
+"""The planner's cost of loading a residual, in ALU passes over the tile's rows (LOAD ACC_8BIT moves one
+BATCH x BLOCK_OUT int8 row in about two bus beats on the compute module)."""
+
 
 def _check_step(i: int, step) -> AluStep:
     if not isinstance(step, (tuple, list)) or len(step) != 2:
@@ -51,12 +60,12 @@ def _check_step(i: int, step) -> AluStep:
     except (KeyError, ValueError):
         raise ValueError(f"epilogue step {i}: op {op!r}; allowed: {_ALLOWED_OPS}") from None
     if isinstance(operand, str):
-        if not (operand.startswith("v") and operand[1:].isdigit()):
+        if not (operand == "r" or operand.startswith("v") and operand[1:].isdigit()):
             raise ValueError(f"epilogue step {i}: operand {operand!r}; allowed: an int immediate in "
-                             f"[{IMM_MIN}, {IMM_MAX}] or a vector 'v0', 'v1', ...")
+                             f"[{IMM_MIN}, {IMM_MAX}], a vector 'v0', 'v1', ... or the residual 'r'")
         if op == AluOp.SHR:
             raise ValueError(f"epilogue step {i}: SHR takes an immediate shift in [{IMM_MIN}, {IMM_MAX}], "
-                             f"not a vector")
+                             f"not a tensor operand")
         return op, operand
     if isinstance(operand, bool) or not isinstance(operand, (int, np.integer)):
         raise ValueError(f"epilogue step {i}: operand {operand!r}; allowed: an int immediate in "
@@ -70,16 +79,34 @@ def _check_step(i: int, step) -> AluStep:
 class Epilogue:
     """ALU ``steps`` on a tile's accumulators, then ``planes`` (1-4) low bytes of each stored.
 
+    ``residual`` (None: no residual): the immediate ALU steps that finish the residual tensor in the acc
+    SRAM before a step with operand ``"r"`` uses it.
+
     Frozen and hashable: plans and micro-kernels are memoised on it. ``Epilogue(steps)`` validates the
-    steps (any sequence of ``(AluOp | name, int | 'vI')``) and names the bad field and its range.
+    steps (any sequence of ``(AluOp | name, int | 'vI' | 'r')``) and names the bad field and its range.
     """
     steps: tuple[AluStep, ...] = ()
     planes: int = 1
+    residual: tuple[AluStep, ...] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "steps", tuple(_check_step(i, s) for i, s in enumerate(self.steps)))
         if self.planes not in (1, 2, 3, 4):
             raise ValueError(f"epilogue planes = {self.planes!r}; allowed [1, 4] (bytes of each accumulator stored)")
+        uses_r = any(v == "r" for _, v in self.steps)
+        if self.residual is None:
+            if uses_r:
+                raise ValueError("epilogue: a step uses the residual 'r' but the epilogue has no residual "
+                                 "(residual=None)")
+            return
+        res = tuple(_check_step(i, s) for i, s in enumerate(self.residual))
+        if any(isinstance(v, str) for _, v in res):
+            raise ValueError("epilogue residual steps take immediates only, not vectors or 'r'")
+        if not uses_r:
+            raise ValueError("epilogue: a residual is given but no step uses it (operand 'r')")
+        if self.planes != 1:
+            raise ValueError(f"epilogue: a residual needs planes = 1 (got {self.planes})")
+        object.__setattr__(self, "residual", res)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -110,13 +137,16 @@ class Epilogue:
     @cached_property
     def vectors(self) -> int:
         """How many per-channel vectors the steps use (1 + the largest index)."""
-        used = [int(v[1:]) for _, v in self.steps if isinstance(v, str)]
+        used = [int(v[1:]) for _, v in self.steps if isinstance(v, str) and v != "r"]
         return 1 + max(used) if used else 0
 
     @cached_property
     def passes(self) -> int:
         """ALU passes over the tile's rows (two per vector step; a copy and a shift per extra plane)."""
-        return sum(2 if isinstance(v, str) else 1 for _, v in self.steps) + 3 * (self.planes - 1)
+        n = sum(2 if isinstance(v, str) else 1 for _, v in self.steps) + 3 * (self.planes - 1)
+        if self.residual is not None:
+            n += len(self.residual) + RESIDUAL_LOAD_PASSES
+        return n
 
     @property
     def dtype(self):
@@ -133,23 +163,34 @@ class Epilogue:
 
     def acc_rows(self, rows: int, tm: int) -> int:
         """Acc SRAM rows of a tile of ``rows`` accumulators over ``tm`` channel blocks."""
-        return rows * self.planes + tm * self.vectors
+        return rows * self.planes + tm * self.vectors + (rows if self.residual is not None else 0)
 
     # ------------------------------------------------------------------ numpy
-    def reference(self, acc, vectors=None, channel_axis: int = 1) -> np.ndarray:
-        """The epilogue in numpy: int32 ``acc``, ``vectors`` (V, channels) along ``channel_axis``;
-        returns what the host reads back (int8 for one plane, else int32 of the low 8*planes bits)."""
-        y = self.apply(acc, vectors, channel_axis)
+    def reference(self, acc, vectors=None, channel_axis: int = 1, residual=None) -> np.ndarray:
+        """The epilogue in numpy: int32 ``acc``, ``vectors`` (V, channels) along ``channel_axis``, the int8
+        ``residual`` of acc's shape (when the epilogue has one); returns what the host reads back (int8
+        for one plane, else int32 of the low 8*planes bits)."""
+        y = self.apply(acc, vectors, channel_axis, residual)
         if self.planes == 4:
             return y
         bits = 8 * self.planes
         return ((y.astype(np.int64) << (64 - bits)) >> (64 - bits)).astype(self.dtype)
 
-    def apply(self, acc, vectors=None, channel_axis: int = 1) -> np.ndarray:
+    def apply(self, acc, vectors=None, channel_axis: int = 1, residual=None) -> np.ndarray:
         """The ALU steps alone: int32 accumulators in, int32 out (before STORE's truncation)."""
         y = np.asarray(acc).astype(np.int32)
+        r = None
+        if self.residual is not None:
+            if residual is None or np.shape(residual) != y.shape:
+                raise ValueError(f"the epilogue has a residual: expected an int8 tensor of shape {y.shape}, got "
+                                 f"{None if residual is None else np.shape(residual)}")
+            r = np.asarray(residual).astype(np.int8).astype(np.int32)
+            for op, v in self.residual:
+                r = alu_apply(op, r, v)
         for op, v in self.steps:
-            if isinstance(v, str):
+            if v == "r":
+                v = r
+            elif isinstance(v, str):
                 i = int(v[1:])
                 if vectors is None or i >= len(vectors):
                     raise ValueError(f"the epilogue uses vector {v} but {0 if vectors is None else len(vectors)} "
@@ -161,16 +202,34 @@ class Epilogue:
         return y
 
     # ------------------------------------------------------------------ lowering
-    def actions(self, acc: int, rows: int, tm: int, loops, load_vector: Callable[[int, int], Load]) -> list:
+    def actions(self, acc: int, rows: int, tm: int, loops, load_vector: Callable[[int, int], Load],
+                load_residual: Callable[[int], list] | None = None) -> list:
         """The compute actions of a tile whose accumulators are acc rows [acc, acc + rows) over ``tm``
         channel blocks: vector i is loaded (``load_vector(i, sram_row)``) to acc + rows * planes + i * tm
         before its first use; ``loops`` ((extent, dst_factor, src_factor), outer first) walk the rows
-        with the source on their channel block; then the copies of the extra planes."""
+        with the source on their channel block; then the copies of the extra planes. A residual is
+        loaded first by ``load_residual(sram_row)`` (its LOADs, rows in the accumulators' order, to
+        acc + rows + tm * vectors) and finished by its steps just before the first step that uses it
+        (those ALU actions are marked ``reads_residual``: a scheduler that delays the loads queues them
+        before the first such action)."""
         acts = []
         vec_base = acc + rows * self.planes
+        res_base = vec_base + tm * self.vectors
         loaded = set()
+        finish_residual = []
+        if self.residual is not None:
+            if load_residual is None:
+                raise ValueError("the epilogue has a residual: the operator must load it (load_residual)")
+            acts += list(load_residual(res_base))
+            finish_residual = [replace(_alu_rows(op, v, res_base, rows), reads_residual=True)
+                               for op, v in self.residual]
         for op, v in self.steps:
-            if isinstance(v, str):
+            if v == "r":
+                # (the residual's own steps just before its first use: the loads may come late)
+                acts += finish_residual
+                finish_residual = []
+                acts.append(Alu(_k_alu(int(op), 0, 0, acc, res_base, ((rows, 1, 1),)), passes=2, reads_residual=True))
+            elif isinstance(v, str):
                 i = int(v[1:])
                 if i not in loaded:
                     loaded.add(i)

@@ -47,10 +47,12 @@ class Gemm:
 
 @dataclass(frozen=True)
 class Alu:
-    """An ALU instruction of a micro-kernel; ``passes``: cycles per micro-op (2 with a tensor operand)."""
+    """An ALU instruction of a micro-kernel; ``passes``: cycles per micro-op (2 with a tensor operand);
+    ``reads_residual``: it reads an epilogue's residual rows (which must be loaded before it is queued)."""
     kernel: object
     key: int = 0
     passes: int = 1
+    reads_residual: bool = False
     insns = 2
 
     def emit(self, cmd):

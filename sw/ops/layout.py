@@ -123,6 +123,19 @@ def pack_grouped_conv_weight(w, groups: int, c: int, cfg=None) -> np.ndarray:
     return np.ascontiguousarray(p.reshape(bg * obg, O, cbg, I, kh, kw).transpose(0, 2, 4, 5, 1, 3))
 
 
+def pack_conv_output(x, cfg=None, o_blocks=None) -> np.ndarray:
+    """(N, C, H, W) int8 in the layout of a conv2d's output (N/BATCH, C/BLOCK_OUT, H, W, BATCH, BLOCK_OUT),
+    zero-padded to ``o_blocks`` channel blocks (a residual that the epilogue adds)."""
+    cfg = cfg or config()
+    x = np.asarray(x)
+    n, c, h, w = x.shape
+    B, O = cfg.BATCH, cfg.BLOCK_OUT
+    nb, cb = cdiv(n, B), max(cdiv(c, O), o_blocks or 0)
+    p = np.zeros((nb * B, cb * O, h, w), dtype=np.int8)
+    p[:n, :c] = x
+    return np.ascontiguousarray(p.reshape(nb, B, cb, O, h, w).transpose(0, 2, 4, 5, 1, 3))
+
+
 def unpack_conv_output(y, n, c) -> np.ndarray:
     """(N/BATCH, C/BLOCK_OUT, H, W, BATCH, BLOCK_OUT) -> (N, C, H, W), cropped."""
     nb, cb, h, w, B, O = y.shape

@@ -177,10 +177,12 @@ def _cost_proxy(epi: Epilogue) -> Epilogue:
     """An epilogue the planner cannot tell from ``epi`` (the same planes, vectors and ALU passes; the plan depends on
     nothing else), the same for every layer with that cost: the layers of a network differ in their multipliers and
     shifts, not in their shapes, and then share one memoised plan."""
-    vector_steps = sum(isinstance(v, str) for _, v in epi.steps)
+    vector_steps = sum(isinstance(v, str) and v != "r" for _, v in epi.steps)
+    r_steps = sum(v == "r" for _, v in epi.steps)
     steps = ([(AluOp.ADD, f"v{epi.vectors - 1}")] * bool(vector_steps) + [(AluOp.ADD, "v0")] * max(0, vector_steps - 1)
-             + [(AluOp.ADD, 0)] * (len(epi.steps) - vector_steps))
-    return Epilogue(tuple(steps), epi.planes)
+             + [(AluOp.ADD, "r")] * r_steps + [(AluOp.ADD, 0)] * (len(epi.steps) - vector_steps - r_steps))
+    residual = None if epi.residual is None else ((AluOp.ADD, 0),) * len(epi.residual)
+    return Epilogue(tuple(steps), epi.planes, residual)
 
 
 @lru_cache(maxsize=1024)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import runtime as rt
+from ..isa import MemId
 from .base import (
     QCOMPUTE,
     QLOAD,
@@ -16,6 +17,7 @@ from .base import (
     _finish,
     _from_device,
     _operands_on_device,
+    _to_device,
     cdiv,
     config,
 )
@@ -112,6 +114,7 @@ def run_tiles(tiles, interleave=None) -> dict:
     cmd = rt.command_handle()
     q = rt.current()
     budget = max(64, getattr(q, "max_insns", 1 << 16) - 32)
+    ACC8 = int(MemId.ACC_8BIT)
     counters = {"synchronize_calls": 0}
     if interleave is None:
         interleave = len({t.acc for t in tiles}) > 1 and all(t.steps for t in tiles)
@@ -119,7 +122,7 @@ def run_tiles(tiles, interleave=None) -> dict:
 
     def emit_computes(t, actions):
         for a in actions:
-            if isinstance(a, Load):
+            if isinstance(a, Load) and a.mem != ACC8:        # (a residual is new in every tile)
                 if acc_loaded.get(t.acc) == a:
                     continue
                 acc_loaded[t.acc] = a
@@ -155,9 +158,13 @@ def run_tiles(tiles, interleave=None) -> dict:
             need_s2g = prev_acc[ti] and ti not in zeroed
             reset = t.reset if ti not in zeroed else None
             per, last_share = 0, 0
+            pending = []            # the deferred tile's residual loads after the first: one before each GEMM step
             if deferred is not None:
                 # one share after each GEMM step, front-loaded: the deferred tile's store then
                 # overlaps this tile's GEMMs and is done long before its acc half is reset again
+                res = [a for a in deferred[1] if a.mem == ACC8]
+                pending = res[1:]
+                deferred = (deferred[0], [a for a in deferred[1] if a.mem != ACC8] + res[:1], *deferred[2:])
                 d_alu = deferred[2]
                 per = cdiv(len(d_alu), len(t.steps))
                 last_share = cdiv(len(d_alu), per) - 1 if per else 0
@@ -184,12 +191,18 @@ def run_tiles(tiles, interleave=None) -> dict:
                     need_s2g = False
                 if k == 0 and deferred is not None:
                     emit_computes(deferred[0], deferred[1])
+                elif pending:
+                    # (a compute-module LOAD of the acc runs beside this step's GEMMs in the other bank)
+                    emit_computes(deferred[0], [pending.pop(0)])
                 if k == 0 and reset is not None:
                     Gemm(_k_reset(*reset)).emit(cmd)
                 for a in st.computes:
                     a.emit(cmd)
                 if next_buf[i]:
                     rt.dep_push(cmd, QCOMPUTE, QLOAD)
+                if pending and (k == last_share or any(getattr(a, "reads_residual", False) for a in shares[k])):
+                    emit_computes(deferred[0], pending)     # (what reads the residual comes after its loads)
+                    pending = []
                 if deferred is not None and k == last_share:
                     # the last share: then the deferred tile's push to store and its stores
                     finish_tile(deferred[0], shares[k], deferred[3])
@@ -216,16 +229,25 @@ def run_tiles(tiles, interleave=None) -> dict:
 
 
 
-def run_operator(data, weight, vectors, epi, out_shape: tuple, make_tiles, return_counters: bool):
+def run_operator(data, weight, vectors, epi, out_shape: tuple, make_tiles, return_counters: bool, residual=None):
     """Stage a GEMM operator's packed operands on the device, run the tiles ``make_tiles(xd, wd, pd,
-    yd)`` builds on their buffers, and read back the ``epi.planes`` planes of ``out_shape`` int8 (the
-    first alone for one plane)."""
+    yd, rd)`` builds on their buffers (``rd``: the packed int8 ``residual`` of ``out_shape``, or None),
+    and read back the ``epi.planes`` planes of ``out_shape`` int8 (the first alone for one plane)."""
     cfg = config()
     cmd = rt.command_handle()
     out_bytes = epi.planes * int(np.prod(out_shape[:-2])) * cfg.OUT_ELEM_BYTES
+    if (residual is None) != (epi.residual is None):
+        raise ValueError("a residual tensor must be given exactly when the epilogue has a residual")
+    if residual is not None and np.shape(residual) != tuple(out_shape):
+        raise ValueError(f"residual has shape {np.shape(residual)}; expected the packed output {tuple(out_shape)}")
     with _operands_on_device(cmd, data, weight, vectors, out_bytes) as (xd, wd, pd, yd):
-        tiles = make_tiles(xd, wd, pd, yd)
-        counters = run_tiles(tiles)
+        rd = None if residual is None else _to_device(cmd, np.ascontiguousarray(residual, np.int8))
+        try:
+            tiles = make_tiles(xd, wd, pd, yd, rd)
+            counters = run_tiles(tiles)
+        finally:
+            if rd is not None:
+                rt.buffer_free(rd)
         counters["tiles"] = len(tiles)
         y = _from_device(cmd, yd, (epi.planes, *out_shape), np.int8)
     return _finish(y[0] if epi.planes == 1 else y, counters, return_counters)

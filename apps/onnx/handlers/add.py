@@ -42,9 +42,15 @@ class Add(Handler):
             return "cpu", "add with broadcasting"
         return "vta", ""
 
-    def lower(self, lay, xs, vt):
+    @staticmethod
+    def operand_steps(lay) -> list[list]:
+        """Per input, the ALU steps that take it to the sum's fixed point: minus its zero point, times
+        the two factors (identities left out)."""
         pre = [[(AluOp.ADD, -q.zero_point), (AluOp.MUL, m1), (AluOp.MUL, m2)]
                for q, (m1, m2) in zip(lay.inp, lay.params["factors"])]
-        pre = [[s for s in st if not (s[0] == AluOp.MUL and s[1] == 1) and not (s[0] == AluOp.ADD and s[1] == 0)]
-               for st in pre]
+        return [[s for s in st if not (s[0] == AluOp.MUL and s[1] == 1) and not (s[0] == AluOp.ADD and s[1] == 0)]
+                for st in pre]
+
+    def lower(self, lay, xs, vt):
+        pre = self.operand_steps(lay)
         return ops.add_rescaled(xs[0], xs[1], pre[0], pre[1], lay.steps, virtual_threads=vt, return_counters=True)

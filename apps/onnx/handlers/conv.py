@@ -15,10 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from sw import ops
+from sw.isa import AluOp
 from sw.runtime import current_config
 
 from ..ir import QNode
-from . import register
+from ..numerics import merge_steps
+from . import for_kind, register
 from .base import Handler, Unsupported
 from .gemm import accelerator_epilogue, describe_split, match_conv, prepare_gemm, run_epilogue
 
@@ -94,9 +96,33 @@ class Conv(Handler):
         k = c * kh * kw
         return direct < 0.5 and k / (-(-k // block) * block) > 2 * direct
 
-    def lower(self, lay, xs, vt):
+    def residual_epilogue(self, lay, add, index: int, xs, other) -> ops.Epilogue | None:
+        """The epilogue of this conv with the residual add ``add`` fused in (this conv's output is the add's
+        input ``index``, ``other`` its other input), or None where the fusion does not apply: a grouped or
+        im2col conv, a requantization split with the CPU, an add on the CPU, another shape, or a
+        requantization whose result could leave int8 (then STORE's truncation is part of the value)."""
         p = lay.params
-        epi = accelerator_epilogue(lay)
+        if p["groups"] > 1 or self._im2col_pays(lay) or p["split"] or add.cpu_reason or xs[0].ndim != 4:
+            return None
+        o = p["weight"].shape[0]
+        if np.shape(other) != (xs[0].shape[0], o, *self._out_hw(lay, xs[0].shape[2:])):
+            return None
+        bounds = np.broadcast_to(np.asarray(p["acc_bounds"], np.int64), (o,))
+        # the steps are monotonic within the accumulators' bound (|acc + v0| <= bound): the ends give the range
+        ends = lay.epilogue.apply(np.stack([-bounds, bounds]) - p["vectors"][0].astype(np.int64), p["vectors"],
+                                  channel_axis=1)
+        if ends.min() < -128 or ends.max() > 127:
+            return None
+        pre = for_kind("add").operand_steps(add)
+        steps = merge_steps(list(lay.steps) + pre[index] + [(AluOp.ADD, "r")] + list(add.steps))
+        return ops.Epilogue(tuple(steps), 1, tuple(merge_steps(pre[1 - index])))
+
+    def lower(self, lay, xs, vt, residual=None):
+        """The conv on the accelerator; ``residual`` = (epilogue, tensor): with a residual add fused in
+        (:meth:`residual_epilogue`), returning the add's output."""
+        p = lay.params
+        epi = accelerator_epilogue(lay) if residual is None else residual[0]
+        extra = {} if residual is None else {"residual": residual[1]}
         o, c, kh, kw = p["weight"].shape
         if self._im2col_pays(lay):
             cols, (n, ho, wo) = _im2col(self.pad_input(lay, xs[0]), kh, kw, p["strides"])
@@ -111,8 +137,9 @@ class Conv(Handler):
             else:
                 x, pad = self.pad_input(lay, x), 0    # pad with the zero point on the host
             y, counters = ops.conv2d(x, p["weight"], p["vectors"], stride=int(p["strides"][0]), padding=pad,
-                                     epilogue=epi, virtual_threads=vt, return_counters=True, groups=p["groups"])
-        return run_epilogue(lay, y), counters
+                                     epilogue=epi, virtual_threads=vt, return_counters=True, groups=p["groups"],
+                                     **extra)
+        return (run_epilogue(lay, y) if residual is None else y), counters
 
     def macs(self, lay, xs, y):
         return int(np.prod(y.shape)) * lay.macs_per_item // lay.params["weight"].shape[0]

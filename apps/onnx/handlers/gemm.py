@@ -70,7 +70,7 @@ def prepare_gemm(lay, alu_mul: bool) -> None:
     # x - zx lies in [-128 - zx, 127 - zx]
     bounds = np.abs(flat).sum(axis=1) * max(128 + zx, 127 - zx) + np.abs(vector) + 1
     M = sx * sw / lay.out.scale
-    lay.params.update(weight=w, multiplier=M)
+    lay.params.update(weight=w, multiplier=M, acc_bounds=bounds)
     extra = set_requant(lay, M, bounds, alu_mul, vector)
     lay.params["vectors"] = vectors(vector, extra, o)
     lay.macs_per_item = int(w.size)      # per output pixel (conv) / per row (dense)

@@ -59,6 +59,11 @@ def single_op(op: str, rng, **kw):
     if op == "add":
         n = helper.make_node("Add", ["t", "x"], ["y"])
         return _model([pre, n], w1, shape, shape), shape
+    if op == "residual":        # conv -> conv -> add(second conv, first conv): a residual block
+        inits = {**w1, "w2": rng.normal(0, 0.3, (c, c, 3, 3)), "b2": rng.normal(0, 0.1, c)}
+        nodes = [pre, helper.make_node("Conv", ["t", "w2", "b2"], ["u"], pads=[1, 1, 1, 1]),
+                 helper.make_node("Add", ["u", "t"], ["y"])]
+        return _model(nodes, inits, shape, shape), shape
     if op == "relu":            # a ReLU that quantize_static cannot fold: its input has another consumer
         n = helper.make_node("Relu", ["t"], ["r"])
         a = helper.make_node("Add", ["r", "t"], ["y"])

@@ -35,10 +35,16 @@ def _run(q, shape, rng, cfg="default", vt=2):
     x = rng.normal(0, 1.2, shape).astype(np.float32)
     with runtime.use_target(c):
         env, records = runner.run(lays, {"x": x}, vt)
-    ref = layers.reference(lays, {"x": x})
-    for k in ref:
-        assert np.array_equal(ref[k], env[k]), k
+    _equal(layers.reference(lays, {"x": x}), env, records)
     return records
+
+
+def _equal(ref, env, records):
+    """Every tensor of the run equals the reference; those a fusion kept on the accelerator are not in it."""
+    fused = {t for r in records for t in r.get("fused", ())}
+    for k in ref:
+        assert k in fused or np.array_equal(ref[k], env[k]), k
+    assert not fused & set(env)
 
 
 @pytest.mark.parametrize("op,kw", OPS, ids=[f"{o}-{i}" for i, (o, _) in enumerate(OPS)])
@@ -53,6 +59,32 @@ def test_golden_model_equals_reference(op, kw, vt):
     for kind in ("maxpool", "gap", "flatten", "quantize", "dequantize"):
         if kind in where:
             assert where[kind] == "cpu"
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_residual_add_fused_into_the_conv(per_channel):
+    """conv -> conv -> add(second conv, first conv): the add runs in the second conv's epilogue (the first
+    conv's output is the residual), one record, the same integers as the two layers apart."""
+    q, shape, rng = quantized("residual", per_channel=per_channel)
+    g = graph.load(q)
+    lays = layers.prepare(g)
+    x = rng.normal(0, 1.2, shape).astype(np.float32)
+    with runtime.use_target(load_config("default")):
+        env, records = runner.run(lays, {"x": x}, 2)
+        apart, records_apart = runner.run(lays, {"x": x}, 2, fuse=False)
+    assert [r["kind"] for r in records if r["kind"] in ("conv", "conv+add", "add")] == ["conv", "conv+add"]
+    assert [r["kind"] for r in records_apart if r["kind"] in ("conv", "conv+add", "add")] == ["conv", "conv", "add"]
+    fused = records[[r["kind"] for r in records].index("conv+add")]
+    conv2 = next(lay for lay in lays if lay.kind == "conv" and lay.node.output in fused["fused"])
+    ref = layers.reference(lays, {"x": x})
+    for k in ref:
+        assert np.array_equal(ref[k], apart[k]), k
+        assert k == conv2.node.output or np.array_equal(ref[k], env[k]), k
+    assert conv2.node.output not in env
+    assert fused["macs"] == conv2.handler.macs(conv2, [env[conv2.node.inputs[0]]], ref[conv2.node.output])
+    # a conv output that must stay (a graph output, say) is not fused away
+    _, kept = runner.run(lays, {"x": x}, 2, force_cpu=False, keep={conv2.node.output})
+    assert "conv+add" not in [r["kind"] for r in kept]
 
 
 def test_uint8_on_the_accelerator():
@@ -133,6 +165,5 @@ def test_every_offloaded_op_on_the_rtl():
         calls.append((runner.run, (lays, x, 2), {}))
         refs.append(layers.reference(lays, x))
     for (env, records), ref in zip(cosim.run_many(calls, config="default"), refs):
-        for k in ref:
-            assert np.array_equal(ref[k], env[k]), k
+        _equal(ref, env, records)
         assert all(r["counters"].get("cycles", 0) > 0 for r in records if r["where"] == "vta")

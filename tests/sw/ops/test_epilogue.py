@@ -136,3 +136,54 @@ def test_epilogue_validation_names_the_field():
         ops.Epilogue.vta(shift=40)
     assert ops.Epilogue((("add", "v2"), ("max", 0))).vectors == 3
     assert ops.Epilogue((("add", "v0"), ("shr", 3)), planes=2).passes == 3 + 3
+
+
+RESIDUAL = ((AluOp.ADD, -3), (AluOp.MUL, 5))
+
+
+@pytest.mark.parametrize("vt", [1, 2])
+@pytest.mark.parametrize("stride,pad,o", [(1, 1, 40), (2, 0, 24)])
+def test_conv2d_with_a_residual(rng, vt, stride, pad, o):
+    """A residual (a skip connection) loaded beside each tile, finished by its own steps and added: the
+    same as numpy on the conv's accumulators and the residual."""
+    x = rng.integers(-128, 128, (1, 20, 9, 9), dtype=np.int8)
+    w = rng.integers(-128, 128, (o, 20, 3, 3), dtype=np.int8)
+    v = _vectors(rng, o)
+    ho = (9 + 2 * pad - 3) // stride + 1
+    r = rng.integers(-128, 128, (1, o, ho, ho), dtype=np.int8)
+    epi = ops.Epilogue(tuple(STEPS[:-2]) + ((AluOp.MUL, 3), (AluOp.ADD, "r"), (AluOp.SHR, 2), (AluOp.MAX, -128),
+                                            (AluOp.MIN, 127)), 1, RESIDUAL)
+    y = ops.conv2d(x, w, v, stride=stride, padding=pad, epilogue=epi, residual=r, virtual_threads=vt)
+    acc = ops.conv2d_nchw(x, w, stride, pad)
+    ref = epi.reference(acc, v, 1, r)
+    assert np.array_equal(y, ref)
+    without = ops.Epilogue(tuple(STEPS[:-2]) + ((AluOp.MUL, 3), (AluOp.SHR, 2), (AluOp.MAX, -128), (AluOp.MIN, 127)))
+    assert not np.array_equal(ref, without.reference(acc, v, 1))        # the residual moved the result
+    # by hand: the conv's steps, plus the residual after its own steps, then the rounding shift and saturation
+    before = ops.Epilogue(tuple(STEPS[:-2]) + ((AluOp.MUL, 3),)).apply(acc, v, 1).astype(np.int64)
+    hand = np.clip((before + (r.astype(np.int64) - 3) * 5) >> 2, -128, 127)
+    assert np.array_equal(ref, hand)
+
+
+def test_residual_epilogue_validation():
+    with pytest.raises(ValueError, match="uses the residual 'r' but the epilogue has no residual"):
+        ops.Epilogue(((AluOp.ADD, "r"),))
+    with pytest.raises(ValueError, match="no step uses it"):
+        ops.Epilogue(((AluOp.ADD, 1),), 1, ())
+    with pytest.raises(ValueError, match="immediates only"):
+        ops.Epilogue(((AluOp.ADD, "r"),), 1, ((AluOp.ADD, "v0"),))
+    with pytest.raises(ValueError, match="needs planes = 1"):
+        ops.Epilogue(((AluOp.ADD, "r"),), 2, ())
+    with pytest.raises(ValueError, match="SHR takes an immediate"):
+        ops.Epilogue(((AluOp.SHR, "r"),), 1, ())
+    e = ops.Epilogue(((AluOp.ADD, "v0"), (AluOp.ADD, "r")), 1, RESIDUAL)
+    assert (e.vectors, e.acc_rows(100, 2)) == (1, 100 + 2 + 100)
+    assert e.passes == 2 + 2 + len(RESIDUAL) + ops.epilogue.RESIDUAL_LOAD_PASSES
+    with pytest.raises(ValueError, match=r"expected an int8 tensor of shape \(2, 3\)"):
+        e.apply(np.zeros((2, 3), np.int32), np.zeros((1, 3), np.int32), 1)
+    x = np.zeros((1, 16, 4, 4), np.int8)
+    w = np.zeros((16, 16, 1, 1), np.int8)
+    with pytest.raises(ValueError, match=r"residual has shape \(1, 16, 3, 3\); expected the output's"):
+        ops.conv2d(x, w, np.zeros((1, 16), np.int32), epilogue=e, residual=np.zeros((1, 16, 3, 3), np.int8))
+    with pytest.raises(ValueError, match="exactly when the epilogue has a residual"):
+        ops.conv2d(x, w, np.zeros((1, 16), np.int32), epilogue=e)
