@@ -65,7 +65,7 @@ def test_golden_model_equals_reference(op, kw, vt):
 def test_residual_add_fused_into_the_conv(per_channel):
     """conv -> conv -> add(second conv, first conv): the add runs in the second conv's epilogue (the first
     conv's output is the residual), one record, the same integers as the two layers apart."""
-    q, shape, rng = quantized("residual", per_channel=per_channel)
+    q, shape, rng = quantized("residual", per_channel=per_channel, c=64)
     g = graph.load(q)
     lays = layers.prepare(g)
     x = rng.normal(0, 1.2, shape).astype(np.float32)
