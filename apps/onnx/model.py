@@ -81,6 +81,7 @@ class Model:
 
         def zeros(name):
             s = self.graph.shapes.get(name)
+            s = s and tuple(1 if d is None and k == 0 else d for k, d in enumerate(s))      # a dynamic batch: 1
             return np.zeros(s, np.int8) if s and all(isinstance(d, int) and d > 0 for d in s) else np.zeros(0)
 
         ready = set(self.input_names)

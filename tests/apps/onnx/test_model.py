@@ -29,6 +29,9 @@ def test_run_is_exact_and_agrees_with_onnxruntime(tiny):
         ag, theirs = m.compare_ort({"input": x[i:i + 1]})
         assert ag.max_diff <= 1 and ag.worst_layer_fraction >= 0.999, ag.table()
         assert np.argmax(theirs["logits"]) == np.argmax(res.tensors["logits"])
+    # the plan before a run names the same fusions
+    planned = {row["name"] for row in m.placement() if row["reason"].startswith("in the epilogue of conv")}
+    assert planned == {r["name"].split(" + ")[1] for r in res.records if r["kind"] == "conv+add"}
 
 
 def test_cpu_target_is_the_reference(tiny):
