@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ops import conv2d, conv2d_ref, dense, dense_ref
+from .isa import AluOp
+from .ops import Epilogue, conv2d, conv2d_nchw, conv2d_ref, dense, dense_ref
 from .ops.base import config
 
 # ResNet-18 layers of VTA's conv2d benchmark (docs/architecture.md): H, W, Cin, Cout, k, pad, stride
@@ -40,17 +41,31 @@ def run_dense_workload(n, k, m, virtual_threads=1, bias=False, tiles=None, seed=
     return {"ok": ok, "macs": n * k * m, "counters": counters}
 
 
+RESIDUAL_EPILOGUE = Epilogue(((AluOp.SHR, 8), (AluOp.ADD, "v0"), (AluOp.ADD, "r"), (AluOp.MIN, 127), (AluOp.MAX, 0)),
+                             residual=((AluOp.ADD, -3), (AluOp.SHR, 1)))
+"""VTA's requantization with a residual added before the clip (no MUL: every config runs it)."""
+
+
 def run_conv2d_workload(name=None, batch=None, h=None, w=None, cin=None, cout=None, k=None, pad=None, stride=None,
-                        virtual_threads=1, bias=True, tiles=None, seed=0) -> dict:
-    """Random conv2d layer (a RESNET18 name, or explicit sizes) with bias; returns counters, MACs, check."""
+                        virtual_threads=1, bias=True, tiles=None, seed=0, residual=False) -> dict:
+    """Random conv2d layer (a RESNET18 name, or explicit sizes) with bias; returns counters, MACs, check.
+    ``residual``: a random int8 residual added in the epilogue (:data:`RESIDUAL_EPILOGUE`)."""
     if name is not None:
         h, w, cin, cout, k, pad, stride = RESNET18[name]
     batch = batch or config().BATCH
     rng = np.random.default_rng(seed)
     x, wt = _rand(rng, (batch, cin, h, w)), _rand(rng, (cout, cin, k, k))
-    b = _rand(rng, (cout,), -(1 << 14), 1 << 14, np.int32) if bias else None
-    y, counters = conv2d(x, wt, b, stride, pad, virtual_threads=virtual_threads, tiles=tiles, return_counters=True)
-    ok = bool(np.array_equal(y, conv2d_ref(x, wt, b, stride, pad)))
+    b = _rand(rng, (cout,), -(1 << 14), 1 << 14, np.int32) if bias or residual else None
+    if residual:
+        ho, wo = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+        r = _rand(rng, (batch, cout, ho, wo))
+        y, counters = conv2d(x, wt, b, stride, pad, virtual_threads=virtual_threads, tiles=tiles, return_counters=True,
+                             epilogue=RESIDUAL_EPILOGUE, residual=r)
+        expected = RESIDUAL_EPILOGUE.reference(conv2d_nchw(x, wt, stride, pad), b[None], 1, r)
+    else:
+        y, counters = conv2d(x, wt, b, stride, pad, virtual_threads=virtual_threads, tiles=tiles, return_counters=True)
+        expected = conv2d_ref(x, wt, b, stride, pad)
+    ok = bool(np.array_equal(y, expected))
     ho, wo = y.shape[2:]
     return {"ok": ok, "macs": batch * cout * ho * wo * cin * k * k, "counters": counters}
 

@@ -40,3 +40,11 @@ def test_workload_runs(on):
     assert r["ok"] and r["macs"] == 256 ** 3 and r["counters"]["gemm_counter"] * 64 == r["macs"]
     fn, args = workloads.workloads()["resnet18.C10"]
     assert fn(*args)["ok"]
+
+
+@pytest.mark.parametrize("vt", [1, 2])
+def test_conv2d_workload_with_a_residual(on, vt):
+    """A residual in the epilogue on the small config (no ALU MUL), stride 2."""
+    on("small")
+    out = workloads.run_conv2d_workload(None, None, 8, 8, 16, 24, 3, 1, 2, vt, residual=True)
+    assert out["ok"] and out["macs"] == 24 * 4 * 4 * 16 * 9

@@ -18,9 +18,15 @@ SMALL = {
     "dense_16x64x64": {vt: (workloads.run_dense_workload, (16, 64, 64, vt)) for vt in (1, 2)},
     "dense_20x72x40_bias": {vt: (workloads.run_dense_workload, (20, 72, 40, vt, True)) for vt in (1, 2)},
     "conv_8x8x16x16_k3": {vt: (workloads.run_conv2d_workload, (None, None, 8, 8, 16, 16, 3, 1, 1, vt)) for vt in (1, 2)},
+    # (a residual added in the epilogue: LOAD ACC_8BIT beside the GEMMs of the other acc bank)
+    "conv_8x8x16x24_k3_residual": {vt: (workloads.run_conv2d_workload,
+                                        (None, None, 8, 8, 16, 24, 3, 1, 1, vt, True, None, 0, True)) for vt in (1, 2)},
 }
 DEFAULT = {
     "conv_9x9x32x48_k3_s2": {vt: (workloads.run_conv2d_workload, (None, None, 9, 9, 32, 48, 3, 1, 2, vt)) for vt in (1, 2)},
+    "conv_14x14x64x48_k3_residual": {vt: (workloads.run_conv2d_workload,
+                                          (None, None, 14, 14, 64, 48, 3, 1, 1, vt, True, None, 0, True))
+                                     for vt in (1, 2)},
 }
 
 
@@ -112,7 +118,7 @@ def test_small_config_operators_equal_numpy_on_the_rtl(small_run):
 
 def test_default_config_conv_equals_numpy_on_the_rtl(default_run):
     assert [(r["workload"], r["vt"], r["ok"]) for r in default_run] == [
-        ("conv_9x9x32x48_k3_s2", 1, True), ("conv_9x9x32x48_k3_s2", 2, True)]
+        (n, vt, True) for vt in (1, 2) for n in DEFAULT]
     assert default_run[0]["macs"] == 48 * 5 * 5 * 32 * 9
 
 
