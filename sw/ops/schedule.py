@@ -68,6 +68,31 @@ def _chunks(tiles, budget):
         yield chunk
 
 
+def _shares(actions, rows: int, t, even: bool = False) -> list[list]:
+    """The deferred tile's ALU actions split over the GEMM steps of tile ``t``: as many after each step as
+    its GEMMs hide (ALU passes x rows against the step's micro-ops), from the first step on, so the
+    deferred tile's store starts early and its acc region is free before a later tile needs it;
+    what does not fit comes after the last step (it still runs beside the next tile's GEMMs).
+    ``even``: the same number of actions after each step instead (a tile with a residual, whose loads
+    go one before each step: measured faster on ResNet-18's fused layers)."""
+    n = len(t.steps)
+    per_step = t.gemm_uops / max(1, n)
+    shares: list[list] = [[] for _ in range(n)]
+    if per_step <= 0 or even:
+        per = cdiv(len(actions), n) if actions else 0
+        for k in range(n):
+            shares[k] = actions[k * per:(k + 1) * per]
+        return shares
+    used, k = 0.0, 0
+    for a in actions:
+        cost = getattr(a, "passes", 1) * rows
+        while k < n - 1 and shares[k] and used + cost > per_step * (k + 1):
+            k += 1
+        shares[k].append(a)
+        used += cost
+    return shares
+
+
 def _neighbours(keys):
     """For each position: (an earlier position has the same key, a later one has)."""
     prev, seen = [], set()
@@ -157,7 +182,7 @@ def run_tiles(tiles, interleave=None) -> dict:
         for ti, t in enumerate(chunk):
             need_s2g = prev_acc[ti] and ti not in zeroed
             reset = t.reset if ti not in zeroed else None
-            per, last_share = 0, 0
+            last_share = 0
             pending = []            # the deferred tile's residual loads after the first: one before each GEMM step
             if deferred is not None:
                 # one share after each GEMM step, front-loaded: the deferred tile's store then
@@ -166,9 +191,8 @@ def run_tiles(tiles, interleave=None) -> dict:
                 pending = res[1:]
                 deferred = (deferred[0], [a for a in deferred[1] if a.mem != ACC8] + res[:1], *deferred[2:])
                 d_alu = deferred[2]
-                per = cdiv(len(d_alu), len(t.steps))
-                last_share = cdiv(len(d_alu), per) - 1 if per else 0
-                shares = [d_alu[k * per:(k + 1) * per] for k in range(len(t.steps))]
+                shares = _shares(d_alu, deferred[0].reset[1] if deferred[0].reset else 1, t, even=bool(res))
+                last_share = max([k for k, sh in enumerate(shares) if sh] or [0])
             # the next tile's accumulators, zeroed by the ALU beside this tile's GEMMs (after the
             # store that last read them) when the ALU has the time, instead of a GEMM reset pass
             nxt = chunk[ti + 1] if ti + 1 < len(chunk) else None
@@ -200,15 +224,21 @@ def run_tiles(tiles, interleave=None) -> dict:
                     a.emit(cmd)
                 if next_buf[i]:
                     rt.dep_push(cmd, QCOMPUTE, QLOAD)
-                if pending and (k == last_share or any(getattr(a, "reads_residual", False) for a in shares[k])):
-                    emit_computes(deferred[0], pending)     # (what reads the residual comes after its loads)
-                    pending = []
+                share = shares[k] if deferred is not None else []
+                if pending:
+                    # the residual's remaining loads just before the first action that reads it (the
+                    # actions before run beside this step's GEMMs, the loads beside the next step's)
+                    j = next((j for j, a in enumerate(share) if getattr(a, "reads_residual", False)),
+                             len(share) if k == last_share else None)
+                    if j is not None:
+                        emit_computes(deferred[0], share[:j] + pending)
+                        share, pending = share[j:], []
                 if deferred is not None and k == last_share:
                     # the last share: then the deferred tile's push to store and its stores
-                    finish_tile(deferred[0], shares[k], deferred[3])
+                    finish_tile(deferred[0], share, deferred[3])
                     deferred = None
                 elif deferred is not None:
-                    emit_computes(deferred[0], shares[k])
+                    emit_computes(deferred[0], share)
                 if zero_ops and k == k_zero:
                     if prev_acc[ti + 1]:
                         rt.dep_pop(cmd, QSTORE, QCOMPUTE)
