@@ -320,7 +320,7 @@ class Compute(wiring.Component):
         is_alu = Signal()
         fe_busy = Signal()
         token_wait = Signal()
-        ld_rows = Signal(2 * (MEMOP_SIZE_BITS + 1), reset_less=True)
+        ld_rows = Signal(2 * (MEMOP_SIZE_BITS + 1) - 1, reset_less=True)
         ld_side = Signal()
         with m.If(acc_load_done):
             m.d.sync += ld_taken.eq(0)
@@ -353,8 +353,9 @@ class Compute(wiring.Component):
                 with m.Switch(op):
                     with m.Case(Opcode.LOAD):
                         end = mem.sram_base + mem.x_size
-                        m.d.sync += ld_rows.eq((mem.y_size + mem.y_pad_0 + mem.y_pad_1) *
-                                               (mem.x_size + mem.x_pad_0 + mem.x_pad_1))
+                        # (each sum < 2^16 + 2 x 15 fits 17 bits, their product 33)
+                        m.d.sync += ld_rows.eq((mem.y_size + mem.y_pad_0 + mem.y_pad_1)[:MEMOP_SIZE_BITS + 1] *
+                                               (mem.x_size + mem.x_pad_0 + mem.x_pad_1)[:MEMOP_SIZE_BITS + 1])
                         m.d.sync += [uop_end.eq(end), uop_static.eq(
                             (mt == MemId.UOP) & ~mem.push_prev & ~mem.push_next & (mem.y_size == 1) &
                             (mem.x_pad_0 == 0) & (mem.x_pad_1 == 0) & (mem.y_pad_0 == 0) & (mem.y_pad_1 == 0) &

@@ -499,8 +499,8 @@ def directed_calls() -> list:
     (cosim.verify.faults, fetch's refusals, the AXI error responses), the accelerator working again after them, the
     register and field sweeps, token traffic, device memory at the top of the bus, and the programs for the bits only
     extreme values reach (huge transfers, the index and loop sweeps, saturated token queues, held pushes, full
-    command queues)."""
-    from sw import programs
+    command queues), and a conv2d with a residual (acc loads beside GEMMs of the other bank)."""
+    from sw import programs, workloads
 
     from . import faults
     return [(faults.deadlock, (), {}), (faults.reserved_flag, (), {}), (faults.bad_opcode, (), {}),
@@ -510,6 +510,7 @@ def directed_calls() -> list:
             (field_sweep, (), {}), (address_sweep, (), {}), (high_window, (), {}), (token_fill, (), {}),
             (huge_transfers, (), {}), (index_sweep, (), {}), (fetch_huge, (), {}), (fetch_refusals, (), {}),
             (loop_sweep, (), {}), (token_saturate, (), {}), (held_pushes, (), {}), (queue_fill, (), {}),
+            (workloads.run_conv2d_workload, (None, None, 8, 8, 16, 24, 3, 1, 1, 2, True, None, 0, True), {}),
             (empty_alu, (), {})]   # (a last launch clears the counters)
 
 
@@ -567,6 +568,8 @@ def check_directed(results) -> list:
     for name, r in zip(("load", "store", "compute"), results[25]):
         if r["error"] or r["changed"]:
             bad.append(f"queue_fill, the {name} queue: {r['error']} {r['message'][:300]}, {r['changed']} bytes changed")
+    if not results[26].get("ok"):
+        bad.append("conv2d with a residual (its loads beside the GEMMs): differs from numpy")
     held = results[24].get("counters") or {}
     if results[24]["error"] or results[24]["changed"] or (held.get("tokens_g2l"), held.get("tokens_g2s")) != (255, 255):
         bad.append(f"held_pushes: {results[24]['error']} {results[24]['message'][:300]}, tokens "

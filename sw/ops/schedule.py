@@ -71,14 +71,15 @@ def _chunks(tiles, budget):
 def _shares(actions, rows: int, t, even: bool = False) -> list[list]:
     """The deferred tile's ALU actions split over the GEMM steps of tile ``t``: as many after each step as
     its GEMMs hide (ALU passes x rows against the step's micro-ops), from the first step on, so the
-    deferred tile's store starts early and its acc region is free before a later tile needs it;
-    what does not fit comes after the last step (it still runs beside the next tile's GEMMs).
-    ``even``: the same number of actions after each step instead (a tile with a residual, whose loads
-    go one before each step: measured faster on ResNet-18's fused layers)."""
+    deferred tile's store starts early and its acc region is free before a later tile needs it. The same
+    number of actions after each step instead when the ALU work exceeds the tile's GEMMs, and with
+    ``even`` (a tile with a residual, whose loads go one before each step: measured faster so on
+    ResNet-18's fused layers)."""
     n = len(t.steps)
     per_step = t.gemm_uops / max(1, n)
     shares: list[list] = [[] for _ in range(n)]
-    if per_step <= 0 or even:
+    total = sum(getattr(a, "passes", 1) for a in actions) * rows
+    if per_step <= 0 or even or total > t.gemm_uops:       # (more ALU work than GEMMs: spread it evenly)
         per = cdiv(len(actions), n) if actions else 0
         for k in range(n):
             shares[k] = actions[k * per:(k + 1) * per]
