@@ -510,7 +510,8 @@ def directed_calls() -> list:
             (field_sweep, (), {}), (address_sweep, (), {}), (high_window, (), {}), (token_fill, (), {}),
             (huge_transfers, (), {}), (index_sweep, (), {}), (fetch_huge, (), {}), (fetch_refusals, (), {}),
             (loop_sweep, (), {}), (token_saturate, (), {}), (held_pushes, (), {}), (queue_fill, (), {}),
-            (workloads.run_conv2d_workload, (None, None, 8, 8, 16, 24, 3, 1, 1, 2, True, None, 0, True), {}),
+            # (several tiles of two reduction steps: the residual loads run beside the next tile's GEMMs)
+            (workloads.run_conv2d_workload, (None, None, 28, 28, 64, 32, 3, 1, 1, 2, True, None, 0, True), {}),
             (empty_alu, (), {})]   # (a last launch clears the counters)
 
 
