@@ -82,10 +82,12 @@ def _halves(cfg, vt):
 
 
 @contextmanager
-def _operands_on_device(cmd, data, weight, bias, out_bytes):
-    """Device buffers (data, weight, bias or None, output) for one operator call, freed afterwards.
+def _operands_on_device(cmd, data, weight, bias, out_bytes, residual=None):
+    """Device buffers (data, weight, bias or None, output, residual or None) for one operator call, freed
+    afterwards.
 
-    The operands are already packed (``bias`` as :func:`sw.ops.layout.pack_bias` makes it)."""
+    The operands are already packed (``bias`` as :func:`sw.ops.layout.pack_bias` makes it, ``residual``
+    int8 like the output)."""
     handles = []
     try:
         handles.append(_to_device(cmd, data.astype(np.int8)))
@@ -96,7 +98,11 @@ def _operands_on_device(cmd, data, weight, bias, out_bytes):
             handles.append(pd)
         yd = rt.buffer_alloc(out_bytes)
         handles.append(yd)
-        yield handles[0], handles[1], pd, yd
+        rd = None
+        if residual is not None:
+            rd = _to_device(cmd, np.asarray(residual, dtype=np.int8))
+            handles.append(rd)
+        yield handles[0], handles[1], pd, yd, rd
     finally:
         for h in handles:
             rt.buffer_free(h)

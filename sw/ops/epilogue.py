@@ -34,7 +34,7 @@ from functools import cached_property
 import numpy as np
 
 from ..isa import ALUOP_IMM_BITS, AluOp
-from .kernels import Alu, Load, _alu_rows, _alu_tensor, _k_alu
+from .kernels import Load, _alu_rows, _alu_tensor
 
 __all__ = ["Epilogue", "IMM_MIN", "IMM_MAX", "Operand", "AluStep", "alu_apply", "vectors_2d"]
 
@@ -228,13 +228,13 @@ class Epilogue:
                 # (the residual's own steps just before its first use: the loads may come late)
                 acts += finish_residual
                 finish_residual = []
-                acts.append(Alu(_k_alu(int(op), 0, 0, acc, res_base, ((rows, 1, 1),)), passes=2, reads_residual=True))
+                acts.append(_alu_tensor(acc, res_base, ((rows, 1, 1),), op, reads_residual=True))
             elif isinstance(v, str):
                 i = int(v[1:])
                 if i not in loaded:
                     loaded.add(i)
                     acts.append(load_vector(i, vec_base + i * tm))
-                acts.append(Alu(_k_alu(int(op), 0, 0, acc, vec_base + i * tm, tuple(loops)), passes=2))
+                acts.append(_alu_tensor(acc, vec_base + i * tm, tuple(loops), op))
             else:
                 acts.append(_alu_rows(op, v, acc, rows))
         if self.planes > 1:

@@ -101,9 +101,10 @@ def _alu_rows(opcode, imm, base, rows):
     return Alu(_k_alu(int(opcode), 1, int(imm), base, base, ((rows, 1, 1),)))
 
 
-def _alu_tensor(dst, src, loops):
-    """A tensor ALU ADD (two cycles per micro-op): acc[dst] += acc[src] under ``loops``."""
-    return Alu(_k_alu(int(AluOp.ADD), 0, 0, dst, src, loops), passes=2)
+def _alu_tensor(dst, src, loops, op=AluOp.ADD, **kw):
+    """A tensor ALU operation (two cycles per micro-op): acc[dst] = op(acc[dst], acc[src]) under ``loops``
+    (``kw``: more :class:`Alu` fields)."""
+    return Alu(_k_alu(int(op), 0, 0, dst, src, loops), passes=2, **kw)
 
 
 def _zero_rows(base, rows):

@@ -58,16 +58,21 @@ def pack_bias(bias, blocks, cfg=None) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(p.reshape(blocks, 1, O), (blocks, B, O)))
 
 
+def _pack_nchw(x, batch: int, block: int, blocks: int = 0) -> np.ndarray:
+    """(N, C, H, W) int8 -> (N/batch, C/block, H, W, batch, block), zero-padded (to ``blocks`` channel blocks
+    at least)."""
+    x = np.asarray(x)
+    n, c, h, w = x.shape
+    nb, cb = cdiv(n, batch), max(cdiv(c, block), blocks)
+    p = np.zeros((nb * batch, cb * block, h, w), dtype=np.int8)
+    p[:n, :c] = x
+    return np.ascontiguousarray(p.reshape(nb, batch, cb, block, h, w).transpose(0, 2, 4, 5, 1, 3))
+
+
 def pack_conv_data(x, cfg=None) -> np.ndarray:
     """(N, C, H, W) int8 -> NCHW{BATCH}n{BLOCK_IN}c: (N/BATCH, C/BLOCK_IN, H, W, BATCH, BLOCK_IN)."""
     cfg = cfg or config()
-    x = np.asarray(x)
-    n, c, h, w = x.shape
-    B, I = cfg.BATCH, cfg.BLOCK_IN
-    nb, cb = cdiv(n, B), cdiv(c, I)
-    p = np.zeros((nb * B, cb * I, h, w), dtype=np.int8)
-    p[:n, :c] = x
-    return np.ascontiguousarray(p.reshape(nb, B, cb, I, h, w).transpose(0, 2, 4, 5, 1, 3))
+    return _pack_nchw(x, cfg.BATCH, cfg.BLOCK_IN)
 
 
 def pack_conv_weight(w, cfg=None, o_blocks=None) -> np.ndarray:
@@ -127,13 +132,7 @@ def pack_conv_output(x, cfg=None, o_blocks=None) -> np.ndarray:
     """(N, C, H, W) int8 in the layout of a conv2d's output (N/BATCH, C/BLOCK_OUT, H, W, BATCH, BLOCK_OUT),
     zero-padded to ``o_blocks`` channel blocks (a residual that the epilogue adds)."""
     cfg = cfg or config()
-    x = np.asarray(x)
-    n, c, h, w = x.shape
-    B, O = cfg.BATCH, cfg.BLOCK_OUT
-    nb, cb = cdiv(n, B), max(cdiv(c, O), o_blocks or 0)
-    p = np.zeros((nb * B, cb * O, h, w), dtype=np.int8)
-    p[:n, :c] = x
-    return np.ascontiguousarray(p.reshape(nb, B, cb, O, h, w).transpose(0, 2, 4, 5, 1, 3))
+    return _pack_nchw(x, cfg.BATCH, cfg.BLOCK_OUT, o_blocks or 0)
 
 
 def unpack_conv_output(y, n, c) -> np.ndarray:

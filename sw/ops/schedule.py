@@ -17,7 +17,6 @@ from .base import (
     _finish,
     _from_device,
     _operands_on_device,
-    _to_device,
     cdiv,
     config,
 )
@@ -188,11 +187,9 @@ def run_tiles(tiles, interleave=None) -> dict:
             if deferred is not None:
                 # one share after each GEMM step, front-loaded: the deferred tile's store then
                 # overlaps this tile's GEMMs and is done long before its acc half is reset again
-                res = [a for a in deferred[1] if a.mem == ACC8]
-                pending = res[1:]
-                deferred = (deferred[0], [a for a in deferred[1] if a.mem != ACC8] + res[:1], *deferred[2:])
-                d_alu = deferred[2]
-                shares = _shares(d_alu, deferred[0].reset[1] if deferred[0].reset else 1, t, even=bool(res))
+                pending = list(deferred[4])
+                shares = _shares(deferred[2], deferred[0].reset[1] if deferred[0].reset else 1, t,
+                                 even=bool(pending) or any(a.mem == ACC8 for a in deferred[1]))
                 last_share = max([k for k, sh in enumerate(shares) if sh] or [0])
             # the next tile's accumulators, zeroed by the ALU beside this tile's GEMMs (after the
             # store that last read them) when the ALU has the time, instead of a GEMM reset pass
@@ -250,8 +247,12 @@ def run_tiles(tiles, interleave=None) -> dict:
             if need_s2g:
                 rt.dep_pop(cmd, QSTORE, QCOMPUTE)
             if interleave and nxt is not None:
-                loads = [a for a in t.computes if isinstance(a, Load)]
-                deferred = (t, loads, [a for a in t.computes if not isinstance(a, Load)], next_acc[ti])
+                # (t, loads at the next tile's start: the vectors and the residual's first, the ALU actions,
+                # store_next, the residual's other loads)
+                loads = [a for a in t.computes if isinstance(a, Load) and a.mem != ACC8]
+                res = [a for a in t.computes if isinstance(a, Load) and a.mem == ACC8]
+                deferred = (t, loads + res[:1], [a for a in t.computes if not isinstance(a, Load)], next_acc[ti],
+                            res[1:])
             else:
                 finish_tile(t, t.computes, next_acc[ti])
         _add_counters(counters, rt.synchronize(cmd, 1 << 31))
@@ -271,14 +272,9 @@ def run_operator(data, weight, vectors, epi, out_shape: tuple, make_tiles, retur
         raise ValueError("a residual tensor must be given exactly when the epilogue has a residual")
     if residual is not None and np.shape(residual) != tuple(out_shape):
         raise ValueError(f"residual has shape {np.shape(residual)}; expected the packed output {tuple(out_shape)}")
-    with _operands_on_device(cmd, data, weight, vectors, out_bytes) as (xd, wd, pd, yd):
-        rd = None if residual is None else _to_device(cmd, np.ascontiguousarray(residual, np.int8))
-        try:
-            tiles = make_tiles(xd, wd, pd, yd, rd)
-            counters = run_tiles(tiles)
-        finally:
-            if rd is not None:
-                rt.buffer_free(rd)
+    with _operands_on_device(cmd, data, weight, vectors, out_bytes, residual) as (xd, wd, pd, yd, rd):
+        tiles = make_tiles(xd, wd, pd, yd, rd)
+        counters = run_tiles(tiles)
         counters["tiles"] = len(tiles)
         y = _from_device(cmd, yd, (epi.planes, *out_shape), np.int8)
     return _finish(y[0] if epi.planes == 1 else y, counters, return_counters)

@@ -16,6 +16,7 @@ import numpy as np
 
 from sw import ops
 from sw.isa import AluOp
+from sw.ops.base import cdiv
 from sw.runtime import current_config
 
 from ..ir import QNode
@@ -121,8 +122,8 @@ class Conv(Handler):
         # acc bank): a reduction of fewer GEMM micro-ops per output row than the epilogue has passes (a 1x1
         # conv over few channels) is bound by the ALU, and the longer epilogue, with its tiles halved by
         # the residual's acc rows, costs more than the separate add (ResNet-50's 1x1 expansions)
-        o_, c, kh, kw = p["weight"].shape
-        if -(-c // current_config().BLOCK_IN) * kh * kw < epi.passes:
+        _, c, kh, kw = p["weight"].shape
+        if cdiv(c, current_config().BLOCK_IN) * kh * kw < epi.passes:
             return None
         return epi
 
