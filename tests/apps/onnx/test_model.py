@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from apps import resnet18
+from apps.onnx import Model  # the package's export: the documented entry point
 from apps.onnx.__main__ import main
-from apps.onnx.model import Model
 
 
 @pytest.fixture(scope="module")
