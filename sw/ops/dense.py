@@ -39,8 +39,8 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, epi: Epilogue) -> list[_T
         # halving it shortens the exposed tail (for one more load of its weights)
         grid[-1:] = [(n0, tn // 2, m0, tm), (n0 + tn // 2, tn - tn // 2, m0, tm)]
     for ti, (n0, tn, m0, tm) in enumerate(grid):
-        a = ti % vt
-        acc = h["acc"][1][a]
+        a = ti % (vt * plan.slots)          # the acc region: thread a % vt, slot a // vt
+        acc = h["acc"][1][a % vt] + (a // vt) * (h["acc"][0] // plan.slots)
         rows = tn * tm
         t = _Tile(acc=a, reset=(acc, rows * epi.planes), gemm_uops=rows * kb)
         for k0 in range(0, kb, plan.tk):

@@ -47,7 +47,8 @@ last_counters: dict = {}
 
 @dataclass(frozen=True)
 class DensePlan:
-    """Tiles in blocks: tn batch blocks x tk reduction blocks x tm output blocks per step."""
+    """Tiles in blocks: tn batch blocks x tk reduction blocks x tm output blocks per step; ``slots`` acc
+    regions per virtual thread (as :class:`ConvPlan`)."""
     nb: int
     kb: int
     mb: int
@@ -56,6 +57,7 @@ class DensePlan:
     tm: int
     virtual_threads: int
     cost: float = 0.0
+    slots: int = 1
 
     @property
     def steps(self):
@@ -67,10 +69,10 @@ def _dense_limits(cfg, vt):
     return h["inp"][0], h["wgt"][0], h["acc"][0], max(1, cfg.UOP_DEPTH // (4 * vt))
 
 
-def _dense_fits(cfg, vt, tn, tk, tm, epi: Epilogue):
+def _dense_fits(cfg, vt, tn, tk, tm, epi: Epilogue, slots: int = 1):
     ic, wc, ac, uc = _dense_limits(cfg, vt)
     need = {"inp": tn * tk, "wgt": tm * tk, "acc": epi.acc_rows(tn * tm, tm), "uop": tm}
-    caps = {"inp": ic, "wgt": wc, "acc": ac, "uop": uc}
+    caps = {"inp": ic, "wgt": wc, "acc": ac // slots, "uop": uc}
     return [(m, need[m], caps[m]) for m in need if need[m] > caps[m]]
 
 
@@ -92,33 +94,43 @@ def plan_dense(nb: int, kb: int, mb: int, virtual_threads: int = 1, epilogue: Ep
     planes = epi.planes
     vt = virtual_threads
     if tiles is not None:
-        tn, tk, tm = (int(t) for t in tiles)
+        if len(tiles) not in (3, 4):
+            raise ValueError(f"tiles = {tiles}; allowed: (tn, tk, tm) or (tn, tk, tm, slots) in blocks")
+        tn, tk, tm, slots = (*(int(t) for t in tiles), 1)[:4]
         if not (1 <= tn <= nb and 1 <= tk <= kb and 1 <= tm <= mb):
             raise ValueError(f"tiles = {tiles} must lie within the blocked shape (nb, kb, mb) = {(nb, kb, mb)}")
-        over = _dense_fits(cfg, vt, tn, tk, tm, epi)
+        if slots not in ((1, 2) if vt > 1 else (1,)):
+            raise ValueError(f"tiles = {tiles}: slots = {slots}; allowed: 1" + (", 2" if vt > 1 else "")
+                             + f" with virtual_threads = {vt}")
+        over = _dense_fits(cfg, vt, tn, tk, tm, epi, slots)
         if over:
             raise TileError(f"dense tiles (tn, tk, tm) = {(tn, tk, tm)} do not fit: " + _limit_message(cfg, vt, over))
         if tn * tm < 3 and nb * mb >= 3:
             raise TileError(f"dense tiles (tn, tk, tm) = {(tn, tk, tm)}: tn * tm must be >= 3 (micro-op hazard rule)")
-        return DensePlan(nb, kb, mb, tn, tk, tm, vt)
+        return DensePlan(nb, kb, mb, tn, tk, tm, vt, slots=slots)
     best = None
     ie, we = cfg.INP_ELEM_BYTES, cfg.WGT_ELEM_BYTES
-    for tn in _cands(nb):
-        for tm in _cands(mb):
-            if tn * tm < min(3, nb * mb):
+    for slots, tn, tm in itertools.product((1, 2) if vt > 1 else (1,), _cands(nb), _cands(mb)):
+        if tn * tm < min(3, nb * mb):
+            continue
+        nt, mt = cdiv(nb, tn), cdiv(mb, tm)
+        tail = _tail_cycles(tn * tm, epi, cfg)
+        # each tile's requantization and store end before its acc region is reused (as for conv2d), and
+        # the next tile in that region waits for them and for the ALU pass that zeroes it: a fifth more,
+        # as for the loads, since that chain also waits on the shared bus and the tokens (the RGB stem's
+        # GEMM, measured: one region per thread when the model called the two even was 25 % slower)
+        chain = nt * mt * (tail + tn * tm) * 1.2 / max(1, vt * slots - 1)
+        for tk in _cands(kb):
+            if _dense_fits(cfg, vt, tn, tk, tm, epi, slots):
                 continue
-            for tk in _cands(kb):
-                if _dense_fits(cfg, vt, tn, tk, tm, epi):
-                    continue
-                nt, mt, kt = cdiv(nb, tn), cdiv(mb, tm), cdiv(kb, tk)
-                steps = nt * mt * kt
-                cost = _plan_cycles(vt, mt * nb * kb * ie + nt * mb * kb * we, steps * (tn + tm),
-                                    nb * mb * (kb + planes), nb * mb * epi.passes,
-                                    steps * 6 + nt * mt * 8, tn * tk * ie + tm * tk * we,
-                                    _tail_cycles(tn * tm, epi, cfg), cfg)
-                key = (cost, -tn * tk * tm)
-                if best is None or key < best[0]:
-                    best = (key, DensePlan(nb, kb, mb, tn, tk, tm, vt, cost))
+            steps = nt * mt * cdiv(kb, tk)
+            cost = _plan_cycles(vt, mt * nb * kb * ie + nt * mb * kb * we, steps * (tn + tm),
+                                nb * mb * (kb + planes), nb * mb * epi.passes,
+                                steps * 6 + nt * mt * 8, tn * tk * ie + tm * tk * we,
+                                tail, cfg, chain)
+            key = (cost, slots, -tn * tk * tm)
+            if best is None or key < best[0]:
+                best = (key, DensePlan(nb, kb, mb, tn, tk, tm, vt, cost, slots))
     if best is None:
         over = _dense_fits(cfg, vt, 1, 1, min(mb, 3), epi)
         raise TileError("dense cannot be tiled: " + _limit_message(cfg, vt, over or [("acc", 3, 0)]))

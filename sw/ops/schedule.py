@@ -133,8 +133,9 @@ def run_tiles(tiles, interleave=None) -> dict:
     i.e. two virtual threads) the compute actions of a tile (requantization) are deferred into the next
     tile's steps: after each of its GEMM steps comes a share of them, then the deferred tile's g2s
     push and stores. The compute module runs an ALU instruction beside a GEMM of another acc half,
-    so the requantization of one tile overlaps the GEMMs of the next. A LOAD of the acc (bias) that
-    repeats the last load into the same half is skipped (its rows still hold the data).
+    so the requantization of one tile overlaps the GEMMs of the next. A tile's LOADs of the acc vectors
+    (bias, clip bounds) that repeat those of the last tile in the same acc region are skipped (their
+    rows still hold the data).
     """
     cmd = rt.command_handle()
     q = rt.current()
@@ -143,14 +144,19 @@ def run_tiles(tiles, interleave=None) -> dict:
     counters = {"synchronize_calls": 0}
     if interleave is None:
         interleave = len({t.acc for t in tiles}) > 1 and all(t.steps for t in tiles)
-    acc_loaded = {}
+    acc_loaded = {}         # acc region -> the vector LOADs of the last tile in it
+    keeps_vectors = {}      # id(tile) -> its vectors are still in the region's rows (skip its LOADs)
 
     def emit_computes(t, actions):
+        if id(t) not in keeps_vectors:
+            # the same vector LOADs (same source, same rows) as the region's previous tile: nothing else
+            # writes those rows (accumulators and residual lie apart), so they still hold the data
+            vectors = tuple(a for a in t.computes if isinstance(a, Load) and a.mem != ACC8)
+            keeps_vectors[id(t)] = bool(vectors) and acc_loaded.get(t.acc) == vectors
+            acc_loaded[t.acc] = vectors
         for a in actions:
-            if isinstance(a, Load) and a.mem != ACC8:        # (a residual is new in every tile)
-                if acc_loaded.get(t.acc) == a:
-                    continue
-                acc_loaded[t.acc] = a
+            if keeps_vectors[id(t)] and isinstance(a, Load) and a.mem != ACC8:   # (a residual is new in every tile)
+                continue
             a.emit(cmd)
 
     def finish_tile(t, actions, store_next):

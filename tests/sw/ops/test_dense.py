@@ -88,3 +88,21 @@ def test_packed_dense_api(on, rng):
     y = ops.dense_packed(xp, wp, ops.pack_bias(bias, 4))
     assert y.shape == (3, 4, 2, 16)
     np.testing.assert_array_equal(ops.unpack_dense_output(y, 6, 64), ops.dense_ref(x, w, bias))
+
+
+def test_two_acc_regions_per_thread(on, rng):
+    """tiles (tn, tk, tm, slots): with two acc regions per virtual thread a tile's region is reused three
+    tiles later; the result is the same. slots = 2 needs two virtual threads and tiles that fit half a region."""
+    on("default")
+    x, w = rand8(rng, (300, 160)), rand8(rng, (64, 160))
+    bias = rand32(rng, (64,), -(1 << 14), 1 << 14)
+    want = ops.dense_ref(x, w, bias)
+    y, c = ops.dense(x, w, bias, virtual_threads=2, tiles=(40, 10, 4, 2), return_counters=True)
+    np.testing.assert_array_equal(y, want)
+    assert c["tiles"] == 9                                   # 300 / 40: 8 tiles, the last one halved
+    with pytest.raises(ValueError, match=r"slots = 2; allowed: 1 with virtual_threads = 1"):
+        ops.dense(x, w, bias, virtual_threads=1, tiles=(40, 10, 4, 2))
+    with pytest.raises(ops.TileError, match=r"accumulator \(ACC\) SRAM: needs 804 elements, 512 available"):
+        ops.dense(x, w, bias, virtual_threads=2, tiles=(200, 10, 4, 2))
+    with pytest.raises(ValueError, match=r"allowed: \(tn, tk, tm\) or \(tn, tk, tm, slots\)"):
+        ops.dense(x, w, bias, tiles=(1, 2))

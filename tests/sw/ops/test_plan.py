@@ -46,3 +46,16 @@ def test_layers_that_differ_only_in_their_constants_share_one_plan():
     hits = plan._plan_conv2d.cache_info().hits
     plan.plan_conv2d(1, 8, 8, 28, 28, 3, 3, 1, 1, 2, epilogue=b, cfg=cfg)
     assert plan._plan_conv2d.cache_info().hits == hits + 1
+
+
+def test_a_gemm_bound_by_its_requantization_chain_gets_two_acc_regions_per_thread():
+    """ResNet-18's RGB stem as a GEMM (12,544 x 160 x 64) with a 9-pass requantization: with one acc region
+    per thread each tile waits for the requantization and store of the tile two before it (measured 25 %
+    slower on the RTL); the plan takes two regions per thread. A short GEMM keeps one."""
+    steps = ((AluOp.MUL, 3406), (AluOp.ADD, 64), (AluOp.SHR, 7), (AluOp.MUL, 127), (AluOp.SHR, 12),
+             (AluOp.ADD, -32640), (AluOp.SHR, 8), (AluOp.MAX, -128), (AluOp.MIN, 127))
+    cfg = load_config("default")
+    stem = plan.plan_dense(12544, 10, 4, 2, Epilogue(steps), cfg)
+    assert stem.slots == 2 and stem.tn * stem.tm < cfg.ACC_DEPTH // 4
+    assert plan.plan_dense(16, 16, 16, 2, cfg=cfg).slots == 1
+    assert plan.plan_dense(12544, 10, 4, 1, Epilogue(steps), cfg).slots == 1      # one thread: one region

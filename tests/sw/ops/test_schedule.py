@@ -85,3 +85,21 @@ def test_counters_are_summed_and_exposed(on, rng):
     assert ops.last_counters == c
     assert c["gemm_counter"] == 32 * 4 * 2 and c["out_store_nbytes"] == 32 * 32
     assert c["inp_load_nbytes"] >= 32 * 64 and c["wgt_load_nbytes"] >= 32 * 64 and c["synchronize_calls"] == 1
+
+
+def test_vector_loads_skipped_while_the_region_holds_them(on, rng):
+    """An epilogue with three vectors (bias, clip bounds): each acc region loads them for its first tile
+    only, as long as the tiles keep them in the same rows from the same source; the results are exact."""
+    q = on("default")
+    from sw.isa import AluOp
+
+    epi = ops.Epilogue(((AluOp.ADD, "v0"), (AluOp.MAX, "v1"), (AluOp.MIN, "v2"), (AluOp.SHR, 6)))
+    x, w = rand8(rng, (1, 64, 28, 28)), rand8(rng, (64, 64, 3, 3))
+    vectors = np.stack([rng.integers(-5000, 5000, 64), rng.integers(-9000, -1000, 64),
+                        rng.integers(1000, 9000, 64)]).astype(np.int32)
+    y, c = ops.conv2d(x, w, vectors, 1, 1, virtual_threads=2, tiles=(4, 4, 28, 4), epilogue=epi,
+                      return_counters=True)
+    np.testing.assert_array_equal(y, epi.reference(ops.conv2d_nchw(x, w, 1, 1), vectors, 1))
+    assert c["tiles"] == 7
+    row_bytes = q.cfg.BATCH * q.cfg.BLOCK_OUT * 4
+    assert c["acc_load_nbytes"] == 2 * 3 * 4 * row_bytes        # 2 regions x 3 vectors x 4 channel blocks
