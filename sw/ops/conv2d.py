@@ -161,9 +161,9 @@ def conv2d(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: in
 
     The operands are packed to NCHW{BATCH}n{BLOCK_IN}c / OIHW{BLOCK_OUT}o{BLOCK_IN}i (zero-padded to
     whole blocks); the spatial padding is done by the LOADs. ``tiles`` = (tm, th, tw, tc) overrides
-    the automatic tiling. ``epilogue``: an :class:`~sw.ops.epilogue.Epilogue` (or its ALU steps)
-    instead of shift / bias / clip; then ``bias`` is its vectors, (O,) or (V, O) int32, and the
-    result int8 (one plane) or int32 (more).
+    the automatic tiling ((tm, th, tw, tc, 2): two acc regions per virtual thread). ``epilogue``: an
+    :class:`~sw.ops.epilogue.Epilogue` (or its ALU steps) instead of shift / bias / clip; then ``bias``
+    is its vectors, (O,) or (V, O) int32, and the result int8 (one plane) or int32 (more).
 
     ``groups`` > 1: a grouped convolution, weight (O, C / groups, kh, kw) as in ONNX and PyTorch
     (``groups = C``: depthwise). Whole groups are packed side by side into block-groups with a

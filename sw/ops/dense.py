@@ -116,9 +116,10 @@ def dense(data, weight, bias=None, shift: int = 8, clip: bool = True, virtual_th
     clip to [0, 127] (MIN then MAX; ``relu`` is an alias of ``clip``), int8 (N, M).
 
     ``tiles`` = (tn, tk, tm) in blocks overrides the automatic tiling (e.g. (1, 16, 16) for VTA's
-    matrix_multiply_opt blocks of 256 channels). ``epilogue``: an :class:`~sw.ops.epilogue.Epilogue`
-    (or its ALU steps) instead of shift / bias / clip; then ``bias`` is its vectors, (M,) or (V, M)
-    int32, and the result int8 (one plane) or int32 (more).
+    matrix_multiply_opt blocks of 256 channels); (tn, tk, tm, 2): two acc regions per virtual thread.
+    ``epilogue``: an :class:`~sw.ops.epilogue.Epilogue` (or its ALU steps) instead of shift / bias /
+    clip; then ``bias`` is its vectors, (M,) or (V, M) int32, and the result int8 (one plane) or int32
+    (more).
     """
     if relu is not None:
         clip = relu

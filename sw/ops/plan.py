@@ -210,13 +210,20 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cf
         return [(m, need[m], caps[m]) for m in need if need[m] > caps[m]]
 
     if tiles is not None:
-        tm, th, tw, tc = (int(t) for t in tiles)
+        if len(tiles) not in (4, 5):
+            raise ValueError(f"tiles = {tiles}; allowed: (tm, th, tw, tc) or (tm, th, tw, tc, slots)")
+        tm, th, tw, tc, slots = (*(int(t) for t in tiles), 1)[:5]
         if not (1 <= tm <= ob and 1 <= th <= ho and 1 <= tw <= wo and 1 <= tc <= cb):
             raise ValueError(f"tiles = {tiles} must lie within (ob, ho, wo, cb) = {(ob, ho, wo, cb)}")
+        if slots not in ((1, 2) if vt > 1 else (1,)):
+            raise ValueError(f"tiles = {tiles}: slots = {slots}; allowed: 1" + (", 2" if vt > 1 else "")
+                             + f" with virtual_threads = {vt}")
+        caps["acc"] //= slots
         o = over(tm, th, tw, tc)
         if o:
-            raise TileError(f"conv2d tiles (tm, th, tw, tc) = {tuple(tiles)} do not fit: " + _limit_message(cfg, vt, o))
-        return ConvPlan(tm, th, tw, tc, vt)
+            raise TileError(f"conv2d tiles (tm, th, tw, tc) = {tuple(tiles[:4])} do not fit: "
+                            + _limit_message(cfg, vt, o))
+        return ConvPlan(tm, th, tw, tc, vt, slots=slots)
     o = [(m, need, caps[m]) for m, need in _conv_need(1, 1, 1, 1, kh, kw, stride, epi).items()
          if m in ("inp", "wgt") and need > caps[m]]
     if o:

@@ -53,6 +53,14 @@ def test_conv2d_explicit_tiles_cover_the_padding(on, rng):
                                           err_msg=str(tiles))
     ref2 = ops.conv2d_ref(x, wt, None, 2, 1)
     np.testing.assert_array_equal(ops.conv2d(x, wt, None, 2, 1, tiles=(2, 2, 3, 1), virtual_threads=2), ref2)
+    # two acc regions per virtual thread: a region reused three tiles later
+    y, c = ops.conv2d(x, wt, None, 1, 1, tiles=(1, 4, 5, 1, 2), virtual_threads=2, return_counters=True)
+    np.testing.assert_array_equal(y, ref)
+    assert c["tiles"] == 27
+    with pytest.raises(ValueError, match=r"slots = 2; allowed: 1 with virtual_threads = 1"):
+        ops.conv2d(x, wt, None, 1, 1, tiles=(1, 4, 5, 1, 2), virtual_threads=1)
+    with pytest.raises(ValueError, match=r"allowed: \(tm, th, tw, tc\) or \(tm, th, tw, tc, slots\)"):
+        ops.conv2d(x, wt, None, 1, 1, tiles=(1, 4, 5))
 
 
 def test_conv2d_untileable_is_a_clear_error(on, rng):
