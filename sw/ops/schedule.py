@@ -140,7 +140,8 @@ def run_tiles(tiles, interleave=None) -> dict:
     cmd = rt.command_handle()
     q = rt.current()
     budget = max(64, getattr(q, "max_insns", 1 << 16) - 32)
-    ACC8 = int(MemId.ACC_8BIT)
+    ACC8, WGT = int(MemId.ACC_8BIT), int(MemId.WGT)
+    wgt_loaded = {}         # wgt half -> the WGT LOADs of the last step that loaded into it
     counters = {"synchronize_calls": 0}
     if interleave is None:
         interleave = len({t.acc for t in tiles}) > 1 and all(t.steps for t in tiles)
@@ -210,8 +211,15 @@ def run_tiles(tiles, interleave=None) -> dict:
             for k, st in enumerate(t.steps):
                 if prev_buf[i]:
                     rt.dep_pop(cmd, QCOMPUTE, QLOAD)
+                # the weights the half already holds (the same LOADs as the last ones into its wgt rows:
+                # only WGT LOADs write them) are not loaded again; the step's input LOADs carry its tokens
+                wgts = tuple(a for a in st.loads if a.mem == WGT)
+                keep = bool(wgts) and wgt_loaded.get(st.buf) == wgts and len(wgts) < len(st.loads)
+                if wgts:
+                    wgt_loaded[st.buf] = wgts
                 for a in st.loads:
-                    a.emit(cmd)
+                    if not (keep and a.mem == WGT):
+                        a.emit(cmd)
                 rt.dep_push(cmd, QLOAD, QCOMPUTE)
                 rt.dep_pop(cmd, QLOAD, QCOMPUTE)
                 if need_s2g:

@@ -103,3 +103,16 @@ def test_vector_loads_skipped_while_the_region_holds_them(on, rng):
     assert c["tiles"] == 7
     row_bytes = q.cfg.BATCH * q.cfg.BLOCK_OUT * 4
     assert c["acc_load_nbytes"] == 2 * 3 * 4 * row_bytes        # 2 regions x 3 vectors x 4 channel blocks
+
+
+def test_weights_the_half_holds_are_not_loaded_again(on, rng):
+    """Tiles of all output channels with two reduction steps each: the steps alternate the wgt halves, so
+    each half always gets the same weights; they are loaded once (one chunk per half), not once per tile."""
+    on("default")
+    x, w = rand8(rng, (1, 64, 28, 28)), rand8(rng, (64, 64, 3, 3))
+    y, c = ops.conv2d(x, w, None, 1, 1, virtual_threads=2, tiles=(4, 4, 28, 2), return_counters=True)
+    np.testing.assert_array_equal(y, ops.conv2d_ref(x, w, None, 1, 1))
+    assert c["tiles"] == 7 and c["wgt_load_nbytes"] == w.size
+    # one virtual thread: one half, and the two chunks take turns in it: loaded for every step
+    _, c1 = ops.conv2d(x, w, None, 1, 1, virtual_threads=1, tiles=(4, 4, 28, 2), return_counters=True)
+    assert c1["wgt_load_nbytes"] == 7 * w.size
