@@ -61,7 +61,11 @@ class Alu(wiring.Component):
     acc[s] (its raw read was registered in S4); S6 register acc[d] (raw read registered in S5) and
     X with SHR's shift amount; C = S7 compute and register the result; W = S8 write acc[d].
     An immediate operand runs one micro-op per cycle, a tensor operand one every two cycles (one
-    acc read port).
+    acc read port), except when the source row repeats: with ``src_apart`` high at ``start`` (the
+    compute module's footprint found that no micro-op writes a row another reads as acc[s]), a
+    one-micro-op kernel and ``src_factor_in`` = 0, acc[s] is the same row through each inner
+    iteration, so only the first of them reads it (two cycles) and the others reuse X (one cycle:
+    a per-channel vector over the rows of its channel block).
 
     Hazards: the acc memory takes writes through a register and its read port is not transparent
     (hw/sram.py, :func:`~hw.sram.join_acc`), so a row read at t holds the writes presented up to
@@ -73,10 +77,11 @@ class Alu(wiring.Component):
     at any distance.
 
     Latency: ``done`` N + 9 cycles after ``start`` for N micro-ops with an immediate, 2N + 8
-    with a tensor operand (:attr:`latency` = 8: the first acc write comes ``latency`` cycles after
-    the start of its micro-op's S0).
+    with a tensor operand, N + R + 8 with a reused one (R = iter_out: the rows read)
+    (:attr:`latency` = 8: the first acc write comes ``latency`` cycles after the start of its
+    micro-op's S0).
 
-    Members: ``start`` In(1), ``insn`` In(alu layout), ``busy``, ``done``, ``error``, ``uop_fire``
+    Members: ``start``, ``src_apart`` In(1), ``insn`` In(alu layout), ``busy``, ``done``, ``error``, ``uop_fire``
     Out(1), driven memory ports ``uop_rd``, ``acc_rd`` (In(ReadPort.Signature)), ``acc_wr``
     (In(WritePort.Signature)).
     """
@@ -88,6 +93,7 @@ class Alu(wiring.Component):
         self._cfg = cfg
         super().__init__({
             "start": In(1),
+            "src_apart": In(1),
             "insn": In(insn_layouts(cfg)["alu"]),
             "busy": Out(1),
             "done": Out(1),
@@ -129,11 +135,18 @@ class Alu(wiring.Component):
         # ``may_step`` = use_imm | ~toggle, kept as a register (the step fans out to the sequencer);
         # SHR's shift of the immediate is computed once, at the start
         may_step = Signal()
+        # ``reuse``: a tensor operand whose row repeats through each inner iteration (see above); then
+        # a micro-op steps every cycle, except the first of an inner iteration (it reads acc[s]: a
+        # cycle apart from the read of acc[d] of the one before), and only it takes X
+        reuse = Signal()
+        stepped = Signal()
         imm_in = Signal(signed(lane_w))
         m.d.comb += imm_in.eq(insn.imm)
         imm_left, imm_amount = Signal(), Signal(cfg.LOG_ACC_WIDTH)
         with m.If(self.start):
-            m.d.sync += [use_imm.eq(insn.use_imm), imm.eq(insn.imm), toggle.eq(0), may_step.eq(1)]
+            m.d.sync += [use_imm.eq(insn.use_imm), imm.eq(insn.imm), toggle.eq(0), may_step.eq(1),
+                         reuse.eq(self.src_apart & ~insn.use_imm & (insn.src_factor_in == 0)
+                                  & (insn.uop_end == insn.uop_bgn + 1) & (insn.iter_in > 1))]
             m.d.sync += Cat(imm_left, imm_amount).eq(Cat(*shift_amount(imm_in.as_unsigned())))
             with m.If(~ok):
                 m.d.sync += [self.done.eq(1), self.error.eq(1)]
@@ -143,7 +156,9 @@ class Alu(wiring.Component):
                 m.d.sync += active.eq(1)
         with m.Elif(seq.valid & ~use_imm):
             m.d.sync += [toggle.eq(~toggle), may_step.eq(toggle)]
-        step = seq.valid & may_step
+        step = Signal()
+        m.d.comb += step.eq(seq.valid & Mux(reuse, ~seq.first_in | ~stepped, may_step))
+        m.d.sync += stepped.eq(step)
         m.d.comb += seq.step.eq(step)
 
         for port in (self.uop_rd, self.acc_rd):
@@ -163,11 +178,16 @@ class Alu(wiring.Component):
             m.d.sync += dst[k].eq(dst[k - 1])
         for k in range(4, 6):
             m.d.sync += src[k].eq(src[k - 1])
+        # the micro-op reads acc[s] (always, but for the reused ones of an inner iteration)
+        reads = {k: Signal(name=f"s{k}_reads") for k in range(1, 7)}
+        for k in range(2, 7):
+            m.d.sync += reads[k].eq(reads[k - 1])
 
         # S0: read the uop; the loop offsets go along
         m.d.comb += self.uop_rd.addr.eq(seq.uop)
         o1_d, o1_s = Signal.like(seq.dst), Signal.like(seq.src)
-        m.d.sync += [valid[1].eq(step), last[1].eq(seq.last), o1_d.eq(seq.dst), o1_s.eq(seq.src)]
+        m.d.sync += [valid[1].eq(step), last[1].eq(seq.last), o1_d.eq(seq.dst), o1_s.eq(seq.src),
+                     reads[1].eq(~reuse | seq.first_in)]
         # S1: register the uop row
         uop_q = Signal(len(self.uop_rd.data), reset_less=True)
         o2_d, o2_s = Signal.like(o1_d), Signal.like(o1_s)
@@ -178,7 +198,7 @@ class Alu(wiring.Component):
         # S3 reads acc[s] (tensor operand), S4 acc[d]; with a tensor operand the two never coincide.
         # The read address is a register, chosen a cycle ahead (from what S3 and S4 will hold).
         rd_addr = Signal(aw)
-        m.d.sync += rd_addr.eq(Mux(valid[2] & ~use_imm, uop.src_idx + o2_s, dst[3]))
+        m.d.sync += rd_addr.eq(Mux(valid[2] & ~use_imm & reads[2], uop.src_idx + o2_s, dst[3]))
         m.d.comb += self.acc_rd.addr.eq(rd_addr)
         acc_w = cfg.ACC_MATRIX_WIDTH
         lanes_n = cfg.BATCH * cfg.BLOCK_OUT
@@ -223,7 +243,7 @@ class Alu(wiring.Component):
                 m.d.sync += take(imm.as_unsigned(), imm_left, imm_amount)
             with m.Elif(s_late):
                 m.d.sync += take(wr_f[lane], *shift_amount(wr_f[lane]))
-            with m.Else():
+            with m.Elif(reads[6]):          # (a reused source keeps X)
                 m.d.sync += take(src_row[lane], *shift_amount(src_row[lane]))
         # the one-hot opcode, one copy per lane (fan-out: timing; registers named *_copy* are
         # deliberate duplicates, which the FPGA build keeps apart: fpga.board.KEEP_COPIES)

@@ -43,7 +43,8 @@ class Compute(wiring.Component):
       DRAM addresses are ORed with ``uop_base`` (UOP) or ``acc_base`` (ACC, ACC_8BIT).
     * GEMM: :class:`~hw.gemm.Gemm`, one micro-op per cycle.
     * ALU: :class:`~hw.alu.Alu`, one micro-op per cycle with an immediate, one per 2 cycles with a
-      tensor operand.
+      tensor operand (one per cycle while its source row repeats and the footprint scan found it
+      apart from the rows written).
     * FINISH: pulses ``finish`` for one cycle, in the cycle of its pops (if any) and before its pushes.
 
     The acc SRAM and its OUT mirror are two banks each (the lower and upper half of the rows), each
@@ -174,6 +175,8 @@ class Compute(wiring.Component):
                    for n in ("gemm", "alu")]
         ends = [Signal(name=f"ends_{n}") for n in ("gemm", "alu")]
         run = taken
+        alu_apart = Signal()
+        m.d.comb += alu.src_apart.eq(alu_apart)
         for k, u in enumerate(units):
             # the unit starts in the cycle after its issue, from a register (its start fans out to
             # the whole loop sequencer: timing); ``word`` still holds the instruction then
@@ -181,6 +184,8 @@ class Compute(wiring.Component):
             m.d.sync += start_q.eq(issue[k])
             m.d.comb += [u.start.eq(start_q), ends[k].eq(taken[k] & u.done)]
             with m.If(issue[k]):
+                if k == 1:      # (the ALU may read a repeated source row once: hw.footprint ``apart``)
+                    m.d.sync += alu_apart.eq(fp.apart)
                 m.d.sync += [taken[k].eq(1), bank_of[k].eq(fp.bank), single_of[k].eq(fp.single),
                              push_p[k].eq(mem.push_prev), push_n[k].eq(mem.push_next),
                              uops_of[k][0].eq(gem.uop_bgn), uops_of[k][1].eq(gem.uop_end)]

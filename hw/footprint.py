@@ -35,12 +35,15 @@ class AccFootprint(wiring.Component):
     * ``single``: the nest is not empty, hi < D and lo, hi share the bank bit (the top bit of the
       row index): every row touched lies in that bank, ``bank``. (An empty nest is not ``single``:
       the compute module then runs it alone, which costs nothing.)
-    * ``lo``, ``hi``: the bounds (for tests and debugging).
+    * ``lo``, ``hi``: the bounds (for tests and debugging);
+    * ``apart``: an ALU instruction with a tensor operand whose source rows and destination rows
+      (each bounded as above, both below D) cannot meet: no micro-op writes a row another reads as
+      acc[s], so the ALU may read a repeated source row once (:class:`~hw.alu.Alu`, ``src_apart``).
 
     With one bank (acc depth 1) ``single`` is never high.
 
     Members: ``start`` In(1), ``insn`` In(128), ``uop_rd`` In(ReadPort.Signature) (driven),
-    ``done``, ``empty``, ``single``, ``bank`` Out(1), ``lo``, ``hi`` Out(32).
+    ``done``, ``empty``, ``single``, ``bank``, ``apart`` Out(1), ``lo``, ``hi`` Out(32).
     """
 
     def __init__(self, cfg):
@@ -54,6 +57,7 @@ class AccFootprint(wiring.Component):
             "empty": Out(1),
             "single": Out(1),
             "bank": Out(1),
+            "apart": Out(1),
             "lo": Out(32),
             "hi": Out(32),
         })
@@ -129,6 +133,8 @@ class AccFootprint(wiring.Component):
                 m.d.sync += [
                     self.lo.eq(Mux(tensor & (min_s < min_d), min_s, min_d)),
                     self.hi.eq(Mux(tensor & (hi_s > hi_d), hi_s, hi_d)),
+                    self.apart.eq(tensor & ~self.empty & (hi_d < (1 << aw)) & (hi_s < (1 << aw))
+                                  & ((hi_s < min_d) | (min_s > hi_d))),
                     summing.eq(1),
                 ]
             # S4: the bank, into registers with done

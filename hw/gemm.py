@@ -71,7 +71,8 @@ class UopSequencer(wiring.Component):
     Pulse ``start`` with the loop fields valid (``uop_bgn``, ``uop_end``, ``iter_out``, ``iter_in``,
     ``*_factor_out``, ``*_factor_in``); from the next cycle ``valid`` is high while iterations remain,
     and each cycle with ``step`` high advances by one (``last`` marks the final one). An empty nest
-    (uop_end <= uop_bgn or an iteration count of 0) never becomes valid.
+    (uop_end <= uop_bgn or an iteration count of 0) never becomes valid. ``first_in``: the inner
+    iteration is the first (i_in = 0).
     """
 
     def __init__(self, cfg):
@@ -82,7 +83,7 @@ class UopSequencer(wiring.Component):
         members = {
             "start": In(1), "step": In(1),
             "uop_bgn": In(uw), "uop_end": In(uw), "iter_out": In(14), "iter_in": In(14),
-            "valid": Out(1), "last": Out(1), "uop": Out(cfg.LOG_UOP_DEPTH),
+            "valid": Out(1), "last": Out(1), "first_in": Out(1), "uop": Out(cfg.LOG_UOP_DEPTH),
         }
         for name, w in self._widths.items():
             members[f"{name}_factor_out"] = In(w)
@@ -111,7 +112,7 @@ class UopSequencer(wiring.Component):
         with m.If(self.start):
             m.d.sync += [
                 u.eq(self.uop_bgn), bgn.eq(self.uop_bgn), end.eq(self.uop_end),
-                i_out.eq(0), i_in.eq(0), n_out.eq(self.iter_out), n_in.eq(self.iter_in),
+                i_out.eq(0), i_in.eq(0), n_out.eq(self.iter_out), n_in.eq(self.iter_in), self.first_in.eq(1),
                 self.valid.eq((self.uop_end > self.uop_bgn) & (self.iter_out != 0) & (self.iter_in != 0)),
                 u_last.eq(self.uop_bgn + 1 == self.uop_end), bgn_last.eq(self.uop_bgn + 1 == self.uop_end),
                 in_last.eq(self.iter_in == 1), out_last.eq(self.iter_out == 1),
@@ -126,10 +127,10 @@ class UopSequencer(wiring.Component):
             with m.Else():
                 m.d.sync += [u.eq(bgn), u_last.eq(bgn_last)]
                 with m.If(~in_last):
-                    m.d.sync += [i_in.eq(i_in + 1), in_last.eq(i_in + 2 == n_in)]
+                    m.d.sync += [i_in.eq(i_in + 1), in_last.eq(i_in + 2 == n_in), self.first_in.eq(0)]
                     m.d.sync += [r["off_in"].eq(r["off_in"] + r["f_in"]) for r in regs.values()]
                 with m.Else():
-                    m.d.sync += [i_in.eq(0), in_last.eq(n_in == 1)]
+                    m.d.sync += [i_in.eq(0), in_last.eq(n_in == 1), self.first_in.eq(1)]
                     m.d.sync += [r["off_in"].eq(0) for r in regs.values()]
                     m.d.sync += [i_out.eq(i_out + 1), out_last.eq(i_out + 2 == n_out)]
                     m.d.sync += [r["off_out"].eq(r["off_out"] + r["f_out"]) for r in regs.values()]

@@ -54,7 +54,8 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, epi: Epilogue) -> list[_T
         def load_vector(i, row, m0=m0, tm=tm):
             return Load(pd, i * mb + m0, tm, 1, tm, row, ACC)
 
-        t.computes += epi.actions(acc, rows, tm, ((tn, tm, 0), (tm, 1, 1)), load_vector)
+        # (vectors: channel blocks outer, rows inner, so the ALU reads each vector row once per block)
+        t.computes += epi.actions(acc, rows, tm, ((tm, 1, 1), (tn, tm, 0)), load_vector)
         for p in range(epi.planes):
             t.stores.append(Store(acc + p * rows, yd, p * nb * mb + n0 * mb + m0, tm, tn, mb))
         tiles.append(t)

@@ -142,8 +142,10 @@ class Epilogue:
 
     @cached_property
     def passes(self) -> int:
-        """ALU passes over the tile's rows (two per vector step; a copy and a shift per extra plane)."""
-        n = sum(2 if isinstance(v, str) else 1 for _, v in self.steps) + 3 * (self.planes - 1)
+        """ALU passes over the tile's rows (one per step: a vector step reads its vector row once per channel
+        block; two for the residual's tensor add, whose source row changes with every row; a copy and a shift
+        per extra plane)."""
+        n = sum(2 if v == "r" else 1 for _, v in self.steps) + 3 * (self.planes - 1)
         if self.residual is not None:
             n += len(self.residual) + RESIDUAL_LOAD_PASSES
         return n

@@ -142,6 +142,7 @@ def run_tiles(tiles, interleave=None) -> dict:
     budget = max(64, getattr(q, "max_insns", 1 << 16) - 32)
     ACC8, WGT = int(MemId.ACC_8BIT), int(MemId.WGT)
     wgt_loaded = {}         # wgt half -> the WGT LOADs of the last step that loaded into it
+    work = [0, 0]           # ALU and GEMM cycles of the tiles so far (where the zeroing was chosen)
     counters = {"synchronize_calls": 0}
     if interleave is None:
         interleave = len({t.acc for t in tiles}) > 1 and all(t.steps for t in tiles)
@@ -199,14 +200,20 @@ def run_tiles(tiles, interleave=None) -> dict:
                                  even=bool(pending) or any(a.mem == ACC8 for a in deferred[1]))
                 last_share = max([k for k, sh in enumerate(shares) if sh] or [0])
             # the next tile's accumulators, zeroed by the ALU beside this tile's GEMMs (after the
-            # store that last read them) when the ALU has the time, instead of a GEMM reset pass
+            # store that last read them) instead of a GEMM reset pass, when that keeps the busier of
+            # the two units (their work summed over the tiles so far) less busy: where the ALU's work
+            # matches the GEMMs', the zeroing alternates between them
             nxt = chunk[ti + 1] if ti + 1 < len(chunk) else None
             zero_ops = None
             if interleave and deferred is not None and nxt is not None and nxt.reset:
                 zero_ops = _zero_rows(*nxt.reset)
                 alu_rows = sum(a.passes for a in deferred[2]) * deferred[0].reset[1]
-                if alu_rows + len(zero_ops) * nxt.reset[1] > t.gemm_uops:
+                zero = len(zero_ops) * nxt.reset[1]
+                if max(work[0] + alu_rows + zero, work[1] + t.gemm_uops) > \
+                        max(work[0] + alu_rows, work[1] + t.gemm_uops + nxt.reset[1]):
                     zero_ops = None
+                work[0] += alu_rows + (zero if zero_ops else 0)
+                work[1] += t.gemm_uops + (0 if zero_ops else nxt.reset[1])
             k_zero = min(len(t.steps) - 1, last_share + 1)
             for k, st in enumerate(t.steps):
                 if prev_buf[i]:

@@ -59,9 +59,10 @@ def ref_alu(cfg, acc, uops, f):
                 acc[d] = ref_op(f["alu_opcode"], acc[d], b)
 
 
-def run_alu(cfg, insns, uops, acc, *, expect_error=False):
+def run_alu(cfg, insns, uops, acc, *, expect_error=False, src_apart=0):
     """Run ALU instructions on acc rows ``acc`` ([rows, BATCH, BLOCK_OUT]); check against numpy;
-    return the cycles from each start to its done."""
+    return the cycles from each start to its done. ``src_apart``: the compute module's promise that no
+    micro-op writes a row read as acc[s]."""
     isa = isa_for(cfg)
     rows = len(acc)
     m = Module()
@@ -78,6 +79,7 @@ def run_alu(cfg, insns, uops, acc, *, expect_error=False):
         for f in insns:
             ctx.set(dut.insn.as_value(), isa.encode(**f))
             ctx.set(dut.start, 1)
+            ctx.set(dut.src_apart, src_apart)
             await ctx.tick()
             ctx.set(dut.start, 0)
             n = 1
@@ -207,3 +209,34 @@ def test_immediate_row_written_ahead(dist):
     acc = random_acc(SMALL, 8, 40 + dist) % 1000
     uops = [(i % dist, 0, 0) for i in range(4 * dist)]
     run_alu(SMALL, [alu_insn(alu_opcode=AluOp.ADD, use_imm=1, imm=3, uop_end=len(uops))], uops, acc)
+
+
+@pytest.mark.parametrize("op", OPS, ids=[o.name for o in OPS])
+def test_tensor_source_reused_through_the_inner_loop(op):
+    """A per-channel vector over the rows of each channel block (one micro-op, src_factor_in = 0, source
+    rows apart from the destination rows): the first micro-op of each inner iteration reads acc[s], the
+    others reuse it, one per cycle: N + R + 8 cycles for R source rows. Inner loops of 1, 2, 3 and 7."""
+    cfg = MUL_CFG
+    acc = random_acc(cfg, 32, 60 + int(op))
+    acc[24:] %= 40                       # the shift amounts and factors of SHR and MUL: small
+    for n_in, n_out in ((7, 3), (3, 5), (2, 4), (1, 6)):
+        f = dict(alu_opcode=op, uop_end=1, iter_out=n_out, iter_in=n_in, dst_factor_out=n_in, dst_factor_in=1,
+                 src_factor_out=1, src_factor_in=0)
+        uops = [(0, 24, 0)]
+        cycles = run_alu(cfg, [alu_insn(**f)], uops, acc, src_apart=1)
+        n = n_in * n_out
+        assert cycles == [(n + n_out + 8) if n_in > 1 else (2 * n + 8)], (n_in, n_out, cycles)
+        # the same instruction without the promise: two cycles per micro-op, the same result
+        assert run_alu(cfg, [alu_insn(**f)], uops, acc) == [2 * n + 8]
+
+
+def test_reused_source_with_rows_written_back_to_back():
+    """Reused X with the destination repeating (dst_factor_in = 0: each micro-op reads the row the one
+    just ahead wrote) and the next channel block's first micro-op right after: forwarding and merging
+    at one micro-op per cycle."""
+    acc = random_acc(MUL_CFG, 16, 70) % 1000
+    for op in (AluOp.ADD, AluOp.MAX, AluOp.MUL, AluOp.SHR):
+        f = dict(alu_opcode=op, uop_end=1, iter_out=4, iter_in=5, dst_factor_out=1, dst_factor_in=0,
+                 src_factor_out=1, src_factor_in=0)
+        acc[8:12] = np.arange(1, 5)[:, None, None]
+        run_alu(MUL_CFG, [alu_insn(**f)], [(0, 8, 0)], acc, src_apart=1)

@@ -37,7 +37,7 @@ def scan(cfg, uops, f):
             await ctx.tick()
             if ctx.get(dut.done):
                 break
-        out.update(cycles=cycle, **{k: ctx.get(getattr(dut, k)) for k in ("empty", "single", "bank", "lo", "hi")})
+        out.update(cycles=cycle, **{k: ctx.get(getattr(dut, k)) for k in ("empty", "single", "bank", "lo", "hi", "apart")})
 
     sim.add_testbench(bench)
     sim.run()
@@ -82,6 +82,29 @@ def test_bounds_cover_every_row(kind, seed):
     if fits:
         assert got["bank"] == min(rows) // half
     assert got["cycles"] <= f["uop_end"] - f["uop_bgn"] + 4
+    # apart (sound): a tensor operand whose source rows and destination rows cannot meet
+    if got["apart"]:
+        assert kind == "alu_tensor" and max(rows) < cfg.ACC_DEPTH
+        assert not set(ref_rows(cfg, uops, f, False)) & set(ref_rows_src(uops, f))
+
+
+def ref_rows_src(uops, f):
+    return [s + i * f["src_factor_out"] + j * f["src_factor_in"] for i in range(f["iter_out"])
+            for j in range(f["iter_in"]) for _, s, _ in uops[f["uop_bgn"]:f["uop_end"]]]
+
+
+@pytest.mark.parametrize("case", ["apart", "below", "overlap", "wraps", "immediate"])
+def test_source_apart_from_the_destination(case):
+    """``apart``: the source rows of a tensor operand lie wholly above or below the destination rows
+    (a vector beside the tile it is added to); not when they overlap, when a bound passes the last row
+    (the hardware wraps) or with an immediate."""
+    cfg = SMALL
+    d0, s0, imm = {"apart": (0, 100, 0), "below": (50, 10, 0), "overlap": (0, 20, 0),
+                   "wraps": (cfg.ACC_DEPTH - 30, 0, 0), "immediate": (0, 100, 1)}[case]
+    f = alu_insn(alu_opcode=AluOp.ADD, use_imm=imm, uop_end=1, iter_out=4, iter_in=8, dst_factor_out=8,
+                 dst_factor_in=1, src_factor_out=1, src_factor_in=0)
+    got = scan(cfg, [(d0, s0, 0)], f)
+    assert got["apart"] == (case in ("apart", "below"))
 
 
 def test_wrapping_nest_is_not_single():

@@ -135,7 +135,8 @@ def test_epilogue_validation_names_the_field():
     with pytest.raises(ValueError, match=r"shift = 40; allowed range \[0, 31\]"):
         ops.Epilogue.vta(shift=40)
     assert ops.Epilogue((("add", "v2"), ("max", 0))).vectors == 3
-    assert ops.Epilogue((("add", "v0"), ("shr", 3)), planes=2).passes == 3 + 3
+    # a vector step: one pass (its row read once per channel block); two planes: a copy and a shift more
+    assert ops.Epilogue((("add", "v0"), ("shr", 3)), planes=2).passes == 2 + 3
 
 
 RESIDUAL = ((AluOp.ADD, -3), (AluOp.MUL, 5))
@@ -178,7 +179,7 @@ def test_residual_epilogue_validation():
         ops.Epilogue(((AluOp.SHR, "r"),), 1, ())
     e = ops.Epilogue(((AluOp.ADD, "v0"), (AluOp.ADD, "r")), 1, RESIDUAL)
     assert (e.vectors, e.acc_rows(100, 2)) == (1, 100 + 2 + 100)
-    assert e.passes == 2 + 2 + len(RESIDUAL) + ops.epilogue.RESIDUAL_LOAD_PASSES
+    assert e.passes == 1 + 2 + len(RESIDUAL) + ops.epilogue.RESIDUAL_LOAD_PASSES     # the residual's add: two
     with pytest.raises(ValueError, match=r"expected an int8 tensor of shape \(2, 3\)"):
         e.apply(np.zeros((2, 3), np.int32), np.zeros((1, 3), np.int32), 1)
     x = np.zeros((1, 16, 4, 4), np.int8)
