@@ -8,7 +8,7 @@ from sw.isa import INS_WIDTH, MEMOP_SIZE_BITS, MemId, Opcode, alu_opcodes
 
 from .alu import Alu
 from .footprint import AccFootprint
-from .gemm import Gemm
+from .gemm import Gemm, registered_mul
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_read_signature
 from .isa import insn_layouts
 from .load import TensorLoad, dma_read_mux
@@ -60,7 +60,8 @@ class Compute(wiring.Component):
     Overhead per instruction: the footprint scan (micro-ops + 4 cycles) overlaps older instructions;
     from a free slot to the issue is one cycle and the unit starts in the cycle after its issue (from
     a register), and a unit is free in the cycle after its ``done`` (GEMM: N + 11 cycles for N
-    micro-ops, ALU: N + 9 or 2N + 8). LOADs and FINISH wait a cycle longer than the condition that
+    micro-ops, ALU: N + 9, N + R + 8 or 2N + 8). LOADs and FINISH spend at least two cycles in DRAIN
+    (their row count comes from a registered multiplier) and wait a cycle longer than the condition that
     lets them run (it is registered), and a loader starts the cycle after its pops (loads: DMA
     latency + three cycles + one cycle per SRAM row; ACC loads write through two registers, two more).
 
@@ -325,7 +326,14 @@ class Compute(wiring.Component):
         is_alu = Signal()
         fe_busy = Signal()
         token_wait = Signal()
-        ld_rows = Signal(2 * (MEMOP_SIZE_BITS + 1) - 1, reset_less=True)
+        # the row count of a LOAD, multiplied out from ``word`` in a multiplier with its own registers
+        # (an ECP5 MULT18X18D without them was the critical path): valid two cycles after DECODE, so
+        # from the second DRAIN cycle (each sum < 2^16 + 2 x 15 fits 17 bits)
+        ld_rows = registered_mul(m, platform, (mem.y_size + mem.y_pad_0 + mem.y_pad_1)[:MEMOP_SIZE_BITS + 1],
+                                 (mem.x_size + mem.x_pad_0 + mem.x_pad_1)[:MEMOP_SIZE_BITS + 1], "ld_rows",
+                                 signed_operands=False)
+        rows_ok = Signal()               # DRAIN: ``ld_rows`` holds this instruction's count (a cycle late)
+        m.d.sync += rows_ok.eq(0)        # (outside DRAIN)
         ld_side = Signal()
         with m.If(acc_load_done):
             m.d.sync += ld_taken.eq(0)
@@ -358,9 +366,6 @@ class Compute(wiring.Component):
                 with m.Switch(op):
                     with m.Case(Opcode.LOAD):
                         end = mem.sram_base + mem.x_size
-                        # (each sum < 2^16 + 2 x 15 fits 17 bits, their product 33)
-                        m.d.sync += ld_rows.eq((mem.y_size + mem.y_pad_0 + mem.y_pad_1)[:MEMOP_SIZE_BITS + 1] *
-                                               (mem.x_size + mem.x_pad_0 + mem.x_pad_1)[:MEMOP_SIZE_BITS + 1])
                         m.d.sync += [uop_end.eq(end), uop_static.eq(
                             (mt == MemId.UOP) & ~mem.push_prev & ~mem.push_next & (mem.y_size == 1) &
                             (mem.x_pad_0 == 0) & (mem.x_pad_1 == 0) & (mem.y_pad_0 == 0) & (mem.y_pad_1 == 0) &
@@ -413,11 +418,13 @@ class Compute(wiring.Component):
                 uop_apart = uop_static
                 for k in range(2):
                     uop_apart &= ~taken[k] | (uop_end <= uops_of[k][0]) | (mem.sram_base >= uops_of[k][1])
-                m.d.sync += may_go.eq(((both_free & ~pushes_out) | ((op == Opcode.LOAD) & uop_apart)) & ~ld_taken)
+                m.d.sync += rows_ok.eq(1)
+                m.d.sync += may_go.eq(((both_free & ~pushes_out) | ((op == Opcode.LOAD) & uop_apart)) & ~ld_taken
+                                      & rows_ok)
                 # (the DMA port goes to this load's loader only once an acc load beside the units has ended)
                 with m.If(~ld_taken):
                     m.d.sync += dma_sel.eq(Mux(mt == MemId.UOP, 0, Mux(mt == MemId.ACC, 1, 2)))
-                # (a register too: ``ld_rows`` is ready from the first DRAIN cycle, ``may_go`` from the second)
+                # (a register too: ``ld_rows`` is ready from the second DRAIN cycle, ``may_go`` from the third)
                 first = mem.sram_base[:aw] if aw else Const(0, 1)
                 last = first + ld_rows - 1
                 m.d.sync += ld_side.eq((op == Opcode.LOAD) & ((mt == MemId.ACC) | (mt == MemId.ACC_8BIT)) &

@@ -268,8 +268,9 @@ def test_only_the_long_commands_are_not_run():
 
 @pytest.mark.parametrize("command", list(MAKE))
 def test_make_runs_the_listed_commands(command):
-    res = subprocess.run(["make", "-n", "-o", ".venv/.installed", *shlex.split(command)[1:]], cwd=ROOT,
-                         capture_output=True, text=True, timeout=60)
+    # (the FPGA extra counted as out of date, as on a fresh clone, whatever this checkout has installed)
+    res = subprocess.run(["make", "-n", "-o", ".venv/.installed", "-W", "pyproject.toml", *shlex.split(command)[1:]],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     lines = [re.sub(r"^nice -n \d+ ", "", line).strip() for line in res.stdout.splitlines()]
     assert [line for line in lines if line.startswith(PY)] == MAKE[command].expansion
