@@ -290,11 +290,13 @@ TOGGLE_RULES: list = [
      "launch"),
     (r"\.compute$", r"^src:hw/compute\.py:\d+ .*mem\.[xy]_size \+ mem\.[xy]_pad_0 \+ mem\.[xy]_pad_1", "from 17",
      "a size plus its two paddings (< 2^16 + 2 x 15 < 2^17) in an acc load's row count"),
-    (r"\.compute$", r"^(ld_rows|src:hw/compute\.py:\d+ +(m\.d\.sync \+= ld_rows\.eq|last = first \+ ld_rows))",
-     "from 31",
-     "the row count of an acc load (rows x elements with padding, each < 2^17) and the last row it writes: bit 31 "
-     "needs a load of 2^31 to 2^32 - 1 rows, reachable, not among the huge transfers (they take every size field "
-     "at its largest, 2^32 + 2^22 rows with the padding, and bit 32 toggles)"),
+    *[(r"\.compute$", pattern, "from 31",
+       "the row count of an acc load (rows x elements with padding, each < 2^17; the product of a registered "
+       "multiplier, hw.gemm.registered_mul) and the last row it writes: bit 31 "
+       "needs a load of 2^31 to 2^32 - 1 rows, reachable, not among the huge transfers (they take every size field "
+       "at its largest, 2^32 + 2^22 rows with the padding, and bit 32 toggles)")
+      for pattern in (r"^ld_rows$", r"^src:(hw/compute\.py:\d+ +last = first \+ ld_rows|"
+                                    r"hw/gemm\.py:\d+ .*prod\.eq\(aq \* bq\))")],
     (r"\.(load\.(inp|wgt)|compute\.ld_\w+)$", r"^(c_y|w_r|w_c|rows|row_pitch|xd_hi|yd_hi)$", "from 17",
      "a count of rows or elements with padding: at most 65,535 + 2 x 15 < 2^17"),
     (r"\.(load\.(inp|wgt)|compute\.ld_\w+)$", r"^(c_y|w_r|w_c)$", "high",
