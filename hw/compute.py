@@ -176,7 +176,9 @@ class Compute(wiring.Component):
                    for n in ("gemm", "alu")]
         ends = [Signal(name=f"ends_{n}") for n in ("gemm", "alu")]
         run = taken
-        alu_apart = Signal()
+        alu_apart = Signal()            # the ALU may read a repeated source row once (hw.footprint ``apart``)
+        with m.If(issue[1]):
+            m.d.sync += alu_apart.eq(fp.apart)
         m.d.comb += alu.src_apart.eq(alu_apart)
         for k, u in enumerate(units):
             # the unit starts in the cycle after its issue, from a register (its start fans out to
@@ -185,8 +187,6 @@ class Compute(wiring.Component):
             m.d.sync += start_q.eq(issue[k])
             m.d.comb += [u.start.eq(start_q), ends[k].eq(taken[k] & u.done)]
             with m.If(issue[k]):
-                if k == 1:      # (the ALU may read a repeated source row once: hw.footprint ``apart``)
-                    m.d.sync += alu_apart.eq(fp.apart)
                 m.d.sync += [taken[k].eq(1), bank_of[k].eq(fp.bank), single_of[k].eq(fp.single),
                              push_p[k].eq(mem.push_prev), push_n[k].eq(mem.push_next),
                              uops_of[k][0].eq(gem.uop_bgn), uops_of[k][1].eq(gem.uop_end)]

@@ -256,6 +256,10 @@ FIFO_FULL = ("a FIFO's fill level: its top bits need the FIFO (nearly) full, whi
              "backpressure from the stage after them lasting longer than in these runs (queue_fill fills the load "
              "and store command queues to 512 entries; the compute queue stops one short there)")
 MODULE_ERROR = "the module's own decode error: it repeats a check fetch makes first (the uncovered lines of the HALT states)"
+ACC_LOAD_ROWS = ("the row count of an acc load (rows x elements with padding, each < 2^17; the product of a "
+                 "registered multiplier, hw.gemm.registered_mul) and the last row it writes: bit 31 needs a load of "
+                 "2^31 to 2^32 - 1 rows, reachable, not among the huge transfers (they take every size field at its "
+                 "largest, 2^32 + 2^22 rows with the padding, and bit 32 toggles)")
 TOGGLE_RULES: list = [
     (r"", r"^(reg_|base_)?(cycles|\w+_busy|\w+_stall|gemm_uops|alu_uops|acc_writes|dma_\w+_beats|read_beats__\d+"
           r"|write_beats|insn_fetched|routed)(\$\d+)?$", "high", COUNTER),
@@ -290,13 +294,9 @@ TOGGLE_RULES: list = [
      "launch"),
     (r"\.compute$", r"^src:hw/compute\.py:\d+ .*mem\.[xy]_size \+ mem\.[xy]_pad_0 \+ mem\.[xy]_pad_1", "from 17",
      "a size plus its two paddings (< 2^16 + 2 x 15 < 2^17) in an acc load's row count"),
-    *[(r"\.compute$", pattern, "from 31",
-       "the row count of an acc load (rows x elements with padding, each < 2^17; the product of a registered "
-       "multiplier, hw.gemm.registered_mul) and the last row it writes: bit 31 "
-       "needs a load of 2^31 to 2^32 - 1 rows, reachable, not among the huge transfers (they take every size field "
-       "at its largest, 2^32 + 2^22 rows with the padding, and bit 32 toggles)")
-      for pattern in (r"^ld_rows$", r"^src:(hw/compute\.py:\d+ +last = first \+ ld_rows|"
-                                    r"hw/gemm\.py:\d+ .*prod\.eq\(aq \* bq\))")],
+    (r"\.compute$", r"^ld_rows$", "from 31", ACC_LOAD_ROWS),
+    (r"\.compute$", r"^src:(hw/compute\.py:\d+ +last = first \+ ld_rows|hw/gemm\.py:\d+ .*prod\.eq\(aq \* bq\))",
+     "from 31", ACC_LOAD_ROWS),
     (r"\.(load\.(inp|wgt)|compute\.ld_\w+)$", r"^(c_y|w_r|w_c|rows|row_pitch|xd_hi|yd_hi)$", "from 17",
      "a count of rows or elements with padding: at most 65,535 + 2 x 15 < 2^17"),
     (r"\.(load\.(inp|wgt)|compute\.ld_\w+)$", r"^(c_y|w_r|w_c)$", "high",

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..isa import MemId
+from ..isa import AluOp, MemId
 from .base import _check_vt, _finish, _halves, cdiv, config
-from .epilogue import Epilogue, packed_epilogue
+from .epilogue import Epilogue, packed_epilogue, vectors_2d
 from .kernels import Gemm, Load, Store, _k_dense
 from .layout import pack_dense_data, pack_dense_weight, pack_layer_bias, unpack_dense_output
 from .plan import DensePlan, _resolve_tiles, plan_dense
@@ -91,6 +91,34 @@ def dense_packed(data, weight, bias=None, shift: int = 8, clip: bool = True, vir
                         lambda xd, wd, pd, yd, rd: _dense_tiles(plan, cfg, xd, wd, yd, pd, epi), return_counters)
 
 
+def _vector_in_reduction(data, weight, bias, epi: Epilogue, block: int):
+    """An epilogue that starts with ``ADD v0`` (a bias) moved into the GEMM where the reduction's last block
+    has room (K = 147, an RGB stem's im2col, leaves 13 of 160 lanes): constant columns (127 ... 127, 1)
+    appended to the data and ``v0 = 127 q + r`` written into the weights' matching columns, so the
+    accumulators leave the GEMMs with ``v0`` added (the same int32 values) and the ALU saves its pass.
+    Returns (data, weight, bias, epilogue), unchanged where the steps, the free lanes or v0's range do not
+    allow it."""
+    steps = epi.steps
+    free = -data.shape[1] % block
+    if (bias is None or not steps or steps[0] != (AluOp.ADD, "v0") or any(v == "v0" for _, v in steps[1:])
+            or epi.residual is not None or free < 2):
+        return data, weight, bias, epi
+    vectors = vectors_2d(bias, weight.shape[0]).astype(np.int64)
+    q = np.round(vectors[0] / 127).astype(np.int64)
+    lanes = max(1, cdiv(int(np.abs(q).max()), 127))            # columns of 127, then one of 1 for |r| <= 63
+    if lanes + 1 > free:
+        return data, weight, bias, epi
+    wv = np.zeros((weight.shape[0], lanes + 1), np.int64)
+    for j in range(lanes):
+        wv[:, j] = np.clip(q - wv[:, :j].sum(axis=1), -127, 127)
+    wv[:, lanes] = vectors[0] - 127 * q
+    const = np.array([127] * lanes + [1], data.dtype)
+    data = np.concatenate([data, np.broadcast_to(const, (data.shape[0], lanes + 1))], axis=1)
+    weight = np.concatenate([weight, wv.astype(weight.dtype)], axis=1)
+    renamed = tuple((op, f"v{int(v[1:]) - 1}" if isinstance(v, str) and v != "r" else v) for op, v in steps[1:])
+    return data, weight, (vectors[1:].astype(np.int32) if len(vectors) > 1 else None), Epilogue(renamed, epi.planes)
+
+
 def _dense_common(data, weight, bias, epi: Epilogue, virtual_threads, tiles, return_counters):
     cfg = config()
     data, weight = np.asarray(data), np.asarray(weight)
@@ -100,6 +128,7 @@ def _dense_common(data, weight, bias, epi: Epilogue, virtual_threads, tiles, ret
     m = weight.shape[0]
     if isinstance(tiles, str):
         tiles = _resolve_tiles(tiles, cfg, n, k, m, virtual_threads)
+    data, weight, bias, epi = _vector_in_reduction(data, weight, bias, epi, cfg.BLOCK_IN)
     nb = cdiv(n, cfg.BATCH)
     mb = max(cdiv(m, cfg.BLOCK_OUT), cdiv(3, nb))     # at least 3 output blocks for the hazard rule
     xp = pack_dense_data(data, cfg)

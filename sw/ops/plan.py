@@ -79,6 +79,18 @@ def _dense_fits(cfg, vt, tn, tk, tm, epi: Epilogue, slots: int = 1):
 _MEM_NAMES = {"inp": "input (INP)", "wgt": "weight (WGT)", "acc": "accumulator (ACC)", "uop": "micro-op (UOP)"}
 
 
+def _with_slots(tiles, names, vt) -> tuple:
+    """Explicit ``tiles``: the sizes named ``names``, then the acc regions per virtual thread (default 1)."""
+    fields = ", ".join(names)
+    if len(tiles) not in (len(names), len(names) + 1):
+        raise ValueError(f"tiles = {tiles}; allowed: ({fields}) or ({fields}, slots)")
+    *sizes, slots = (*(int(t) for t in tiles[:len(names) + 1]), 1)[:len(names) + 1]
+    if slots not in ((1, 2) if vt > 1 else (1,)):
+        raise ValueError(f"tiles = {tiles}: slots = {slots}; allowed: 1" + (", 2" if vt > 1 else "")
+                         + f" with virtual_threads = {vt}")
+    return (*sizes, slots)
+
+
 def _limit_message(cfg, vt, over):
     parts = [f"{_MEM_NAMES[m]} SRAM: needs {need} elements, {cap} available per virtual thread"
              for m, need, cap in over]
@@ -94,14 +106,9 @@ def plan_dense(nb: int, kb: int, mb: int, virtual_threads: int = 1, epilogue: Ep
     planes = epi.planes
     vt = virtual_threads
     if tiles is not None:
-        if len(tiles) not in (3, 4):
-            raise ValueError(f"tiles = {tiles}; allowed: (tn, tk, tm) or (tn, tk, tm, slots) in blocks")
-        tn, tk, tm, slots = (*(int(t) for t in tiles), 1)[:4]
+        tn, tk, tm, slots = _with_slots(tiles, ("tn", "tk", "tm"), vt)
         if not (1 <= tn <= nb and 1 <= tk <= kb and 1 <= tm <= mb):
             raise ValueError(f"tiles = {tiles} must lie within the blocked shape (nb, kb, mb) = {(nb, kb, mb)}")
-        if slots not in ((1, 2) if vt > 1 else (1,)):
-            raise ValueError(f"tiles = {tiles}: slots = {slots}; allowed: 1" + (", 2" if vt > 1 else "")
-                             + f" with virtual_threads = {vt}")
         over = _dense_fits(cfg, vt, tn, tk, tm, epi, slots)
         if over:
             raise TileError(f"dense tiles (tn, tk, tm) = {(tn, tk, tm)} do not fit: " + _limit_message(cfg, vt, over))
@@ -210,14 +217,9 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cf
         return [(m, need[m], caps[m]) for m in need if need[m] > caps[m]]
 
     if tiles is not None:
-        if len(tiles) not in (4, 5):
-            raise ValueError(f"tiles = {tiles}; allowed: (tm, th, tw, tc) or (tm, th, tw, tc, slots)")
-        tm, th, tw, tc, slots = (*(int(t) for t in tiles), 1)[:5]
+        tm, th, tw, tc, slots = _with_slots(tiles, ("tm", "th", "tw", "tc"), vt)
         if not (1 <= tm <= ob and 1 <= th <= ho and 1 <= tw <= wo and 1 <= tc <= cb):
             raise ValueError(f"tiles = {tiles} must lie within (ob, ho, wo, cb) = {(ob, ho, wo, cb)}")
-        if slots not in ((1, 2) if vt > 1 else (1,)):
-            raise ValueError(f"tiles = {tiles}: slots = {slots}; allowed: 1" + (", 2" if vt > 1 else "")
-                             + f" with virtual_threads = {vt}")
         caps["acc"] //= slots
         o = over(tm, th, tw, tc)
         if o:

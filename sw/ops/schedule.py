@@ -118,6 +118,16 @@ def _check_fifo(keys, nxt):
             last = j
 
 
+def _repeats(keyed_loads) -> list[bool]:
+    """For each ``(key, loads)`` in program order: the loads are not empty and equal the last loads of the
+    same key (an SRAM region that only such LOADs write), so the rows still hold their data."""
+    last, out = {}, []
+    for key, loads in keyed_loads:
+        out.append(bool(loads) and last.get(key) == loads)
+        last[key] = loads
+    return out
+
+
 def run_tiles(tiles, interleave=None) -> dict:
     """Queue the tiles with their dependency tokens and synchronize; return the summed counters.
 
@@ -141,25 +151,23 @@ def run_tiles(tiles, interleave=None) -> dict:
     q = rt.current()
     budget = max(64, getattr(q, "max_insns", 1 << 16) - 32)
     ACC8, WGT = int(MemId.ACC_8BIT), int(MemId.WGT)
-    wgt_loaded = {}         # wgt half -> the WGT LOADs of the last step that loaded into it
     work = [0, 0]           # ALU and GEMM cycles of the tiles so far (where the zeroing was chosen)
     counters = {"synchronize_calls": 0}
     if interleave is None:
         interleave = len({t.acc for t in tiles}) > 1 and all(t.steps for t in tiles)
-    acc_loaded = {}         # acc region -> the vector LOADs of the last tile in it
-    keeps_vectors = {}      # id(tile) -> its vectors are still in the region's rows (skip its LOADs)
+    # LOADs whose SRAM rows still hold their data: a tile's vector LOADs (bias, clip bounds) equal to those
+    # of the last tile in its acc region (accumulators and residual lie apart from them), a step's WGT LOADs
+    # equal to the last ones into its wgt half (only WGT LOADs write it); the residual is new in every tile
+    vector_loads = [tuple(a for a in t.computes if isinstance(a, Load) and a.mem != ACC8) for t in tiles]
+    kept_vectors = {id(t) for t, kept in zip(tiles, _repeats(zip((t.acc for t in tiles), vector_loads))) if kept}
+    steps = [st for t in tiles for st in t.steps]
+    kept_wgts = {id(st) for st, kept in zip(steps, _repeats((st.buf, tuple(a for a in st.loads if a.mem == WGT))
+                                                           for st in steps)) if kept}
 
     def emit_computes(t, actions):
-        if id(t) not in keeps_vectors:
-            # the same vector LOADs (same source, same rows) as the region's previous tile: nothing else
-            # writes those rows (accumulators and residual lie apart), so they still hold the data
-            vectors = tuple(a for a in t.computes if isinstance(a, Load) and a.mem != ACC8)
-            keeps_vectors[id(t)] = bool(vectors) and acc_loaded.get(t.acc) == vectors
-            acc_loaded[t.acc] = vectors
         for a in actions:
-            if keeps_vectors[id(t)] and isinstance(a, Load) and a.mem != ACC8:   # (a residual is new in every tile)
-                continue
-            a.emit(cmd)
+            if not (id(t) in kept_vectors and isinstance(a, Load) and a.mem != ACC8):
+                a.emit(cmd)
 
     def finish_tile(t, actions, store_next):
         emit_computes(t, actions)
@@ -218,12 +226,8 @@ def run_tiles(tiles, interleave=None) -> dict:
             for k, st in enumerate(t.steps):
                 if prev_buf[i]:
                     rt.dep_pop(cmd, QCOMPUTE, QLOAD)
-                # the weights the half already holds (the same LOADs as the last ones into its wgt rows:
-                # only WGT LOADs write them) are not loaded again; the step's input LOADs carry its tokens
-                wgts = tuple(a for a in st.loads if a.mem == WGT)
-                keep = bool(wgts) and wgt_loaded.get(st.buf) == wgts and len(wgts) < len(st.loads)
-                if wgts:
-                    wgt_loaded[st.buf] = wgts
+                # (the weights the half holds are not loaded again; the input LOADs carry the step's tokens)
+                keep = id(st) in kept_wgts and any(a.mem != WGT for a in st.loads)
                 for a in st.loads:
                     if not (keep and a.mem == WGT):
                         a.emit(cmd)

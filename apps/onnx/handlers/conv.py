@@ -16,7 +16,6 @@ import numpy as np
 
 from sw import ops
 from sw.isa import AluOp
-from sw.ops.base import cdiv
 from sw.runtime import current_config
 
 from ..ir import QNode
@@ -132,9 +131,8 @@ class Conv(Handler):
         o, c, kh, kw = p["weight"].shape
         if self._im2col_pays(lay):
             cols, (n, ho, wo) = _im2col(self.pad_input(lay, xs[0]), kh, kw, p["strides"])
-            cols, w, vectors, epi = _vector_in_gemm(cols, p["weight"].reshape(o, -1), p["vectors"], epi,
-                                                    current_config().BLOCK_IN)
-            y, counters = ops.dense(cols, w, vectors, epilogue=epi, virtual_threads=vt, return_counters=True)
+            y, counters = ops.dense(cols, p["weight"].reshape(o, -1), p["vectors"], epilogue=epi,
+                                    virtual_threads=vt, return_counters=True)
             y = np.ascontiguousarray(y.reshape(n, ho, wo, o).transpose(0, 3, 1, 2))
         else:
             x = xs[0]
@@ -150,37 +148,6 @@ class Conv(Handler):
 
     def macs(self, lay, xs, y):
         return int(np.prod(y.shape)) * lay.macs_per_item // lay.params["weight"].shape[0]
-
-
-def _vector_in_gemm(cols, w, vectors, epi: ops.Epilogue, block: int):
-    """An epilogue that starts with ``ADD v0`` (the bias and zero-point corrections) moved into the GEMM
-    where the reduction's last block has room: constant columns (127 and 1) appended to the im2col matrix
-    and ``v0`` written into the weights' matching columns as ``127 q + r``, so the accumulators come out of
-    the GEMMs with ``v0`` added (the same int32 values) and the ALU saves its two cycles per row of a
-    tensor add (the stem's 147 reduction lanes leave 13 of a 160-lane pad). Returns (cols, w, vectors,
-    epilogue), unchanged where the steps, the free lanes or v0's range do not allow it."""
-    steps = epi.steps
-    if not steps or steps[0] != (AluOp.ADD, "v0") or any(v == "v0" for _, v in steps[1:]) or epi.residual:
-        return cols, w, vectors, epi
-    v0 = np.asarray(vectors, np.int64)[0]
-    free = -cols.shape[1] % block
-    q = np.round(v0 / 127).astype(np.int64)
-    lanes = max(1, cdiv(int(np.abs(q).max()), 127))
-    if lanes + 1 > free:
-        return cols, w, vectors, epi
-    wv = np.zeros((w.shape[0], lanes + 1), np.int64)
-    rest = q.copy()
-    for j in range(lanes):
-        wv[:, j] = np.clip(rest, -127, 127)
-        rest -= wv[:, j]
-    wv[:, lanes] = v0 - 127 * q                           # |r| <= 63
-    const = np.array([127] * lanes + [1], np.int64)
-    assert np.array_equal(wv @ const, v0)
-    cols = np.concatenate([cols, np.broadcast_to(const.astype(cols.dtype), (cols.shape[0], lanes + 1))], axis=1)
-    w = np.concatenate([w, wv.astype(w.dtype)], axis=1)
-    renamed = tuple((op, f"v{int(v[1:]) - 1}" if isinstance(v, str) and v != "r" else v) for op, v in steps[1:])
-    vectors = np.asarray(vectors)[1:]
-    return cols, w, (vectors if len(vectors) else None), ops.Epilogue(renamed, epi.planes)
 
 
 def _im2col(x, kh, kw, stride):

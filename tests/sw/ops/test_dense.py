@@ -3,6 +3,8 @@ import numpy as np
 import pytest
 
 from sw import ops
+from sw.isa import AluOp
+from sw.ops.dense import _vector_in_reduction
 from tests.conftest import CONFIGS, rand8, rand32
 
 DENSE_SHAPES = [(1, 100, 37), (5, 33, 20), (33, 70, 45), (40, 200, 130)]
@@ -106,3 +108,46 @@ def test_two_acc_regions_per_thread(on, rng):
         ops.dense(x, w, bias, virtual_threads=2, tiles=(200, 10, 4, 2))
     with pytest.raises(ValueError, match=r"allowed: \(tn, tk, tm\) or \(tn, tk, tm, slots\)"):
         ops.dense(x, w, bias, tiles=(1, 2))
+
+
+FOLD_STEPS = ((AluOp.ADD, "v0"), (AluOp.MUL, 3406), (AluOp.ADD, 64), (AluOp.SHR, 7), (AluOp.MAX, "v1"),
+              (AluOp.SHR, 5), (AluOp.MAX, -128), (AluOp.MIN, 127))
+
+
+def test_a_leading_vector_add_moves_into_the_reduction(on, rng):
+    """An RGB stem's GEMM (K = 3 x 7 x 7 = 147 of 160 lanes): v0 in [-30000, 30000] becomes weights in the
+    spare lanes against constant columns; the epilogue loses its tensor add and renames v1 to v0; the
+    result is the original epilogue's, bit for bit."""
+    on("default")
+    x, w = rand8(rng, (300, 147)), rand8(rng, (64, 147))
+    vectors = np.stack([rng.integers(-30000, 30000, 64), rng.integers(-2000, 0, 64)]).astype(np.int32)
+    vectors[0, :2] = (-30000, 30000)
+    epi = ops.Epilogue(FOLD_STEPS)
+    x2, w2, v2, epi2 = _vector_in_reduction(x, w, vectors, epi, 16)
+    assert x2.shape[1] == 150 and np.all(x2[:, 147:] == [127, 127, 1])
+    assert epi2.steps == ((AluOp.MUL, 3406), (AluOp.ADD, 64), (AluOp.SHR, 7), (AluOp.MAX, "v0"),
+                          (AluOp.SHR, 5), (AluOp.MAX, -128), (AluOp.MIN, 127))
+    np.testing.assert_array_equal(v2, vectors[1:])
+    np.testing.assert_array_equal(w2[:, 147:].astype(np.int64) @ [127, 127, 1], vectors[0])
+    want = epi.reference(ops.gemm_ref(x, w), vectors, 1)
+    np.testing.assert_array_equal(ops.dense(x, w, vectors, epilogue=epi, virtual_threads=2), want)
+    _, _, none, epi3 = _vector_in_reduction(x, w, vectors[:1], ops.Epilogue(FOLD_STEPS[:4]), 16)
+    assert none is None and epi3.vectors == 0                               # v0 was the only vector
+
+
+@pytest.mark.parametrize("case", ["no free lanes", "v0 too large", "v0 used again", "no vector add first", "no bias"])
+def test_cases_that_keep_the_alu_add(rng, case):
+    k, steps, v0 = 147, FOLD_STEPS, rng.integers(-3000, 3000, 64)
+    if case == "no free lanes":
+        k = 160
+    elif case == "v0 too large":
+        v0[0] = 13 * 127 * 127                    # 13 lanes of 127 and the 1: more than 160 - 147
+    elif case == "v0 used again":
+        steps = FOLD_STEPS + ((AluOp.ADD, "v0"),)
+    elif case == "no vector add first":
+        steps = FOLD_STEPS[1:]
+    x, w = rand8(rng, (20, k)), rand8(rng, (64, k))
+    vectors = None if case == "no bias" else np.stack([v0, v0]).astype(np.int32)
+    epi = ops.Epilogue(steps)
+    out = _vector_in_reduction(x, w, vectors, epi, 16)
+    assert out[0] is x and out[1] is w and out[2] is vectors and out[3] is epi
