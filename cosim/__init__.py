@@ -48,6 +48,7 @@ def run_many(calls: list[tuple[Callable, tuple, dict]], config: Config | str | N
     channels with chance ``p``/256 per cycle (a pattern repeatable from ``seed``; 0: no pauses);
     ``coverage=True`` runs the code-coverage model (:mod:`cosim.verify.coverage`).
     """
+    from .model import pgo
     from .sim import server
 
     t_submit = time.time()
@@ -59,6 +60,8 @@ def run_many(calls: list[tuple[Callable, tuple, dict]], config: Config | str | N
                            "`if __name__ == \"__main__\":`")
     entries = [(*_locate_call(fn), tuple(args), dict(kwargs)) for fn, args, kwargs in calls]
     model = build_model(cfg, waves=waves, mem=mem, coverage=coverage)
+    if pgo.wanted(waves, mem, coverage):
+        model = pgo.pgo_model(model, server.train)
     job = {"config": cfg, "calls": entries, "t_submit": t_submit,
            "device_args": {"watchdog_cycles": watchdog_cycles, "dram_latency": dram_latency,
                            "dram_bytes_per_cycle": dram_bytes_per_cycle, "trace": trace or return_trace,

@@ -10,7 +10,8 @@ interpreter exit, and exits by itself when its client dies (its job pipe closes)
 (each pytest-xdist worker) has its own servers.
 
 Waveform runs use a one-shot simulator instead (tracing is set up for the whole process): it runs
-the job in place and exits, which completes the FST file.
+the job in place and exits, which completes the FST file. The profile-guided build (:mod:`cosim.model.pgo`)
+runs its training the same way (:func:`train`): gcc writes the profile when the process exits normally.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 from ..model.build import TOPLEVEL, Model, toolchain_env
 from .channel import FDS_ENV, Channel
 
-__all__ = ["Simulator", "SimulatorError", "simulator_for", "shutdown_all", "LAST"]
+__all__ = ["Simulator", "SimulatorError", "simulator_for", "shutdown_all", "train", "LAST"]
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 300.0        # seconds for a simulator to come up (a loaded machine is slow, a hang is not)
@@ -73,7 +74,7 @@ _ENV_CACHE: dict = {}
 class Simulator:
     """One simulator process of ``model``; :meth:`submit` runs a job in it and returns its results."""
 
-    def __init__(self, model: Model, waves: bool = False):
+    def __init__(self, model: Model, waves: bool = False, fork: bool = True):
         self.model = model
         self.waves = waves
         self.owner = os.getpid()
@@ -86,7 +87,7 @@ class Simulator:
         res_r, res_w = os.pipe()
         env = _cocotb_env()
         env[FDS_ENV] = f"{job_r},{res_w}"
-        env["VTA_COSIM_FORK"] = "0" if waves else "1"
+        env["VTA_COSIM_FORK"] = "0" if waves or not fork else "1"
         env["COCOTB_RESULTS_FILE"] = str(self.dir / "results.xml")
         cmd = [str(model.executable)] + (["--trace"] if waves else [])
         with open(self.log, "wb") as log:
@@ -170,6 +171,19 @@ def simulator_for(model: Model) -> tuple:
         sim = Simulator(model)
         _SERVERS[key] = sim
         return sim, True
+
+
+def train(model: Model) -> None:
+    """Run :func:`cosim.model.pgo.training` in place in a one-shot simulator of ``model`` and let it exit."""
+    sim = Simulator(model, fork=False)
+    try:
+        out = sim.submit({"config": model.cfg, "calls": [("cosim.model.pgo", "training", (), {})]})
+    finally:
+        sim.close(timeout=60.0)
+    status, value, *trace = out["results"][0]
+    if status != "ok":
+        raise SimulatorError(f"the training run of the profile-guided build of config {model.cfg.name} failed:\n"
+                             f"{trace[0] if trace else value}")
 
 
 def shutdown_all() -> None:
