@@ -136,6 +136,7 @@ class CommandQueue:
         self.last_counters: dict = {}
         self._index_checks: dict = {}       # (kernel, loop fields) -> the index problem or None
         self.runs = 0
+        self.insns_run = 0              # instructions of every synchronize so far (FINISH included)
 
     # ------------------------------------------------------------------ buffers
     @property
@@ -448,6 +449,7 @@ class CommandQueue:
             self._reset_stream()
         self.last_counters = dict(counters)
         self.runs += 1
+        self.insns_run += len(insns)
         return counters
 
     def _write_insns(self, insns) -> tuple[int, np.ndarray]:

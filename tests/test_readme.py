@@ -228,6 +228,10 @@ PYTHON = {
     f"{PY} -m cosim.verify.coverage --config configs/default.json --fuzz 200 --out build/coverage":
         NotRun("builds the coverage model of the config (about 20 minutes); tests/cosim/verify/test_coverage.py checks "
                "the report"),
+    f"{PY} -m apps.tune --workloads all --models resnet18":
+        Covered("tests/apps/test_tune.py", 'tune.main(["--config", "configs/small.json", "--workloads", "dense_128"'),
+    f"{PY} -m apps.tune --onnx my_model.onnx --log build/my_tuning.json":
+        Covered("tests/apps/test_tune.py", 'tune.main(["--config", "configs/default.json", "--onnx", str(path)'),
     # hardware and FPGA
     f"{PY} -m hw.formal --markdown docs/verification.md":
         Run(["--only", "queue-bounds", "lite-stable", "--markdown", "verification.md"], ("slow",)),

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from ..isa import AluOp
+from . import tuned as _tuned
 from .base import TileError, _cands, _halves, cdiv, config
 from .epilogue import Epilogue
 from .kernels import _conv_variant
@@ -97,25 +99,78 @@ def _limit_message(cfg, vt, over):
     return f"config {cfg.name} with virtual_threads = {vt}: " + "; ".join(parts)
 
 
+def _dense_explicit(nb, kb, mb, vt, epi, cfg, tiles) -> DensePlan:
+    """The plan of explicit dense tiles (tn, tk, tm[, slots]), checked against the shape and the SRAMs."""
+    tn, tk, tm, slots = _with_slots(tiles, ("tn", "tk", "tm"), vt)
+    if not (1 <= tn <= nb and 1 <= tk <= kb and 1 <= tm <= mb):
+        raise ValueError(f"tiles = {tiles} must lie within the blocked shape (nb, kb, mb) = {(nb, kb, mb)}")
+    over = _dense_fits(cfg, vt, tn, tk, tm, epi, slots)
+    if over:
+        raise TileError(f"dense tiles (tn, tk, tm) = {(tn, tk, tm)} do not fit: " + _limit_message(cfg, vt, over))
+    if tn * tm < 3 and nb * mb >= 3:
+        raise TileError(f"dense tiles (tn, tk, tm) = {(tn, tk, tm)}: tn * tm must be >= 3 (micro-op hazard rule)")
+    return DensePlan(nb, kb, mb, tn, tk, tm, vt, slots=slots)
+
+
 def plan_dense(nb: int, kb: int, mb: int, virtual_threads: int = 1, epilogue: Epilogue | None = None, cfg=None,
                tiles=None) -> DensePlan:
     """Choose (tn, tk, tm) minimising DRAM traffic plus a per-instruction cost within the SRAMs, for
     tiles finished by ``epilogue`` (default VTA's requantization without bias)."""
     cfg = cfg or config()
     epi = epilogue or _VTA
-    planes = epi.planes
     vt = virtual_threads
     if tiles is not None:
-        tn, tk, tm, slots = _with_slots(tiles, ("tn", "tk", "tm"), vt)
-        if not (1 <= tn <= nb and 1 <= tk <= kb and 1 <= tm <= mb):
-            raise ValueError(f"tiles = {tiles} must lie within the blocked shape (nb, kb, mb) = {(nb, kb, mb)}")
-        over = _dense_fits(cfg, vt, tn, tk, tm, epi, slots)
-        if over:
-            raise TileError(f"dense tiles (tn, tk, tm) = {(tn, tk, tm)} do not fit: " + _limit_message(cfg, vt, over))
-        if tn * tm < 3 and nb * mb >= 3:
-            raise TileError(f"dense tiles (tn, tk, tm) = {(tn, tk, tm)}: tn * tm must be >= 3 (micro-op hazard rule)")
-        return DensePlan(nb, kb, mb, tn, tk, tm, vt, slots=slots)
-    best = None
+        return _dense_explicit(nb, kb, mb, vt, epi, cfg, tiles)
+    _tuned.record("dense", cfg, (nb, kb, mb), vt, epi)
+    return _measured_or(lambda: dense_candidates(nb, kb, mb, vt, epi, cfg)[0],
+                        lambda t: _dense_explicit(nb, kb, mb, vt, epi, cfg, t),
+                        _tuned.lookup("dense", cfg, (nb, kb, mb), vt, _cost_proxy(epi)))
+
+
+def plan_tiles(plan) -> tuple:
+    """A plan's explicit tiles: (tn, tk, tm, slots) of a dense plan, (tm, th, tw, tc, slots) of a conv plan."""
+    if isinstance(plan, DensePlan):
+        return (plan.tn, plan.tk, plan.tm, plan.slots)
+    return (plan.tm, plan.th, plan.tw, plan.tc, plan.slots)
+
+
+class Ranked(Sequence):
+    """Plans cheapest first by the planning model, each built when read (a search ranks thousands: building them
+    all cost more than the search). ``found``: flat tuples, the ``nkey`` fields of the sort key (ending with the
+    order found, so ties keep it) then the plan class's arguments; ``tiles_of``: the explicit tiles of such
+    arguments."""
+
+    def __init__(self, cls, found: list, nkey: int, tiles_of: Callable):
+        found.sort()
+        self._cls, self._args, self._tiles_of = cls, [f[nkey:] for f in found], tiles_of
+
+    def __len__(self) -> int:
+        return len(self._args)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._cls(*a) for a in self._args[i]]
+        return self._cls(*self._args[i])
+
+    def tiles(self, i: int) -> tuple:
+        """The explicit tiles of the i-th plan (:func:`plan_tiles`), without building it."""
+        return self._tiles_of(self._args[i])
+
+
+def _measured_or(search: Callable, explicit: Callable, measured: tuple | None):
+    """The measured choice (:mod:`sw.ops.tuned`) when it still fits (no search then), else the model's cheapest."""
+    if measured is not None:
+        try:
+            return explicit(measured)
+        except (TileError, ValueError):       # a stale entry: the config or the epilogue's needs changed
+            pass
+    return search()
+
+
+def dense_candidates(nb: int, kb: int, mb: int, vt: int, epi: Epilogue, cfg) -> list:
+    """Every dense plan that fits, cheapest first by the planning model."""
+    found = []
+    planes = epi.planes
     ie, we = cfg.INP_ELEM_BYTES, cfg.WGT_ELEM_BYTES
     for slots, tn, tm in itertools.product((1, 2) if vt > 1 else (1,), _cands(nb), _cands(mb)):
         if tn * tm < min(3, nb * mb):
@@ -135,14 +190,11 @@ def plan_dense(nb: int, kb: int, mb: int, virtual_threads: int = 1, epilogue: Ep
                                 nb * mb * (kb + planes), nb * mb * epi.passes,
                                 steps * 6 + nt * mt * 8, tn * tk * ie + tm * tk * we,
                                 tail, cfg, chain)
-            key = (cost, slots, -tn * tk * tm)
-            if best is None or key < best[0]:
-                best = (key, DensePlan(nb, kb, mb, tn, tk, tm, vt, cost, slots))
-    if best is None:
+            found.append((cost, slots, -tn * tk * tm, len(found), nb, kb, mb, tn, tk, tm, vt, cost, slots))
+    if not found:
         over = _dense_fits(cfg, vt, 1, 1, min(mb, 3), epi)
         raise TileError("dense cannot be tiled: " + _limit_message(cfg, vt, over or [("acc", 3, 0)]))
-    return best[1]
-
+    return Ranked(DensePlan, found, 4, lambda a: (a[3], a[4], a[5], a[8]))
 
 
 @dataclass(frozen=True)
@@ -183,12 +235,18 @@ def plan_conv2d(nb: int, cb: int, ob: int, h: int, w: int, kh: int, kw: int, str
     tiles finished by ``epilogue`` (default VTA's requantization without bias).
 
     Plans are memoised per (shape, config): a network repeats its layer shapes, and the search over
-    tile sizes costs tens of milliseconds."""
+    tile sizes costs tens of milliseconds. A choice measured on the RTL for the problem (:mod:`sw.ops.tuned`)
+    is preferred to the model's when it fits."""
     cfg = cfg or config()
     if tiles is not None and not isinstance(tiles, str):
         tiles = tuple(tiles)
-    return _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, _cost_proxy(epilogue or _VTA), cfg,
-                        tiles)
+    proxy = _cost_proxy(epilogue or _VTA)
+    measured = None
+    if tiles is None:
+        shape = (nb, cb, ob, h, w, kh, kw, stride, pad)
+        _tuned.record("conv2d", cfg, shape, virtual_threads, epilogue or _VTA)
+        measured = _tuned.lookup("conv2d", cfg, shape, virtual_threads, proxy)
+    return _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, proxy, cfg, tiles, measured)
 
 
 @lru_cache(maxsize=256)
@@ -205,7 +263,15 @@ def _cost_proxy(epi: Epilogue) -> Epilogue:
 
 
 @lru_cache(maxsize=1024)
-def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cfg, tiles):
+def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cfg, tiles, measured=None):
+    args = (nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cfg)
+    return _measured_or(lambda: conv2d_candidates(*args, tiles)[0], lambda t: conv2d_candidates(*args, t)[0],
+                        measured)
+
+
+@lru_cache(maxsize=256)
+def conv2d_candidates(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cfg, tiles) -> list:
+    """Every plan that fits, cheapest first by the planning model (the explicit ``tiles`` alone when given)."""
     vt = virtual_threads
     ho, wo = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
     caps = _conv_caps(cfg, vt)
@@ -225,14 +291,14 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cf
         if o:
             raise TileError(f"conv2d tiles (tm, th, tw, tc) = {tuple(tiles[:4])} do not fit: "
                             + _limit_message(cfg, vt, o))
-        return ConvPlan(tm, th, tw, tc, vt, slots=slots)
+        return Ranked(ConvPlan, [(0, tm, th, tw, tc, vt, 0.0, slots)], 1, lambda a: (a[0], a[1], a[2], a[3], a[6]))
     o = [(m, need, caps[m]) for m, need in _conv_need(1, 1, 1, 1, kh, kw, stride, epi).items()
          if m in ("inp", "wgt") and need > caps[m]]
     if o:
         raise TileError(f"conv2d {kh}x{kw} cannot be tiled: one input-channel block of the kernel "
                         + _limit_message(cfg, vt, o))
     ie, we = cfg.INP_ELEM_BYTES, cfg.WGT_ELEM_BYTES
-    best = None
+    found = []
     kk = kh * kw
     tc_cands = _cands(cb)
     bus = cfg.BUS_WIDTH // 8
@@ -265,13 +331,11 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cf
                 load = load_bytes / bus + rows * _ROW_CYCLES
                 cost = (max(load, gemm, alu, chain) + 0.2 * load + first_load / bus + tail
                         + insns * _INSN_CYCLES)
-            key = (cost, slots, -tc, -tm * th * tw)
-            if best is None or key < best[0]:
-                best = (key, ConvPlan(tm, th, tw, tc, vt, cost, slots))
-    if best is None:
+            found.append((cost, slots, -tc, -tm * th * tw, len(found), tm, th, tw, tc, vt, cost, slots))
+    if not found:
         raise TileError(f"conv2d {kh}x{kw} stride {stride} cannot be tiled on config {cfg.name} with "
                         f"virtual_threads = {vt}: no tile fits the SRAMs " + str(caps))
-    return best[1]
+    return Ranked(ConvPlan, found, 5, lambda a: (a[0], a[1], a[2], a[3], a[6]))
 
 
 def _resolve_tiles(tiles, cfg, n, k, m, vt=1):

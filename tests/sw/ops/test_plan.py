@@ -2,10 +2,18 @@
 multipliers and shifts share one memoised plan, and it is the plan their own epilogue would get."""
 import random
 
+import pytest
+
 from sw.config import load_config
 from sw.isa import AluOp
-from sw.ops import plan
+from sw.ops import plan, tuned
 from sw.ops.epilogue import Epilogue
+
+
+@pytest.fixture(autouse=True)
+def cycle_model_alone(monkeypatch):
+    """These tests are about the planner's own cycle model: no measured choices (sw.ops.tuned)."""
+    monkeypatch.setenv(tuned.LOG_ENV, "none")
 
 
 def random_epilogue(rng):

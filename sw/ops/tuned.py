@@ -1,0 +1,97 @@
+"""Measured tiles: a log of tiling choices timed on the RTL, which the planner prefers to its own cycle model.
+
+The planner (:mod:`sw.ops.plan`) ranks the tiles that fit by a small cycle model; on a few shapes the model's
+first choice is a few percent slower on the RTL than one it ranks lower (the 1x1 stride-2 convs, the 256^3
+GEMM). ``python -m apps.tune`` times the model's best candidates of every problem a network or benchmark plans,
+on the RTL, and writes the fastest to the log; ``plan_conv2d`` and ``plan_dense`` then use it for that
+problem (the same config, shape, virtual threads and epilogue cost), if it still fits. Like TopHub's pre-tuned
+logs for VTA, but measured on our own RTL, and only a choice among tiles the planner already accepts.
+
+The log is ``sw/ops/tuned.json`` (kept in the repository); ``VTA_TUNING_LOG`` names another file (a user's own
+tuning of their models) or ``none`` (the cycle model alone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["LOG", "LOG_ENV", "problem_key", "config_key", "epilogue_key", "lookup", "recording", "record",
+           "load", "entries"]
+
+LOG = Path(__file__).with_name("tuned.json")
+LOG_ENV = "VTA_TUNING_LOG"
+_RECORD: list | None = None
+
+
+def config_key(cfg) -> str:
+    """What a plan depends on in the config: the blocks, element widths, buffer sizes and the bus."""
+    return f"{cfg.bitstream}_bus{cfg.BUS_WIDTH}"
+
+
+def epilogue_key(epi) -> str:
+    """The planner's view of an epilogue (its cost proxy, :func:`sw.ops.plan._cost_proxy`) as text."""
+    steps = " ".join(f"{op.name}:{v}" for op, v in epi.steps)
+    residual = "" if epi.residual is None else " residual:" + " ".join(f"{op.name}:{v}" for op, v in epi.residual)
+    return f"planes:{epi.planes} {steps}{residual}"
+
+
+def problem_key(op: str, cfg, shape: tuple, vt: int, epi) -> str:
+    """One tuning problem: operator, config, blocked shape, virtual threads, epilogue cost."""
+    return f"{op} {config_key(cfg)} {'x'.join(map(str, shape))} vt{vt} {epilogue_key(epi)}"
+
+
+def _path() -> Path | None:
+    value = os.environ.get(LOG_ENV, "")
+    if value.lower() == "none":
+        return None
+    return Path(value) if value else LOG
+
+
+@lru_cache(maxsize=4)
+def _read(path: Path | None, mtime: float) -> dict:
+    if path is None or not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+        raise ValueError(f"{path}: a tuning log is {{\"entries\": [...]}}")
+    return {e["problem"]: e for e in data["entries"]}
+
+
+def entries(path: Path | None = None) -> dict:
+    """problem key -> entry of the log at ``path`` (default: the active log)."""
+    path = path if path is not None else _path()
+    return _read(path, path.stat().st_mtime if path is not None and path.exists() else 0.0)
+
+
+def lookup(op: str, cfg, shape: tuple, vt: int, epi) -> tuple | None:
+    """The measured tiles of a problem, or None."""
+    entry = entries().get(problem_key(op, cfg, shape, vt, epi))
+    return None if entry is None else tuple(entry["tiles"])
+
+
+def load(path: Path) -> dict:
+    """A log file's whole content ({"entries": [...]}; empty when the file does not exist)."""
+    return json.loads(path.read_text()) if path.exists() else {"entries": []}
+
+
+def record(op: str, cfg, shape: tuple, vt: int, epi) -> None:
+    """Note a problem the planner was asked for (inside :func:`recording`), with its own epilogue (the planner keys
+    it by the epilogue's cost proxy; timing it takes the real one: the hardware's ALU reuse depends on the order of
+    the steps, which the proxy does not keep)."""
+    if _RECORD is not None:
+        _RECORD.append((op, cfg, tuple(shape), vt, epi))
+
+
+@contextmanager
+def recording():
+    """Collect the problems planned inside the block: a list of (op, cfg, shape, vt, epilogue)."""
+    global _RECORD
+    previous, _RECORD = _RECORD, []
+    try:
+        yield _RECORD
+    finally:
+        _RECORD = previous
