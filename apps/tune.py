@@ -33,7 +33,7 @@ from sw.ops import tuned
 
 from . import zoo
 
-__all__ = ["problems_of_workloads", "problems_of_model", "candidates", "measure", "tune", "main"]
+__all__ = ["problems_of_workloads", "problems_of_model", "candidates", "measure", "choose", "tune", "write_log", "main"]
 
 MODELS = ("resnet18", *zoo.MODELS)       # apps.resnet18's network and the zoo's
 DRAM = {"dram_latency": 20, "dram_bytes_per_cycle": 8}
