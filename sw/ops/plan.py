@@ -167,7 +167,7 @@ def _measured_or(search: Callable, explicit: Callable, measured: tuple | None):
     return search()
 
 
-def dense_candidates(nb: int, kb: int, mb: int, vt: int, epi: Epilogue, cfg) -> list:
+def dense_candidates(nb: int, kb: int, mb: int, vt: int, epi: Epilogue, cfg) -> Ranked:
     """Every dense plan that fits, cheapest first by the planning model."""
     found = []
     planes = epi.planes
@@ -270,7 +270,7 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cf
 
 
 @lru_cache(maxsize=256)
-def conv2d_candidates(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cfg, tiles) -> list:
+def conv2d_candidates(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cfg, tiles) -> Ranked:
     """Every plan that fits, cheapest first by the planning model (the explicit ``tiles`` alone when given)."""
     vt = virtual_threads
     ho, wo = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1

@@ -56,7 +56,7 @@ def test_tuning_times_the_candidates_on_the_rtl_and_the_planner_follows_the_log(
     import cosim
 
     monkeypatch.setenv(tuned.LOG_ENV, "none")
-    problem = tune.problems_of_workloads(["resnet18.C11"], SMALL)[0]
+    problem = tune.problems_of_workloads(["resnet18.C10"], SMALL)[0]
     lines = []
 
     class Out:
