@@ -40,18 +40,17 @@ DRAM = {"dram_latency": 20, "dram_bytes_per_cycle": 8}
 
 
 def _key(problem, cfg) -> str:
-    op, shape, vt, epi = problem
-    return tuned.problem_key(op, cfg, shape, vt, _plan._cost_proxy(epi))
+    return tuned.problem_key(problem[0], cfg, *problem[1:])
 
 
-def _unique(found: list) -> list:
+def _unique(problems: list, cfg) -> list:
     """One problem per key (the first layer's epilogue stands for the others of the same cost)."""
     seen, out = set(), []
-    for op, cfg, shape, vt, epi in found:
-        key = _key((op, shape, vt, epi), cfg)
+    for problem in problems:
+        key = _key(problem, cfg)
         if key not in seen:
             seen.add(key)
-            out.append((op, shape, vt, epi))
+            out.append(problem)
     return out
 
 
@@ -67,7 +66,7 @@ def problems_of_workloads(names, cfg, vt: int = 2) -> list:
         for name in names:
             fn, args = table[name]
             fn(*args)
-    return _unique(found)
+    return _unique([(op, shape, vt, epi) for op, _, shape, vt, epi in found], cfg)
 
 
 def _model_and_inputs(name: str, cfg):
@@ -90,7 +89,7 @@ def problems_of_model(name: str, cfg, vt: int = 2) -> list:
     model, inputs = _model_and_inputs(name, cfg)
     with tuned.recording() as found:
         model.run(inputs, target="fsim", virtual_threads=vt, check=False)
-    return _unique(found)
+    return _unique([(op, shape, vt, epi) for op, _, shape, vt, epi in found], cfg)
 
 
 def candidates(problem, cfg, top: int) -> list:
@@ -99,7 +98,7 @@ def candidates(problem, cfg, top: int) -> list:
     if op == "dense":
         plans = _plan.dense_candidates(*shape, vt, epi, cfg)
     else:
-        plans = _plan.conv2d_candidates(*shape, vt, _plan._cost_proxy(epi), cfg, None)
+        plans = _plan.conv2d_candidates(*shape, vt, epi, cfg, None)
     return [plans.tiles(i) for i in range(min(top, len(plans)))]
 
 
@@ -221,7 +220,7 @@ def main(argv=None) -> int:
     problems = problems_of_workloads(names, cfg, args.vt) if names else []
     for name in [*args.models, *args.onnx]:
         problems += problems_of_model(name, cfg, args.vt)
-    problems = _unique([(op, cfg, shape, vt, epi) for op, shape, vt, epi in problems])
+    problems = _unique(problems, cfg)
     if not problems:
         parser.error("nothing to tune: give --workloads, --models or --onnx")
     print(f"config {cfg}: {len(problems)} problems, {args.top} candidates each", flush=True)

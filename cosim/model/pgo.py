@@ -16,7 +16,6 @@ only add its build time.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -24,8 +23,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .cache import cached_build, digest
-from .toolchain import BuildError, toolchain_env
+from .cache import STAMP, cached_build, digest
+from .toolchain import BuildError, makefile_list, toolchain_env
 
 __all__ = ["PGO_ENV", "GENERATE", "USE", "wanted", "pgo_model", "training"]
 
@@ -33,7 +32,6 @@ PGO_ENV = "VTA_COSIM_PGO"
 GENERATE = "-fprofile-generate -fprofile-update=single"
 # -fprofile-partial-training: code the training never ran keeps -O3 (a network may use a path it did not)
 USE = "-fprofile-use -fprofile-partial-training -Wno-missing-profile"
-USER_CLASSES = ("sim_main", "dram", "axi_checker", "vboard")    # the testbench's C++ (compiled with OPT_FAST)
 
 
 def wanted(waves: bool, mem: str, coverage: bool) -> bool:
@@ -42,13 +40,12 @@ def wanted(waves: bool, mem: str, coverage: bool) -> bool:
 
 
 def _hot_objects(obj: Path) -> list:
-    """The objects Verilator's makefile compiles with OPT_FAST: the model's hot path and the testbench's C++."""
-    classes = (obj / "Vtop_classes.mk").read_text()
-    m = re.search(r"^VM_CLASSES_FAST \+= \\\n((?:  \S+ \\\n)*)", classes, re.M)
-    names = re.findall(r"(\S+) \\", m.group(1)) if m else []
+    """The objects Verilator's makefile compiles with OPT_FAST: the model's hot path (``VM_CLASSES_FAST``, the
+    DPI glue of ``VM_SUPPORT_FAST``) and the testbench's C++ (``VM_USER_CLASSES``)."""
+    names = makefile_list(obj / "Vtop_classes.mk", "VM_CLASSES_FAST", "VM_SUPPORT_FAST")
     if not names:
         raise BuildError(f"{obj / 'Vtop_classes.mk'} lists no VM_CLASSES_FAST: cannot tell the hot path apart")
-    return [f"{n}.o" for n in [*names, *USER_CLASSES]]
+    return [f"{n}.o" for n in names + makefile_list(obj / "Vtop.mk", "VM_USER_CLASSES")]
 
 
 def _remake(obj: Path, opt_fast: str, ldflags: str, log) -> None:
@@ -70,9 +67,13 @@ def _remake(obj: Path, opt_fast: str, ldflags: str, log) -> None:
 def pgo_model(plain, train):
     """The profile-guided variant of the built model ``plain`` (a ``cosim.model.build.Model``), built once into
     the cache; ``train(model)`` runs :func:`training` in the instrumented model and must let it exit normally
-    (gcc writes the profile when the process ends)."""
+    (gcc writes the profile when the process ends). Memoised per plain model, as :func:`build_model` is."""
     from .build import CACHE_DIR
 
+    memo = (plain.build_dir, CACHE_DIR)
+    done = _BUILT.get(memo)
+    if done is not None and (done.build_dir / STAMP).exists():
+        return done
     cfg = plain.cfg
     key = digest(plain.key, GENERATE, USE, Path(__file__).read_text())
     model = replace(plain, build_dir=CACHE_DIR / f"{cfg.name}-pgo-{key}", key=key)
@@ -96,7 +97,11 @@ def pgo_model(plain, train):
             _remake(d / "obj", USE, "", log)
 
     seconds = cached_build(model.build_dir, build)
+    _BUILT[memo] = replace(model, seconds=0.0)
     return replace(model, seconds=seconds or 0.0)
+
+
+_BUILT: dict = {}
 
 
 def training() -> int:

@@ -63,13 +63,21 @@ def toolchain_env() -> dict:
 RUNTIME_OBJS = CACHE_DIR / "verilated-objs"
 
 
+def makefile_list(path: Path, *variables: str) -> list:
+    """The items of list variables (``NAME = \\`` or ``NAME += \\``, one item per line) of a makefile Verilator
+    wrote, e.g. ``VM_GLOBAL_FAST`` of ``Vtop_classes.mk``."""
+    text = path.read_text()
+    names = []
+    for var in variables:
+        for m in re.finditer(rf"^{var} \+?= \\\n((?:  \S+ \\\n)*)", text, re.M):
+            names += re.findall(r"(\S+) \\", m.group(1))
+    return names
+
+
 def _global_objects(obj_dir: Path, makefile: str) -> list:
     """The runtime-library objects (VM_GLOBAL_FAST/SLOW) the makefile links, e.g. ``verilated.o``."""
-    classes = (obj_dir / makefile.replace(".mk", "_classes.mk")).read_text()
-    names = []
-    for m in re.finditer(r"^VM_GLOBAL_(?:FAST|SLOW) \+= \\\n((?:  \S+ \\\n)*)", classes, re.M):
-        names += re.findall(r"(\S+) \\", m.group(1))
-    return [f"{n}.o" for n in names]
+    classes = obj_dir / makefile.replace(".mk", "_classes.mk")
+    return [f"{n}.o" for n in makefile_list(classes, "VM_GLOBAL_FAST", "VM_GLOBAL_SLOW")]
 
 
 def _object_key(obj_dir: Path, makefile: str, obj: str, env: dict) -> str | None:

@@ -150,6 +150,19 @@ class Epilogue:
             n += len(self.residual) + RESIDUAL_LOAD_PASSES
         return n
 
+    @cached_property
+    def cost_proxy(self) -> Epilogue:
+        """An epilogue the planner cannot tell from this one (the same planes, vectors and ALU passes: a plan
+        depends on nothing else), the same for every epilogue of that cost: the layers of a network differ in
+        their multipliers and shifts, not in their shapes, and then share one memoised plan."""
+        vector_steps = sum(isinstance(v, str) and v != "r" for _, v in self.steps)
+        r_steps = sum(v == "r" for _, v in self.steps)
+        steps = ([(AluOp.ADD, f"v{self.vectors - 1}")] * bool(vector_steps)
+                 + [(AluOp.ADD, "v0")] * max(0, vector_steps - 1) + [(AluOp.ADD, "r")] * r_steps
+                 + [(AluOp.ADD, 0)] * (len(self.steps) - vector_steps - r_steps))
+        residual = None if self.residual is None else ((AluOp.ADD, 0),) * len(self.residual)
+        return Epilogue(tuple(steps), self.planes, residual)
+
     @property
     def dtype(self):
         """The host type of a read-back element: int8 for one plane, int32 (sign-extended) otherwise."""

@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..isa import AluOp
 from . import tuned as _tuned
 from .base import TileError, _cands, _halves, cdiv, config
 from .epilogue import Epilogue
@@ -124,7 +123,7 @@ def plan_dense(nb: int, kb: int, mb: int, virtual_threads: int = 1, epilogue: Ep
     _tuned.record("dense", cfg, (nb, kb, mb), vt, epi)
     return _measured_or(lambda: dense_candidates(nb, kb, mb, vt, epi, cfg)[0],
                         lambda t: _dense_explicit(nb, kb, mb, vt, epi, cfg, t),
-                        _tuned.lookup("dense", cfg, (nb, kb, mb), vt, _cost_proxy(epi)))
+                        _tuned.lookup("dense", cfg, (nb, kb, mb), vt, epi))
 
 
 def plan_tiles(plan) -> tuple:
@@ -147,9 +146,7 @@ class Ranked(Sequence):
     def __len__(self) -> int:
         return len(self._args)
 
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self._cls(*a) for a in self._args[i]]
+    def __getitem__(self, i: int):
         return self._cls(*self._args[i])
 
     def tiles(self, i: int) -> tuple:
@@ -240,26 +237,14 @@ def plan_conv2d(nb: int, cb: int, ob: int, h: int, w: int, kh: int, kw: int, str
     cfg = cfg or config()
     if tiles is not None and not isinstance(tiles, str):
         tiles = tuple(tiles)
-    proxy = _cost_proxy(epilogue or _VTA)
+    epi = epilogue or _VTA
     measured = None
     if tiles is None:
         shape = (nb, cb, ob, h, w, kh, kw, stride, pad)
-        _tuned.record("conv2d", cfg, shape, virtual_threads, epilogue or _VTA)
-        measured = _tuned.lookup("conv2d", cfg, shape, virtual_threads, proxy)
-    return _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, proxy, cfg, tiles, measured)
-
-
-@lru_cache(maxsize=256)
-def _cost_proxy(epi: Epilogue) -> Epilogue:
-    """An epilogue the planner cannot tell from ``epi`` (the same planes, vectors and ALU passes; the plan depends on
-    nothing else), the same for every layer with that cost: the layers of a network differ in their multipliers and
-    shifts, not in their shapes, and then share one memoised plan."""
-    vector_steps = sum(isinstance(v, str) and v != "r" for _, v in epi.steps)
-    r_steps = sum(v == "r" for _, v in epi.steps)
-    steps = ([(AluOp.ADD, f"v{epi.vectors - 1}")] * bool(vector_steps) + [(AluOp.ADD, "v0")] * max(0, vector_steps - 1)
-             + [(AluOp.ADD, "r")] * r_steps + [(AluOp.ADD, 0)] * (len(epi.steps) - vector_steps - r_steps))
-    residual = None if epi.residual is None else ((AluOp.ADD, 0),) * len(epi.residual)
-    return Epilogue(tuple(steps), epi.planes, residual)
+        _tuned.record("conv2d", cfg, shape, virtual_threads, epi)
+        measured = _tuned.lookup("conv2d", cfg, shape, virtual_threads, epi)
+    return _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi.cost_proxy, cfg, tiles,
+                        measured)
 
 
 @lru_cache(maxsize=1024)
@@ -271,7 +256,8 @@ def _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cf
 
 @lru_cache(maxsize=256)
 def conv2d_candidates(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi, cfg, tiles) -> Ranked:
-    """Every plan that fits, cheapest first by the planning model (the explicit ``tiles`` alone when given)."""
+    """Every plan that fits, cheapest first by the planning model (the explicit ``tiles`` alone when given); the
+    ranking depends on ``epi``'s cost only (:attr:`~sw.ops.epilogue.Epilogue.cost_proxy`)."""
     vt = virtual_threads
     ho, wo = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
     caps = _conv_caps(cfg, vt)

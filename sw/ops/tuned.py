@@ -33,14 +33,16 @@ def config_key(cfg) -> str:
 
 
 def epilogue_key(epi) -> str:
-    """The planner's view of an epilogue (its cost proxy, :func:`sw.ops.plan._cost_proxy`) as text."""
+    """The planner's view of an epilogue (its :attr:`~sw.ops.epilogue.Epilogue.cost_proxy`) as text."""
+    epi = epi.cost_proxy
     steps = " ".join(f"{op.name}:{v}" for op, v in epi.steps)
     residual = "" if epi.residual is None else " residual:" + " ".join(f"{op.name}:{v}" for op, v in epi.residual)
     return f"planes:{epi.planes} {steps}{residual}"
 
 
 def problem_key(op: str, cfg, shape: tuple, vt: int, epi) -> str:
-    """One tuning problem: operator, config, blocked shape, virtual threads, epilogue cost."""
+    """One tuning problem: operator, config, blocked shape, virtual threads, the epilogue's cost (two epilogues
+    that differ only in their immediates share a problem)."""
     return f"{op} {config_key(cfg)} {'x'.join(map(str, shape))} vt{vt} {epilogue_key(epi)}"
 
 
@@ -79,9 +81,9 @@ def load(path: Path) -> dict:
 
 
 def record(op: str, cfg, shape: tuple, vt: int, epi) -> None:
-    """Note a problem the planner was asked for (inside :func:`recording`), with its own epilogue (the planner keys
-    it by the epilogue's cost proxy; timing it takes the real one: the hardware's ALU reuse depends on the order of
-    the steps, which the proxy does not keep)."""
+    """Note a problem the planner was asked for (inside :func:`recording`), with its own epilogue (the key keeps
+    only its cost; timing it takes the real one: the hardware's ALU reuse depends on the order of the steps,
+    which the cost proxy does not keep)."""
     if _RECORD is not None:
         _RECORD.append((op, cfg, tuple(shape), vt, epi))
 

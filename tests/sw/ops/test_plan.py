@@ -30,7 +30,7 @@ def test_the_plan_of_the_cost_proxy_is_the_plan_of_the_epilogue():
     cfg = load_config("default")
     for _ in range(40):
         epi = random_epilogue(rng)
-        proxy = plan._cost_proxy(epi)
+        proxy = epi.cost_proxy
         assert (proxy.planes, proxy.vectors, proxy.passes) == (epi.planes, epi.vectors, epi.passes)
         shape = (1, rng.choice([1, 4, 8]), rng.choice([2, 8, 16]), rng.choice([7, 14, 28]), 14, 3, 3, 1, 1,
                  rng.choice([1, 2]))
@@ -48,7 +48,7 @@ def test_the_plan_of_the_cost_proxy_is_the_plan_of_the_epilogue():
 def test_layers_that_differ_only_in_their_constants_share_one_plan():
     a = Epilogue(((AluOp.ADD, "v0"), (AluOp.MUL, 1234), (AluOp.SHR, 9), (AluOp.MAX, -128), (AluOp.MIN, 127)))
     b = Epilogue(((AluOp.ADD, "v0"), (AluOp.MUL, 77), (AluOp.SHR, 12), (AluOp.MAX, -128), (AluOp.MIN, 127)))
-    assert plan._cost_proxy(a) is plan._cost_proxy(b) or plan._cost_proxy(a) == plan._cost_proxy(b)
+    assert a.cost_proxy is b.cost_proxy or a.cost_proxy == b.cost_proxy
     cfg = load_config("default")
     plan.plan_conv2d(1, 8, 8, 28, 28, 3, 3, 1, 1, 2, epilogue=a, cfg=cfg)
     hits = plan._plan_conv2d.cache_info().hits
