@@ -39,7 +39,7 @@ from sw.isa import AluOp
 from sw.ops.epilogue import IMM_MAX, IMM_MIN, AluStep, Epilogue, alu_apply, steps_multiplier
 
 __all__ = ["QParams", "NumericsError", "requant_steps", "requant_steps_per_channel", "value_range", "rescale_steps",
-           "rescale_reference", "steps_error", "merge_steps",
+           "rescale_reference", "steps_error",
            "qrange", "quantize_float", "dequantize"]
 
 _I32 = 1 << 31
@@ -379,25 +379,6 @@ def rescale_reference(xs, zero_points, factors, tail) -> np.ndarray:
         t = alu_apply(MUL, alu_apply(MUL, alu_apply(ADD, np.asarray(x, np.int32), -int(z)), m1), m2)
         acc = t if acc is None else alu_apply(ADD, acc, t)
     return Epilogue(tuple(tail)).reference(acc)
-
-
-def merge_steps(steps) -> list[AluStep]:
-    """``steps`` with each run of immediate ADDs (or MULs) merged into one where the sum (product) fits an
-    immediate, and ADD 0 / MUL 1 left out: the same int32 values, as the ALU's arithmetic wraps modulo 2^32
-    ((x + a) + b = x + (a + b), (x a) b = x (a b) there)."""
-    out: list[AluStep] = []
-    for op, v in steps:
-        if out and op in (ADD, MUL) and out[-1][0] == op and not isinstance(v, str) \
-                and not isinstance(out[-1][1], str):
-            c = out[-1][1] + v if op == ADD else out[-1][1] * v
-            if IMM_MIN <= c <= IMM_MAX:
-                out[-1] = (op, c)
-                if (op, c) in ((ADD, 0), (MUL, 1)):
-                    out.pop()
-                continue
-        if (op, v) not in ((ADD, 0), (MUL, 1)):
-            out.append((op, v))
-    return out
 
 
 def steps_error(multiplier: float, steps) -> float:

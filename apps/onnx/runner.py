@@ -73,10 +73,10 @@ def run(layers: list[Layer], inputs: dict, virtual_threads: int = 2, progress: b
         if where == "vta" and id(lay) in fusable:
             add, i = fusable[id(lay)]
             other = env.get(add.node.inputs[1 - i])
-            epi = None if other is None else lay.handler.residual_epilogue(lay, add, i, xs, other)
-            if epi is not None:
+            fusion = None if other is None else lay.handler.residual_epilogue(lay, add, i, xs, other)
+            if fusion is not None:
                 fused = add
-                y, counters = lay.handler.lower(lay, xs, virtual_threads, residual=(epi, other))
+                y, counters = lay.handler.lower(lay, xs, virtual_threads, residual=(*fusion, other))
                 counters = dict(counters)
         if fused is None and where == "vta":
             y, counters = lay.handler.lower(lay, xs, virtual_threads)

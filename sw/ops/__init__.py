@@ -59,7 +59,7 @@ The package, one module per concern: :mod:`~sw.ops.layout` (packing), :mod:`~sw.
 (numpy references), :mod:`~sw.ops.kernels` (micro-kernels and the typed actions that queue them),
 :mod:`~sw.ops.plan` (tiling plans), :mod:`~sw.ops.schedule` (the tile scheduler),
 :mod:`~sw.ops.elementwise`, :mod:`~sw.ops.dense` and :mod:`~sw.ops.conv2d` (the operators),
-:mod:`~sw.ops.epilogue` (ALU epilogues). The
+:mod:`~sw.ops.epilogue` (ALU epilogues), :mod:`~sw.ops.compact` (shorter equivalent ALU steps). The
 benchmark workloads built on them are in :mod:`sw.workloads`.
 """
 
@@ -67,6 +67,7 @@ from __future__ import annotations
 
 from . import base as _base
 from .base import TileError
+from .compact import compact
 from .conv2d import conv2d, conv2d_packed
 from .dense import dense, dense_packed, gemm
 from .elementwise import add_bias, add_rescaled, relu, requantize, vadd
@@ -97,7 +98,7 @@ __all__ = [
     # planning
     "plan_dense", "plan_conv2d", "DensePlan", "ConvPlan", "last_counters", "TileError",
     # epilogues
-    "Epilogue",
+    "Epilogue", "compact",
 ]
 
 

@@ -9,7 +9,7 @@ One type, :class:`Epilogue`, describes every way dense and conv2d finish a tile:
   tile before its first use and broadcast over the tile's rows: two cycles per micro-op);
 * optionally a **residual**: an int8 tensor of the tile's shape (a skip connection), loaded into the acc
   SRAM beside the tile (LOAD ACC_8BIT, sign-extended), finished in place by its own ALU steps
-  (``residual``: immediates only, e.g. zero point and rescale), and used by a step with the operand
+  (``residual``: immediates or vectors, e.g. zero point and rescale), and used by a step with the operand
   ``"r"`` (element by element, two cycles per micro-op): a residual add fused into the producing
   layer's epilogue, so the two-input add makes no round trip through DRAM;
 * then ``planes`` bytes of each result: STORE writes the low 8 bits of an accumulator, so for
@@ -79,8 +79,8 @@ def _check_step(i: int, step) -> AluStep:
 class Epilogue:
     """ALU ``steps`` on a tile's accumulators, then ``planes`` (1-4) low bytes of each stored.
 
-    ``residual`` (None: no residual): the immediate ALU steps that finish the residual tensor in the acc
-    SRAM before a step with operand ``"r"`` uses it.
+    ``residual`` (None: no residual): the ALU steps (immediates or vectors) that finish the residual tensor
+    in the acc SRAM before a step with operand ``"r"`` uses it.
 
     Frozen and hashable: plans and micro-kernels are memoised on it. ``Epilogue(steps)`` validates the
     steps (any sequence of ``(AluOp | name, int | 'vI' | 'r')``) and names the bad field and its range.
@@ -100,8 +100,8 @@ class Epilogue:
                                  "(residual=None)")
             return
         res = tuple(_check_step(i, s) for i, s in enumerate(self.residual))
-        if any(isinstance(v, str) for _, v in res):
-            raise ValueError("epilogue residual steps take immediates only, not vectors or 'r'")
+        if any(v == "r" for _, v in res):
+            raise ValueError("epilogue residual steps take immediates or vectors, not the residual 'r' itself")
         if not uses_r:
             raise ValueError("epilogue: a residual is given but no step uses it (operand 'r')")
         if self.planes != 1:
@@ -137,7 +137,7 @@ class Epilogue:
     @cached_property
     def vectors(self) -> int:
         """How many per-channel vectors the steps use (1 + the largest index)."""
-        used = [int(v[1:]) for _, v in self.steps if isinstance(v, str) and v != "r"]
+        used = [int(v[1:]) for _, v in self.steps + (self.residual or ()) if isinstance(v, str) and v != "r"]
         return 1 + max(used) if used else 0
 
     @cached_property
@@ -155,12 +155,15 @@ class Epilogue:
         """An epilogue the planner cannot tell from this one (the same planes, vectors and ALU passes: a plan
         depends on nothing else), the same for every epilogue of that cost: the layers of a network differ in
         their multipliers and shifts, not in their shapes, and then share one memoised plan."""
-        vector_steps = sum(isinstance(v, str) and v != "r" for _, v in self.steps)
-        r_steps = sum(v == "r" for _, v in self.steps)
-        steps = ([(AluOp.ADD, f"v{self.vectors - 1}")] * bool(vector_steps)
-                 + [(AluOp.ADD, "v0")] * max(0, vector_steps - 1) + [(AluOp.ADD, "r")] * r_steps
-                 + [(AluOp.ADD, 0)] * (len(self.steps) - vector_steps - r_steps))
-        residual = None if self.residual is None else ((AluOp.ADD, 0),) * len(self.residual)
+        def proxy(steps, top):
+            n = sum(isinstance(v, str) and v != "r" for _, v in steps)
+            r = sum(v == "r" for _, v in steps)
+            return ([(AluOp.ADD, top)] * bool(n) + [(AluOp.ADD, "v0")] * max(0, n - 1) + [(AluOp.ADD, "r")] * r
+                    + [(AluOp.ADD, 0)] * (len(steps) - n - r))
+
+        top = f"v{self.vectors - 1}"
+        steps = proxy(self.steps, top)
+        residual = None if self.residual is None else tuple(proxy(self.residual, top))
         return Epilogue(tuple(steps), self.planes, residual)
 
     @property
@@ -200,20 +203,23 @@ class Epilogue:
                 raise ValueError(f"the epilogue has a residual: expected an int8 tensor of shape {y.shape}, got "
                                  f"{None if residual is None else np.shape(residual)}")
             r = np.asarray(residual).astype(np.int8).astype(np.int32)
-            for op, v in self.residual:
-                r = alu_apply(op, r, v)
-        for op, v in self.steps:
+        def operand(v):
             if v == "r":
-                v = r
-            elif isinstance(v, str):
+                return r
+            if isinstance(v, str):
                 i = int(v[1:])
                 if vectors is None or i >= len(vectors):
                     raise ValueError(f"the epilogue uses vector {v} but {0 if vectors is None else len(vectors)} "
                                      f"were given")
                 shape = [1] * y.ndim
                 shape[channel_axis] = -1
-                v = np.asarray(vectors[i], np.int64).astype(np.int32).reshape(shape)
-            y = alu_apply(op, y, v)
+                return np.asarray(vectors[i], np.int64).astype(np.int32).reshape(shape)
+            return v
+
+        for op, v in self.residual or ():
+            r = alu_apply(op, r, operand(v))
+        for op, v in self.steps:
+            y = alu_apply(op, y, operand(v))
         return y
 
     # ------------------------------------------------------------------ lowering
@@ -231,27 +237,39 @@ class Epilogue:
         vec_base = acc + rows * self.planes
         res_base = vec_base + tm * self.vectors
         loaded = set()
-        finish_residual = []
-        if self.residual is not None:
+
+        def vector(i: int) -> list:
+            """The LOAD of vector i before its first use."""
+            if i in loaded:
+                return []
+            loaded.add(i)
+            return [load_vector(i, vec_base + i * tm)]
+
+        def step(op, v, dst, **kw) -> list:
+            if isinstance(v, str):
+                i = int(v[1:])
+                return vector(i) + [_alu_tensor(dst, vec_base + i * tm, tuple(loops), op, **kw)]
+            return [replace(_alu_rows(op, v, dst, rows), **kw)]
+
+        residual = self.residual
+        if residual is not None:
             if load_residual is None:
                 raise ValueError("the epilogue has a residual: the operator must load it (load_residual)")
             acts += list(load_residual(res_base))
-            finish_residual = [replace(_alu_rows(op, v, res_base, rows), reads_residual=True)
-                               for op, v in self.residual]
         for op, v in self.steps:
             if v == "r":
-                # (the residual's own steps just before its first use: the loads may come late)
-                acts += finish_residual
-                finish_residual = []
+                if residual:
+                    # the residual's own steps just before its first use (the loads may come late), the
+                    # vectors they use loaded first
+                    for _, u in residual:
+                        if isinstance(u, str):
+                            acts += vector(int(u[1:]))
+                    for rop, u in residual:
+                        acts += step(rop, u, res_base, reads_residual=True)
+                    residual = ()
                 acts.append(_alu_tensor(acc, res_base, ((rows, 1, 1),), op, reads_residual=True))
-            elif isinstance(v, str):
-                i = int(v[1:])
-                if i not in loaded:
-                    loaded.add(i)
-                    acts.append(load_vector(i, vec_base + i * tm))
-                acts.append(_alu_tensor(acc, vec_base + i * tm, tuple(loops), op))
             else:
-                acts.append(_alu_rows(op, v, acc, rows))
+                acts += step(op, v, acc)
         if self.planes > 1:
             # the extra regions were reset to 0 with the tile: adding the tile copies it into each
             extra = self.planes - 1

@@ -19,10 +19,9 @@ from sw.isa import AluOp
 from sw.runtime import current_config
 
 from ..ir import QNode
-from ..numerics import merge_steps
 from . import for_kind, register
 from .base import Handler, Unsupported
-from .gemm import accelerator_epilogue, describe_split, match_conv, prepare_gemm, run_epilogue
+from .gemm import acc_range, compact_epilogue, describe_split, match_conv, prepare_gemm, run_epilogue, spare_lanes
 
 
 @register
@@ -96,42 +95,48 @@ class Conv(Handler):
         k = c * kh * kw
         return direct < 0.5 and k / (-(-k // block) * block) > 2 * direct
 
-    def residual_epilogue(self, lay, add, index: int, xs, other) -> ops.Epilogue | None:
+    def residual_epilogue(self, lay, add, index: int, xs, other) -> tuple[ops.Epilogue, np.ndarray] | None:
         """The epilogue of this conv with the residual add ``add`` fused in (this conv's output is the add's
-        input ``index``, ``other`` its other input), or None where the fusion does not apply: a grouped or
-        im2col conv, a requantization split with the CPU, an add on the CPU, another shape, a
+        input ``index``, ``other`` its other input) and its vectors, or None where the fusion does not apply: a
+        grouped or im2col conv, a requantization split with the CPU, an add on the CPU, another shape, a
         requantization whose result could leave int8 (then STORE's truncation is part of the value).
 
-        It pays even where the conv is bound by the ALU (a 1x1 conv over few channels): the add's own
-        steps cost fewer ALU passes per row than the separate add's whole pass through DRAM (ResNet-50,
-        all sixteen adds fused: 25.48 -> 24.98 M cycles; before the ALU read a repeated vector row once,
-        the same fusion had made it slower)."""
+        The conv's requantization, the add's rescaling of both inputs and its own requantization are one list
+        of steps, compacted (:func:`sw.ops.compact`: the conv's rounding shift, the add's zero point and
+        multiplier share passes; ResNet-50's fused 1x1 expansions 25 -> 18 ALU passes per row). It pays even
+        where the conv is bound by the ALU (a 1x1 conv over few channels): the add's own steps cost fewer
+        ALU passes per row than the separate add's whole pass through DRAM."""
         p = lay.params
         if p["groups"] > 1 or self._im2col_pays(lay) or p["split"] or add.cpu_reason or xs[0].ndim != 4:
             return None
         o = p["weight"].shape[0]
         if np.shape(other) != (xs[0].shape[0], o, *self._out_hw(lay, xs[0].shape[2:])):
             return None
-        bounds = np.broadcast_to(np.asarray(p["acc_bounds"], np.int64), (o,))
-        # the steps are monotonic within the accumulators' bound (|acc + v0| <= bound): the ends give the range
-        ends = lay.epilogue.apply(np.stack([-bounds, bounds]) - p["vectors"][0].astype(np.int64), p["vectors"],
-                                  channel_axis=1)
+        lo, hi = acc_range(lay)
+        # the steps are monotonic over the accumulators' interval: its ends give the range
+        ends = lay.epilogue.apply(np.stack([lo, hi]), p["vectors"], channel_axis=1)
         if ends.min() < -128 or ends.max() > 127:
             return None
-        pre = for_kind("add").operand_steps(add)
-        steps = merge_steps(list(lay.steps) + pre[index] + [(AluOp.ADD, "r")] + list(add.steps))
-        return ops.Epilogue(tuple(steps), 1, tuple(merge_steps(pre[1 - index])))
+        memo = p.setdefault("fused", {})
+        if (add.name, index) not in memo:
+            pre = for_kind("add").operand_steps(add)
+            steps, residual, vecs = ops.compact(list(lay.steps) + pre[index] + [(AluOp.ADD, "r")] + list(add.steps),
+                                                p["vectors"], lo, hi, residual=pre[1 - index])
+            memo[add.name, index] = ops.Epilogue(tuple(steps), 1, tuple(residual)), vecs
+        return memo[add.name, index]
 
     def lower(self, lay, xs, vt, residual=None):
-        """The conv on the accelerator; ``residual`` = (epilogue, tensor): with a residual add fused in
-        (:meth:`residual_epilogue`), returning the add's output."""
+        """The conv on the accelerator; ``residual`` = (epilogue, vectors, tensor): with a residual add fused
+        in (:meth:`residual_epilogue`), returning the add's output."""
         p = lay.params
-        epi = accelerator_epilogue(lay) if residual is None else residual[0]
-        extra = {} if residual is None else {"residual": residual[1]}
         o, c, kh, kw = p["weight"].shape
-        if self._im2col_pays(lay):
+        im2col = self._im2col_pays(lay)
+        keep = im2col and spare_lanes(c * kh * kw)               # (the GEMM may take the bias)
+        epi, vecs = compact_epilogue(lay, keep_bias=keep) if residual is None else residual[:2]
+        extra = {} if residual is None else {"residual": residual[2]}
+        if im2col:
             cols, (n, ho, wo) = _im2col(self.pad_input(lay, xs[0]), kh, kw, p["strides"])
-            y, counters = ops.dense(cols, p["weight"].reshape(o, -1), p["vectors"], epilogue=epi,
+            y, counters = ops.dense(cols, p["weight"].reshape(o, -1), vecs, epilogue=epi,
                                     virtual_threads=vt, return_counters=True)
             y = np.ascontiguousarray(y.reshape(n, ho, wo, o).transpose(0, 3, 1, 2))
         else:
@@ -141,7 +146,7 @@ class Conv(Handler):
                 pad = t                               # zero padding is the zero point: the LOADs pad
             else:
                 x, pad = self.pad_input(lay, x), 0    # pad with the zero point on the host
-            y, counters = ops.conv2d(x, p["weight"], p["vectors"], stride=int(p["strides"][0]), padding=pad,
+            y, counters = ops.conv2d(x, p["weight"], vecs, stride=int(p["strides"][0]), padding=pad,
                                      epilogue=epi, virtual_threads=vt, return_counters=True, groups=p["groups"],
                                      **extra)
         return (run_epilogue(lay, y) if residual is None else y), counters

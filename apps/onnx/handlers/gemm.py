@@ -22,7 +22,8 @@ from sw.isa import AluOp
 from ..numerics import NumericsError, requant_steps, requant_steps_per_channel, value_range
 from .base import Unsupported
 
-__all__ = ["match_conv", "prepare_gemm", "set_requant", "accelerator_epilogue", "run_epilogue", "describe_split", "vectors"]
+__all__ = ["match_conv", "prepare_gemm", "set_requant", "accelerator_epilogue", "compact_epilogue", "acc_range",
+           "spare_lanes", "run_epilogue", "describe_split", "vectors"]
 
 
 def vectors(v0, extra, channels):
@@ -105,6 +106,39 @@ def accelerator_epilogue(lay) -> ops.Epilogue:
     first MUL on a config without one."""
     split = lay.params["split"]
     return split[0] if split else lay.epilogue
+
+
+def acc_range(lay) -> tuple[np.ndarray, np.ndarray]:
+    """Per output channel, the interval of a conv / dense layer's int32 accumulators ``sum x w`` over every
+    input of the input's type (padding is the zero point, a value of that type)."""
+    flat = lay.params["weight"].reshape(lay.params["weight"].shape[0], -1).astype(np.int64)
+    xmin, xmax = (-128, 127) if lay.inp[0].dtype == "int8" else (0, 255)
+    pos, neg = np.where(flat > 0, flat, 0).sum(axis=1), np.where(flat < 0, flat, 0).sum(axis=1)
+    return pos * xmin + neg * xmax, pos * xmax + neg * xmin
+
+
+def spare_lanes(k: int) -> bool:
+    """Whether a GEMM over a reduction of ``k`` leaves the lanes :func:`sw.ops.dense` puts a bias into."""
+    from sw.runtime import current_config
+
+    return -k % current_config().BLOCK_IN >= 2
+
+
+def compact_epilogue(lay, keep_bias: bool = False) -> tuple[ops.Epilogue, np.ndarray]:
+    """The accelerator's epilogue of a conv / dense layer and its vectors, the requantization in as few ALU
+    passes as gives the same values (:func:`sw.ops.compact`): the reference keeps the steps as written.
+    ``keep_bias``: the leading ``ADD v0`` stays (the GEMM may take it over, :func:`sw.ops.dense`). A split
+    epilogue (no ALU MUL) is left as it is."""
+    if lay.params["split"]:
+        return lay.params["split"][0], lay.params["vectors"]
+    memo = lay.params.setdefault("compact", {})
+    if keep_bias not in memo:
+        lo, hi = acc_range(lay)
+        if keep_bias:
+            lo, hi = lo + lay.params["vectors"][0], hi + lay.params["vectors"][0]
+        steps, _, vecs = ops.compact(lay.steps, lay.params["vectors"], lo, hi, keep=int(keep_bias))
+        memo[keep_bias] = (ops.Epilogue(tuple(steps)), vecs)
+    return memo[keep_bias]
 
 
 def run_epilogue(lay, y: np.ndarray, vecs=None) -> np.ndarray:

@@ -8,7 +8,6 @@ import pytest
 from apps.onnx.numerics import (
     NumericsError,
     QParams,
-    merge_steps,
     requant_steps,
     rescale_reference,
     rescale_steps,
@@ -91,17 +90,3 @@ def test_clip_bounds_where_the_output_saturates_replace_the_saturation(M, zp):
     theirs = saturating.apply(np.clip(acc, old_lo, old_hi).reshape(1, -1), np.zeros((1, 1), np.int64), 0).ravel()
     assert np.array_equal(ours, theirs)
     assert ours.min() == -128 and ours.max() == 127
-
-
-def test_merged_steps_give_the_same_int32_values():
-    """Runs of immediate ADDs and MULs merge (the ALU wraps modulo 2^32, so the sum / product is exact),
-    identities drop, vector steps and other ops stay where they are."""
-    steps = [(AluOp.ADD, 100), (AluOp.ADD, -100), (AluOp.MUL, 300), (AluOp.MUL, 100), (AluOp.ADD, "v0"),
-             (AluOp.ADD, 7), (AluOp.ADD, 9), (AluOp.SHR, 3), (AluOp.MUL, 1), (AluOp.ADD, 30000), (AluOp.ADD, 30000),
-             (AluOp.MAX, -128), (AluOp.MUL, 2), (AluOp.MUL, 3)]
-    merged = merge_steps(steps)
-    assert merged == [(AluOp.MUL, 30000), (AluOp.ADD, "v0"), (AluOp.ADD, 16), (AluOp.SHR, 3), (AluOp.ADD, 30000),
-                      (AluOp.ADD, 30000), (AluOp.MAX, -128), (AluOp.MUL, 6)]
-    x = np.random.default_rng(3).integers(-(1 << 31), 1 << 31, (1000, 4), dtype=np.int64).astype(np.int32)
-    v = np.array([[5, -(1 << 30), 1 << 30, 0]], np.int32)
-    assert np.array_equal(Epilogue(tuple(steps)).apply(x, v, 1), Epilogue(tuple(merged)).apply(x, v, 1))

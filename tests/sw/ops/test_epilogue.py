@@ -143,17 +143,23 @@ RESIDUAL = ((AluOp.ADD, -3), (AluOp.MUL, 5))
 
 
 @pytest.mark.parametrize("vt", [1, 2])
-@pytest.mark.parametrize("stride,pad,o", [(1, 1, 40), (2, 0, 24)])
-def test_conv2d_with_a_residual(rng, vt, stride, pad, o):
-    """A residual (a skip connection) loaded beside each tile, finished by its own steps and added: the
-    same as numpy on the conv's accumulators and the residual."""
+@pytest.mark.parametrize("stride,pad,o,vector", [(1, 1, 40, False), (2, 0, 24, True)])
+def test_conv2d_with_a_residual(rng, vt, stride, pad, o, vector):
+    """A residual (a skip connection) loaded beside each tile, finished by its own steps (immediates, or a
+    per-channel vector only they use, loaded before them) and added: the same as numpy on the conv's
+    accumulators and the residual."""
     x = rng.integers(-128, 128, (1, 20, 9, 9), dtype=np.int8)
     w = rng.integers(-128, 128, (o, 20, 3, 3), dtype=np.int8)
     v = _vectors(rng, o)
+    mul = np.full(o, 5)
+    if vector:                                  # per channel 1..9, in a vector the main steps never use
+        mul = rng.integers(1, 10, o)
+        v = np.concatenate([v, mul[None].astype(np.int32)])
     ho = (9 + 2 * pad - 3) // stride + 1
     r = rng.integers(-128, 128, (1, o, ho, ho), dtype=np.int8)
+    residual = ((AluOp.ADD, -3), (AluOp.MUL, "v3")) if vector else RESIDUAL
     epi = ops.Epilogue(tuple(STEPS[:-2]) + ((AluOp.MUL, 3), (AluOp.ADD, "r"), (AluOp.SHR, 2), (AluOp.MAX, -128),
-                                            (AluOp.MIN, 127)), 1, RESIDUAL)
+                                            (AluOp.MIN, 127)), 1, residual)
     y = ops.conv2d(x, w, v, stride=stride, padding=pad, epilogue=epi, residual=r, virtual_threads=vt)
     acc = ops.conv2d_nchw(x, w, stride, pad)
     ref = epi.reference(acc, v, 1, r)
@@ -162,7 +168,7 @@ def test_conv2d_with_a_residual(rng, vt, stride, pad, o):
     assert not np.array_equal(ref, without.reference(acc, v, 1))        # the residual moved the result
     # by hand: the conv's steps, plus the residual after its own steps, then the rounding shift and saturation
     before = ops.Epilogue(tuple(STEPS[:-2]) + ((AluOp.MUL, 3),)).apply(acc, v, 1).astype(np.int64)
-    hand = np.clip((before + (r.astype(np.int64) - 3) * 5) >> 2, -128, 127)
+    hand = np.clip((before + (r.astype(np.int64) - 3) * mul[None, :, None, None]) >> 2, -128, 127)
     assert np.array_equal(ref, hand)
 
 
@@ -171,8 +177,9 @@ def test_residual_epilogue_validation():
         ops.Epilogue(((AluOp.ADD, "r"),))
     with pytest.raises(ValueError, match="no step uses it"):
         ops.Epilogue(((AluOp.ADD, 1),), 1, ())
-    with pytest.raises(ValueError, match="immediates only"):
-        ops.Epilogue(((AluOp.ADD, "r"),), 1, ((AluOp.ADD, "v0"),))
+    with pytest.raises(ValueError, match="not the residual 'r' itself"):
+        ops.Epilogue(((AluOp.ADD, "r"),), 1, ((AluOp.ADD, "r"),))
+    assert ops.Epilogue(((AluOp.ADD, "r"),), 1, ((AluOp.MUL, "v2"),)).vectors == 3
     with pytest.raises(ValueError, match="needs planes = 1"):
         ops.Epilogue(((AluOp.ADD, "r"),), 2, ())
     with pytest.raises(ValueError, match="SHR takes an immediate"):
