@@ -37,6 +37,9 @@ epilogue=None)``
 ``dense_packed``, ``conv2d_packed``                 the same on already packed operands
 ``add_rescaled(a, b, a_alu, b_alu, alu)``           int8 a, b of one shape -> int8: ALU steps on
                                                     each, a + b, ALU steps (a residual add)
+``pool2d(x, kernel, stride=1, padding=0,            int8 (N, C, H, W) -> int8 (N, C, Ho, Wo): the
+pad_value=0, mode="max", epilogue=None,             max or sum of each window on the ALU, then
+vectors=None)``                                     the epilogue (an average's requantization)
 =================================================  ==============================================
 
 ``conv2d``/``dense`` (and the packed forms) finish each tile with an :class:`Epilogue`
@@ -58,7 +61,7 @@ raises :class:`TileError` (a ValueError) naming the SRAM, what it needs and what
 The package, one module per concern: :mod:`~sw.ops.layout` (packing), :mod:`~sw.ops.reference`
 (numpy references), :mod:`~sw.ops.kernels` (micro-kernels and the typed actions that queue them),
 :mod:`~sw.ops.plan` (tiling plans), :mod:`~sw.ops.schedule` (the tile scheduler),
-:mod:`~sw.ops.elementwise`, :mod:`~sw.ops.dense` and :mod:`~sw.ops.conv2d` (the operators),
+:mod:`~sw.ops.elementwise`, :mod:`~sw.ops.dense`, :mod:`~sw.ops.conv2d` and :mod:`~sw.ops.pool` (the operators),
 :mod:`~sw.ops.epilogue` (ALU epilogues), :mod:`~sw.ops.compact` (shorter equivalent ALU steps). The
 benchmark workloads built on them are in :mod:`sw.workloads`.
 """
@@ -84,13 +87,15 @@ from .layout import (
     unpack_dense_output,
 )
 from .plan import ConvPlan, DensePlan, plan_conv2d, plan_dense
+from .pool import pool2d, pool2d_ref
 from .reference import add_bias_ref, conv2d_nchw, conv2d_ref, dense_ref, gemm_ref, relu_ref, requantize_ref, vadd_ref
 
 __all__ = [
     # operators
     "vadd", "relu", "add_bias", "requantize", "add_rescaled", "dense", "gemm", "dense_packed", "conv2d", "conv2d_packed",
+    "pool2d",
     # numpy references
-    "vadd_ref", "relu_ref", "add_bias_ref", "requantize_ref", "gemm_ref", "dense_ref", "conv2d_nchw",
+    "vadd_ref", "relu_ref", "add_bias_ref", "requantize_ref", "gemm_ref", "dense_ref", "conv2d_nchw", "pool2d_ref",
     "conv2d_ref",
     # layouts
     "pack_dense_data", "pack_dense_weight", "unpack_dense_output", "pack_conv_data", "pack_conv_weight",

@@ -19,7 +19,7 @@ module                 ONNX                            integer node (kind)
 ``add``                Add of two same-shape tensors    ``add``: the rescaled add on VTA's ALU
 ``relu``               Relu                             ``relu`` (numpy, CPU)
 ``maxpool``            MaxPool (floor mode)             ``maxpool`` (numpy, CPU)
-``gap``                GlobalAveragePool                ``gap`` (numpy, CPU)
+``avgpool``            GlobalAveragePool, AveragePool   ``gap``, ``avgpool``: window sums on VTA's ALU
 ``flatten``            Flatten                          ``flatten`` (numpy, CPU)
 ``requantize``         a second QuantizeLinear          ``requantize`` (numpy, CPU)
 ``island``             anything else                    ``island``: onnxruntime on the sub-graph
@@ -58,6 +58,6 @@ def for_kind(kind: str) -> Handler:
     return HANDLERS[kind]
 
 
-for _m in ("quantize", "dequantize", "conv", "deconv", "dense", "matmul", "add", "relu", "maxpool", "gap", "flatten",
+for _m in ("quantize", "dequantize", "conv", "deconv", "dense", "matmul", "add", "relu", "maxpool", "avgpool", "flatten",
            "requantize", "island"):
     import_module(f"{__name__}.{_m}")

@@ -83,6 +83,12 @@ def single_op(op: str, rng, **kw):
     if op == "gap":
         n = helper.make_node("GlobalAveragePool", ["t"], ["y"])
         return _model([pre, n], w1, shape, [1, c, 1, 1]), shape
+    if op == "avgpool":         # count_include_pad: the padding (the zero point) counts in the average
+        k, s, p = kw.get("k", 3), kw.get("stride", 2), kw.get("pad", 1)
+        n = helper.make_node("AveragePool", ["t"], ["y"], kernel_shape=[k, k], strides=[s, s], pads=[p] * 4,
+                             count_include_pad=kw.get("count_include_pad", 1))
+        ho = (h + 2 * p - k) // s + 1
+        return _model([pre, n], w1, shape, [1, c, ho, ho]), shape
     if op == "flatten":
         n = helper.make_node("Flatten", ["t"], ["y"], axis=1)
         return _model([pre, n], w1, shape, [1, c * h * h]), shape

@@ -11,7 +11,8 @@ from .qdq import quantized, with_custom_op
 CASES = [
     ("conv", {}), ("conv", {"stride": 2, "pad": 1, "k": 3}), ("conv", {"k": 1, "pad": 0, "stride": 2}),
     ("conv", {"k": 7, "pad": 3, "stride": 2, "c": 3, "h": 16}), ("conv_relu", {}), ("gemm", {}), ("matmul", {}),
-    ("add", {}), ("relu", {}), ("maxpool", {}), ("gap", {}), ("flatten", {}),
+    ("add", {}), ("relu", {}), ("maxpool", {}), ("gap", {}), ("flatten", {}), ("avgpool", {}),
+    ("avgpool", {"k": 2, "stride": 2, "pad": 0, "h": 8}), ("avgpool", {"count_include_pad": 0}),
     ("conv", {"per_channel": True}), ("conv", {"per_channel": True, "k": 1, "pad": 0, "stride": 2}),
     ("gemm", {"per_channel": True}), ("matmul", {"per_channel": True}),
     ("between:Softmax", {}), ("between:LayerNormalization", {}), ("between:Resize", {}), ("between:Sigmoid", {}),
@@ -47,7 +48,7 @@ def test_reference_agrees_with_onnxruntime(op, kw):
     assert ag.worst_layer_fraction >= 0.999, ag.table()
 
 
-@pytest.mark.parametrize("op", ["conv", "add", "gemm", "maxpool"])
+@pytest.mark.parametrize("op", ["conv", "add", "gemm", "maxpool", "avgpool"])
 def test_uint8_activations(op):
     q, shape, rng = quantized(op, activation_type=QuantType.QUInt8)
     g = graph.load(q)

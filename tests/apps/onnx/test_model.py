@@ -22,7 +22,7 @@ def test_run_is_exact_and_agrees_with_onnxruntime(tiny):
         res = m.run({"input": x[i:i + 1]}, target="fsim")
         assert res.exact
         # (every residual add runs in the epilogue of the conv producing one of its inputs)
-        assert {r["kind"] for r in res.records if r["where"] == "vta"} == {"conv", "conv+add", "dense"}
+        assert {r["kind"] for r in res.records if r["where"] == "vta"} == {"conv", "conv+add", "gap", "dense"}
         fused = [t for r in res.records for t in r.get("fused", ())]
         ref = m.reference({"input": x[i:i + 1]})
         assert fused and all(t not in res.tensors and np.array_equal(res.tensors[t], ref[t]) for t in fused)

@@ -21,6 +21,7 @@ def _islanded(name):
 
 OPS = [("conv", {}), ("conv", {"stride": 2, "k": 1, "pad": 0}), ("conv", {"k": 7, "pad": 3, "stride": 2, "c": 3, "h": 16}),
        ("gemm", {}), ("matmul", {}), ("add", {}), ("relu", {}), ("maxpool", {}), ("gap", {}), ("flatten", {}),
+       ("avgpool", {}), ("gap", {"c": 40, "h": 7}),
        ("conv", {"group": 2, "o": 8}), ("conv", {"group": 8, "o": 8}),
        ("conv", {"group": 16, "c": 16, "o": 32, "stride": 2}),
        ("deconv", {}), ("deconv", {"k": 3, "stride": 2, "pad": 1, "out_pad": 1}),
@@ -53,10 +54,10 @@ def test_golden_model_equals_reference(op, kw, vt):
     q, shape, rng = quantized(op, **kw)
     records = _run(q, shape, rng, vt=vt)
     where = {r["kind"]: r["where"] for r in records}
-    for kind in ("conv", "deconv", "dense", "add"):
+    for kind in ("conv", "deconv", "dense", "add", "gap", "avgpool"):
         if kind in where:
             assert where[kind] == "vta"
-    for kind in ("maxpool", "gap", "flatten", "quantize", "dequantize"):
+    for kind in ("maxpool", "flatten", "quantize", "dequantize"):
         if kind in where:
             assert where[kind] == "cpu"
 
@@ -167,3 +168,15 @@ def test_every_offloaded_op_on_the_rtl():
     for (env, records), ref in zip(cosim.run_many(calls, config="default"), refs):
         _equal(ref, env, records)
         assert all(r["counters"].get("cycles", 0) > 0 for r in records if r["where"] == "vta")
+
+
+def test_averages_the_alu_cannot_round_as_onnxruntime_run_on_the_cpu():
+    """count_include_pad = 0 with padding divides each border window by its own count: an onnxruntime island.
+    A 2x2 average at the input's scale divides by 4 exactly, and a quarter of its sums are ties: the
+    ALU's shift would round them up, onnxruntime's float arithmetic either way: an island too."""
+    q, shape, rng = quantized("avgpool", count_include_pad=0)
+    island = [r for r in _run(q, shape, rng) if r["kind"] == "island"]
+    assert len(island) == 1 and "count_include_pad" in island[0]["reason"]
+    q, shape, rng = quantized("avgpool", k=2, stride=2, pad=0, h=8)
+    island = [r for r in _run(q, shape, rng) if r["kind"] == "island"]
+    assert len(island) == 1 and "many ties" in island[0]["reason"]
