@@ -146,7 +146,8 @@ def conv2d_packed(data, weight, bias=None, stride: int = 1, padding: int = 0, sh
         raise ValueError(f"the output has {ob // bg * ho * wo} blocks" + (" per block-group" if bg > 1 else "") +
                          "; the GEMM micro-kernel needs at least 3 (pad the output channels: conv2d() does this)")
     epi, vectors = packed_epilogue(epilogue, shift, bias, clip, ob, cfg)
-    plan = plan_conv2d(nb * bg, cb2, ob // bg, h, w, kh, kw, stride, padding, virtual_threads, epi, cfg, tiles)
+    plan = plan_conv2d(nb * bg, cb2, ob // bg, h, w, kh, kw, stride, padding, virtual_threads, epi, cfg, tiles,
+                       block_groups=bg)
     shape = (nb, cb2, ob, h, w, kh, kw, stride, padding)
     return run_operator(data, weight, vectors, epi, (nb, ob, ho, wo, B, O),
                         lambda xd, wd, pd, yd, rd: _conv_tiles(plan, cfg, shape, xd, wd, yd, pd, epi, bg, rd),

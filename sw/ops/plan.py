@@ -227,13 +227,16 @@ def _conv_caps(cfg, vt):
 
 
 def plan_conv2d(nb: int, cb: int, ob: int, h: int, w: int, kh: int, kw: int, stride: int, pad: int,
-                virtual_threads: int = 1, epilogue: Epilogue | None = None, cfg=None, tiles=None) -> ConvPlan:
+                virtual_threads: int = 1, epilogue: Epilogue | None = None, cfg=None, tiles=None,
+                block_groups: int = 1) -> ConvPlan:
     """Choose conv tiles within the SRAMs, minimising DRAM traffic plus a per-instruction cost, for
     tiles finished by ``epilogue`` (default VTA's requantization without bias).
 
     Plans are memoised per (shape, config): a network repeats its layer shapes, and the search over
     tile sizes costs tens of milliseconds. A choice measured on the RTL for the problem (:mod:`sw.ops.tuned`)
-    is preferred to the model's when it fits."""
+    is preferred to the model's when it fits. A grouped conv of ``block_groups`` block-groups plans as ``nb``
+    (= images x block-groups) images of one group's blocks; its measured choice is its own (operator
+    ``conv2d-g<block_groups>``: each group reads other weights, so the timing is not the batched conv's)."""
     cfg = cfg or config()
     if tiles is not None and not isinstance(tiles, str):
         tiles = tuple(tiles)
@@ -241,8 +244,9 @@ def plan_conv2d(nb: int, cb: int, ob: int, h: int, w: int, kh: int, kw: int, str
     measured = None
     if tiles is None:
         shape = (nb, cb, ob, h, w, kh, kw, stride, pad)
-        _tuned.record("conv2d", cfg, shape, virtual_threads, epi)
-        measured = _tuned.lookup("conv2d", cfg, shape, virtual_threads, epi)
+        op = "conv2d" if block_groups == 1 else f"conv2d-g{block_groups}"
+        _tuned.record(op, cfg, shape, virtual_threads, epi)
+        measured = _tuned.lookup(op, cfg, shape, virtual_threads, epi)
     return _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi.cost_proxy, cfg, tiles,
                         measured)
 

@@ -42,6 +42,31 @@ def test_an_onnx_model_s_problems(tmp_path, capsys):
     assert len(entries) == len(found) and all(e["tiles"] == e["model_tiles"] for e in entries)
 
 
+def test_a_grouped_conv_is_its_own_problem_and_is_timed_grouped(monkeypatch):
+    """A depthwise conv plans as batched images of one block-group, but each group reads its own weights: the
+    problem names its block-groups, and timing it runs the grouped operator (here on the golden model: the same
+    instructions as the operator the network runs)."""
+    import numpy as np
+
+    from sw import ops
+
+    monkeypatch.setenv(tuned.LOG_ENV, "none")
+    cfg = load_config("default")
+    x = np.zeros((1, 64, 14, 14), np.int8)
+    w = np.zeros((64, 1, 3, 3), np.int8)
+    with runtime.use_target(cfg) as q, tuned.recording() as found:
+        before = q.insns_run
+        ops.conv2d(x, w, np.zeros(64, np.int32), padding=1, groups=64, virtual_threads=2)
+        insns = q.insns_run - before
+    (op, _, shape, vt, epi), = found
+    assert op == "conv2d-g4" and shape[:3] == (4, 1, 1)             # 4 block-groups of 16 channels, 1 block each
+    problem = (op, shape, vt, epi)
+    assert "x4 groups" in tune._describe(problem)
+    with runtime.use_target(cfg):
+        cycles, n = tune.measure(problem, tune.candidates(problem, cfg, 1)[0])
+    assert cycles is None and n == insns
+
+
 def test_candidates_start_with_the_model_s_choice(monkeypatch):
     monkeypatch.setenv(tuned.LOG_ENV, "none")
     cfg = load_config("default")
