@@ -196,6 +196,36 @@ class Context:
             raise Unsupported(f"{len(node.output)} outputs")
 
 
+def _split_pointwise(run: list, dequantized: dict) -> list[list]:
+    """A run of declined nodes as islands: each connected part that is a chain of pointwise operators (two
+    LeakyRelus after two convs) an island of its own, which the conv before it may take into its epilogue
+    (:func:`apps.onnx.runner.table_tails`), the other parts together, as one onnxruntime session. Nodes are
+    connected through the tensors they pass, also through a QuantizeLinear / DequantizeLinear pair
+    (``dequantized``: a DequantizeLinear's output -> its input)."""
+    from .handlers.island import POINTWISE
+
+    part_of = list(range(len(run)))
+
+    def root(i):
+        while part_of[i] != i:
+            part_of[i] = part_of[part_of[i]]
+            i = part_of[i]
+        return i
+
+    producer = {o: i for i, n in enumerate(run) for o in n.output if o}
+    for i, n in enumerate(run):
+        for t in n.input:
+            t = t if t in producer else dequantized.get(t, t)
+            if t in producer:
+                part_of[root(i)] = root(producer[t])
+    parts: dict[int, list] = {}
+    for i, n in enumerate(run):
+        parts.setdefault(root(i), []).append(n)
+    alone = [p for p in parts.values() if all(n.op_type in POINTWISE for n in p)]
+    rest = [n for n in run if not any(n in p for p in alone)]
+    return ([rest] if rest else []) + alone if len(alone) > 1 or rest else [run]
+
+
 def load(model) -> QGraph:
     """Import an ONNX model (a path or an ``onnx.ModelProto``) into a :class:`QGraph`."""
     from .calibrate import input_shapes, is_float_model
@@ -213,7 +243,8 @@ def load(model) -> QGraph:
 
     def flush():
         if island:
-            nodes.append(make_island(list(island), {id(n): reasons[id(n)] for n in island}, ctx, len(nodes)))
+            for part in _split_pointwise(island, ctx.dq_act):
+                nodes.append(make_island(part, {id(n): reasons[id(n)] for n in part}, ctx, len(nodes)))
             island.clear()
 
     for n in model.graph.node:

@@ -3,7 +3,7 @@
     m = Model(path_or_modelproto, config)          # import + integer preparation
     out = m.run({"input": x}, target="fsim")        # or "rtl" (cosim.run), "cpu" (the reference)
     out.tensors, out.records, out.exact             # exact: equal to the numpy reference bit for bit
-    m.fuse = False                                  # each residual add as its own layer (default: fused)
+    m.fuse = False                                  # each residual add, table island as its own layer (default: fused)
     m.compare_ort(inputs)                           # Agreement with onnxruntime, layer by layer
     m.placement()                                   # where each node will run, and why (before a run)
     m.run_batch([inputs, ...], target="rtl")        # several inputs, one simulator launch
@@ -68,7 +68,7 @@ class Model:
         self.layers = _layers.prepare(self.graph, alu_mul=bool(self.cfg.ALU_MUL))
         self.input_names = list(self.graph.inputs)
         self.output_names = list(self.graph.outputs)
-        self.fuse = True                # residual adds in the producing conv's epilogue (apps.onnx.runner.run)
+        self.fuse = True                # residual adds, pointwise tables in the producing conv's epilogue (runner.run)
 
     def reference(self, inputs: dict) -> dict:
         return _layers.reference(self.layers, inputs)
@@ -77,6 +77,7 @@ class Model:
         """Where each node will run on this config and why, from the inferred shapes (before a run)."""
         rows = []
         fusable = _runner.residual_adds(self.layers, self.output_names) if self.fuse else {}
+        tails = _runner.table_tails(self.layers, self.output_names) if self.fuse else {}
         fused_into = {}
 
         def zeros(name):
@@ -94,8 +95,10 @@ class Model:
                     other = add.node.inputs[1 - i]
                     if other in ready and lay.handler.residual_epilogue(lay, add, i, xs, zeros(other)) is not None:
                         fused_into[id(add)] = lay.name
+                elif where == "vta" and id(lay) in tails and lay.handler.table_epilogue(lay, tails[id(lay)], xs):
+                    fused_into[id(tails[id(lay)])] = lay.name
                 if id(lay) in fused_into:
-                    why = f"in the epilogue of conv {fused_into[id(lay)]}"
+                    where, why = "vta", f"in the epilogue of conv {fused_into[id(lay)]}"
                 ready.update(lay.node.outputs)
                 rows.append({"name": lay.name, "kind": lay.kind, "where": where, "reason": why})
         return rows

@@ -39,7 +39,7 @@ from sw.isa import AluOp
 from sw.ops.epilogue import IMM_MAX, IMM_MIN, AluStep, Epilogue, alu_apply, steps_multiplier
 
 __all__ = ["QParams", "NumericsError", "requant_steps", "requant_steps_per_channel", "value_range", "rescale_steps",
-           "rescale_reference", "steps_error",
+           "rescale_reference", "steps_error", "table_steps",
            "qrange", "quantize_float", "dequantize"]
 
 _I32 = 1 << 31
@@ -384,3 +384,75 @@ def rescale_reference(xs, zero_points, factors, tail) -> np.ndarray:
 def steps_error(multiplier: float, steps) -> float:
     """The effective multiplier of ``steps`` relative to ``multiplier`` minus 1 (for reports)."""
     return steps_multiplier(steps) / multiplier - 1
+
+
+def _slope_range(x, t, S: int):
+    """[lo, hi] of the integer slopes A for which some C puts ``floor((x A + C) / 2^S)`` on ``t`` at every pair of
+    points (saturated values left out: their bound is one-sided), or None when empty."""
+    m = (t > -128) & (t < 127)
+    x, t = x[m], t[m]
+    if x.size < 2:
+        return -(1 << 24), 1 << 24
+    i, j = np.triu_indices(x.size, 1)
+    dx, dt = x[j] - x[i], t[j] - t[i]
+    keep = dx != 0
+    dx, dt = dx[keep], dt[keep]
+    sign = np.sign(dx)
+    dx, dt = dx * sign, dt * sign
+    lo = int((-(-((dt - 1) * (1 << S) + 1) // dx)).max())            # ceil
+    hi = int((((dt + 1) * (1 << S) - 1) // dx).min())
+    return (lo, hi) if lo <= hi else None
+
+
+def _near_middle(lo: int, hi: int, n: int = 24):
+    mid = (lo + hi) // 2
+    return sorted(range(max(lo, mid - n), min(hi, mid + n) + 1), key=lambda a: abs(a - mid))
+
+
+def table_steps(table, lo: int, hi: int, knee: int):
+    """ALU steps that compute a pointwise int8 function given by its 256-entry ``table`` (index q + 128) for
+    every q in [lo, hi], or None: ``x = q - knee``, then ``max(x A, x B)`` (``min`` when B > A: two slopes
+    meeting at the knee, a LeakyRelu or PRelu; one when A = B), ``+ C``, ``>> S``, saturated to int8.
+
+    For each shift S the slopes A (x >= 0) and B (x <= 0) that pairs of points allow are bounded exactly
+    (:func:`_slope_range`), and for a pair (A, B) the constraints ``T(q) 2^S <= g(q) + C < (T(q) + 1) 2^S``
+    (one-sided where T saturates) bound C; a C inside every bound is exact on every q of the interval, and the
+    result is checked once more. Returns ``(pre, branch, post)``: steps before the copy, the copy's steps (None:
+    no copy) and the steps after."""
+    T = np.asarray(table, np.int64)
+    q = np.arange(lo, hi + 1, dtype=np.int64)
+    t = T[q + 128]
+    x = q - knee
+    for two in (False, True):
+        for S in range(22, -1, -1):
+            if two:
+                ra, rb = _slope_range(x[x >= 0], t[x >= 0], S), _slope_range(x[x <= 0], t[x <= 0], S)
+                if ra is None or rb is None:
+                    continue
+                pairs = [(a, b) for a in _near_middle(*ra, 6) for b in _near_middle(*rb, 6) if a != b]
+            else:
+                r = _slope_range(x, t, S)
+                if r is None:
+                    continue
+                pairs = [(a, a) for a in _near_middle(*r)]
+            for A, B in pairs:
+                if max(abs(A), abs(B)) * 256 >= 1 << 30:
+                    continue
+                g = np.maximum(x * A, x * B) if A >= B else np.minimum(x * A, x * B)
+                low = np.where(t > -128, t * (1 << S) - g, -(1 << 40))
+                high = np.where(t < 127, (t + 1) * (1 << S) - 1 - g, 1 << 40)
+                c_lo, c_hi = int(low.max()), int(high.min())
+                if c_lo > c_hi:
+                    continue
+                C = c_lo + (c_hi - c_lo) // 2
+                if max(abs(int(g.min()) + C), abs(int(g.max()) + C)) >= 1 << 31 or \
+                        not np.array_equal(np.clip((g + C) >> S, -128, 127), t):
+                    continue
+                post = [(ADD, C), (SHR, S), (MAX, -128), (MIN, 127)]
+                pre = [(ADD, -knee)]
+                if A == B:
+                    return pre, None, [(MUL, A)] + post
+                if min(A, B) == 0 and max(A, B) > 0:         # one side flat: a clip, no copy
+                    return pre, None, [(MAX if A > B else MIN, 0), (MUL, max(A, B))] + post
+                return pre, [(MUL, B)], [(MUL, A), (MAX if A >= B else MIN, "b")] + post
+    return None

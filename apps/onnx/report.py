@@ -43,10 +43,11 @@ def rows(records, cfg, dram_bytes_per_cycle: float = 8) -> list[dict]:
 
 def _group(r) -> str:
     """The layer's class for the breakdown: 'conv 3x3' / 'conv 1x1' (by kernel), 'stem' (fewer than 8 input
-    channels), 'depthwise', with ' + add' for a conv with a residual add in its epilogue, or the kind ('add',
+    channels), 'depthwise', with ' + add' (' + pointwise') for a conv with a residual add (a table island) in its
+    epilogue, or the kind ('add',
     'dense', 'deconv', 'matmul', CPU kinds)."""
-    if r["kind"] == "conv+add":
-        return _group({**r, "kind": "conv"}) + " + add"
+    if r["kind"].startswith("conv+"):
+        return _group({**r, "kind": "conv"}) + " + " + r["kind"][5:]
     if r["kind"] != "conv" or len(r.get("in_shape", ())) != 4 or not r["macs"]:
         return r["kind"]
     cin = r["in_shape"][1]
@@ -77,7 +78,7 @@ def totals(report_rows, cfg) -> dict:
     """Whole-network figures."""
     peak = cfg.BATCH * cfg.BLOCK_IN * cfg.BLOCK_OUT
     cycles = sum(r["cycles"] for r in report_rows)
-    conv = [r for r in report_rows if r["kind"] in ("conv", "conv+add") and r["where"] == "vta"]
+    conv = [r for r in report_rows if r["kind"].startswith("conv") and r["where"] == "vta"]
     conv_cycles = sum(r["cycles"] for r in conv)
     macs = sum(r["macs"] for r in report_rows)
     vta_macs = sum(r["macs"] for r in report_rows if r["where"] == "vta")

@@ -17,7 +17,7 @@ from sw.cli import progress_bar
 
 from .layers import Layer, bind
 
-__all__ = ["run", "run_batch", "placement", "residual_adds", "Record"]
+__all__ = ["run", "run_batch", "placement", "residual_adds", "table_tails", "Record"]
 
 
 def placement(lay: Layer, xs) -> tuple[str, str]:
@@ -44,18 +44,41 @@ def residual_adds(layers: list[Layer], keep=()) -> dict[int, tuple[Layer, int]]:
             and lay.node.output not in keep}
 
 
+def table_tails(layers: list[Layer], keep=()) -> dict[int, Layer]:
+    """Pointwise table islands (a LeakyRelu, ...: one int8 tensor in and out, :mod:`~apps.onnx.handlers.island`)
+    that may run in the epilogue of the conv producing their input: id(conv layer) -> island. The conv's output
+    must have no other reader and not be in ``keep``; whether the fusion happens is decided when the conv runs
+    (:meth:`apps.onnx.handlers.conv.Conv.table_epilogue`: the table must be ALU steps, and hide behind the GEMMs)."""
+    readers = Counter(t for lay in layers for t in lay.node.inputs)
+    tables = {lay.node.inputs[0]: lay for lay in layers
+              if lay.kind == "island" and isinstance(lay.params.get("table"), np.ndarray) and len(lay.node.inputs) == 1}
+    return {id(lay): tables[lay.node.output] for lay in layers
+            if lay.kind == "conv" and lay.node.output in tables and readers[lay.node.output] == 1
+            and lay.node.output not in keep}
+
+
+def fusion_record(lay: Layer, fused: Layer) -> tuple[str, str]:
+    """(kind, reason) of the record of conv ``lay`` with ``fused`` (a residual add or a table island) in its
+    epilogue."""
+    if fused.kind == "add":
+        return "conv+add", f"the add {fused.name} in the conv's epilogue"
+    return "conv+pointwise", f"{fused.name} ({', '.join(fused.params['island'].ops)}) in the conv's epilogue"
+
+
 def run(layers: list[Layer], inputs: dict, virtual_threads: int = 2, progress: bool = False,
         force_cpu: bool = False, fuse: bool = True, keep=()) -> tuple[dict, list[Record]]:
     """Run the network; returns (tensors, records). Tensors are canonical int8 (float where the graph
     has float tensors); records, one per layer, say where it ran and its counters (cycles on the RTL).
 
     With ``fuse``, a residual add runs in the epilogue of the conv that produces one of its inputs
-    (:func:`residual_adds`; ``keep``: tensors that must stay in ``tensors``): one record for both
-    (kind ``conv+add``, its ``fused`` key naming the conv's output, which then never leaves the
-    accelerator and is not among the tensors)."""
+    (:func:`residual_adds`; ``keep``: tensors that must stay in ``tensors``), and so does a pointwise table
+    island after a conv (:func:`table_tails`): one record for both (kind ``conv+add`` or ``conv+pointwise``,
+    its ``fused`` key naming the conv's output, which then never leaves the accelerator and is not among the
+    tensors)."""
     env = dict(inputs)
     records = []
     fusable = residual_adds(layers, keep) if fuse and not force_cpu else {}
+    tails = table_tails(layers, keep) if fuse and not force_cpu else {}
     done = set()
     bar = progress_bar(len(layers), "layers") if progress else None
     for lay in layers:
@@ -78,6 +101,12 @@ def run(layers: list[Layer], inputs: dict, virtual_threads: int = 2, progress: b
                 fused = add
                 y, counters = lay.handler.lower(lay, xs, virtual_threads, residual=(*fusion, other))
                 counters = dict(counters)
+        if fused is None and where == "vta" and id(lay) in tails:
+            fusion = lay.handler.table_epilogue(lay, tails[id(lay)], xs)
+            if fusion is not None:
+                fused = tails[id(lay)]
+                y, counters = lay.handler.lower(lay, xs, virtual_threads, tail=fusion)
+                counters = dict(counters)
         if fused is None and where == "vta":
             y, counters = lay.handler.lower(lay, xs, virtual_threads)
             counters = dict(counters)
@@ -89,8 +118,9 @@ def run(layers: list[Layer], inputs: dict, virtual_threads: int = 2, progress: b
         if fused is not None:
             done.add(id(fused))
             bind(env, fused, y)
-            records.append(Record(name=f"{lay.name} + {fused.name}", kind="conv+add", where=where,
-                                  reason=f"the add {fused.name} in the conv's epilogue", in_shape=tuple(xs[0].shape),
+            kind, why = fusion_record(lay, fused)
+            records.append(Record(name=f"{lay.name} + {fused.name}", kind=kind, where=where, reason=why,
+                                  in_shape=tuple(xs[0].shape),
                                   out_shape=tuple(np.shape(y)), macs=macs, counters=counters, seconds=dt,
                                   fused=[lay.node.output]))
         else:

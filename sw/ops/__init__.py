@@ -70,7 +70,7 @@ from __future__ import annotations
 
 from . import base as _base
 from .base import TileError
-from .compact import compact
+from .compact import compact, with_operands
 from .conv2d import conv2d, conv2d_packed
 from .dense import dense, dense_packed, gemm
 from .elementwise import add_bias, add_rescaled, relu, requantize, vadd
@@ -103,7 +103,7 @@ __all__ = [
     # planning
     "plan_dense", "plan_conv2d", "DensePlan", "ConvPlan", "last_counters", "TileError",
     # epilogues
-    "Epilogue", "compact",
+    "Epilogue", "compact", "with_operands",
 ]
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from ..isa import AluOp
 from .epilogue import IMM_MAX, IMM_MIN, AluStep
 
-__all__ = ["compact"]
+__all__ = ["compact", "with_operands"]
 
 ADD, SHR, MIN, MAX, MUL = AluOp.ADD, AluOp.SHR, AluOp.MIN, AluOp.MAX, AluOp.MUL
 _LO, _HI = -(1 << 31), (1 << 31) - 1
@@ -63,8 +63,8 @@ class _Seq:
             if isinstance(v, str):
                 raise ValueError("SHR takes an immediate")
             return op, int(v)
-        if v == "r":
-            return op, "r"
+        if v in ("r", "b"):                              # tensor operands: the residual, the branch
+            return op, v
         if isinstance(v, str):
             i = int(v[1:])
             if vectors is None or i >= len(vectors):
@@ -243,21 +243,47 @@ def compact(steps: Sequence[AluStep], vectors, lo, hi, residual: Sequence[AluSte
             _simplify(res, 0)
             _simplify(body, 0)
     names: list = []
-
-    def operand(op, v, kept=False):
-        if op == SHR or isinstance(v, str):
-            return v
-        if not kept and np.all(v == v[0]) and IMM_MIN <= v[0] <= IMM_MAX:
-            return int(v[0])
-        for k in range(0 if kept else n_kept, len(names)):     # (a kept vector is not shared: it may be replaced)
-            if np.array_equal(names[k], v):
-                return f"v{k}"
-        names.append(v)
-        return f"v{len(names) - 1}"
-
-    out = [(op, operand(op, v, True)) for op, v in head]
+    out = _materialize(head, names, kept=True)
     n_kept = len(names)
-    out += [(op, operand(op, v)) for op, v in body]
-    out_res = None if res is None else [(op, operand(op, v)) for op, v in res]
-    vecs = np.stack(names).astype(np.int32) if names else None
-    return out, out_res, vecs
+    out += _materialize(body, names, n_kept)
+    out_res = None if res is None else _materialize(res, names, n_kept)
+    return out, out_res, _stack(names)
+
+
+def _materialize(steps, names: list, first: int = 0, kept: bool = False) -> list:
+    """Per-channel constants as immediates (one 16-bit value on every channel) or vector operands: the index of
+    an equal vector in ``names`` from ``first`` on (a kept step's vector is not shared: it may be replaced),
+    else a new one appended."""
+    out = []
+    for op, v in steps:
+        if op != SHR and not isinstance(v, str):
+            if not kept and np.all(v == v[0]) and IMM_MIN <= v[0] <= IMM_MAX:
+                v = int(v[0])
+            else:
+                k = next((k for k in range(0 if kept else first, len(names)) if np.array_equal(names[k], v)), None)
+                if k is None:
+                    names.append(v)
+                    k = len(names) - 1
+                v = f"v{k}"
+        out.append((op, v))
+    return out
+
+
+def _stack(names: list):
+    return np.stack(names).astype(np.int32) if names else None
+
+
+def with_operands(steps: Sequence[AluStep], vectors) -> tuple[list, np.ndarray | None]:
+    """``steps`` whose int constants may exceed an immediate (a list written by hand, the tail of a fused
+    function) as ALU operands: an int that fits stays, any other becomes a vector appended to ``vectors``
+    (V, channels) (or shares an equal one). Returns (steps, vectors)."""
+    vectors = None if vectors is None else np.asarray(vectors, np.int64)
+    names = [] if vectors is None else list(vectors)
+    channels = vectors.shape[1]
+    out = []
+    for op, v in steps:
+        if isinstance(v, str) or op == SHR or IMM_MIN <= int(v) <= IMM_MAX:
+            out.append((op, v))
+        else:
+            out += _materialize([(op, np.full(channels, int(v), np.int64))], names)
+    return out, _stack(names)

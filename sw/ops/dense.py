@@ -101,7 +101,7 @@ def _vector_in_reduction(data, weight, bias, epi: Epilogue, block: int):
     steps = epi.steps
     free = -data.shape[1] % block
     if (bias is None or not steps or steps[0] != (AluOp.ADD, "v0") or any(v == "v0" for _, v in steps[1:])
-            or epi.residual is not None or free < 2):
+            or epi.residual is not None or epi.branch is not None or free < 2):
         return data, weight, bias, epi
     vectors = vectors_2d(bias, weight.shape[0]).astype(np.int64)
     q = np.round(vectors[0] / 127).astype(np.int64)

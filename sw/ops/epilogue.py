@@ -12,6 +12,9 @@ One type, :class:`Epilogue`, describes every way dense and conv2d finish a tile:
   (``residual``: immediates or vectors, e.g. zero point and rescale), and used by a step with the operand
   ``"r"`` (element by element, two cycles per micro-op): a residual add fused into the producing
   layer's epilogue, so the two-input add makes no round trip through DRAM;
+* optionally a **branch**: at step ``at`` the tile's values are copied into a second acc region (after the
+  vectors; zeroed, then a tensor ADD), finished there by the branch's own steps, and combined back by a
+  step with the operand ``"b"`` (``MAX b``: a LeakyRelu's two slopes, ``max(x A, x B)``);
 * then ``planes`` bytes of each result: STORE writes the low 8 bits of an accumulator, so for
   ``planes = k > 1`` the tile is copied into k - 1 more acc regions, region p shifted right by 8p,
   and the k low bytes are stored and reassembled on the host into the low 8k bits, sign-extended.
@@ -34,7 +37,7 @@ from functools import cached_property
 import numpy as np
 
 from ..isa import ALUOP_IMM_BITS, AluOp
-from .kernels import Load, _alu_rows, _alu_tensor
+from .kernels import Load, _alu_rows, _alu_tensor, _zero_rows
 
 __all__ = ["Epilogue", "IMM_MIN", "IMM_MAX", "Operand", "AluStep", "alu_apply", "vectors_2d"]
 
@@ -60,9 +63,9 @@ def _check_step(i: int, step) -> AluStep:
     except (KeyError, ValueError):
         raise ValueError(f"epilogue step {i}: op {op!r}; allowed: {_ALLOWED_OPS}") from None
     if isinstance(operand, str):
-        if not (operand == "r" or operand.startswith("v") and operand[1:].isdigit()):
+        if not (operand in ("r", "b") or operand.startswith("v") and operand[1:].isdigit()):
             raise ValueError(f"epilogue step {i}: operand {operand!r}; allowed: an int immediate in "
-                             f"[{IMM_MIN}, {IMM_MAX}], a vector 'v0', 'v1', ... or the residual 'r'")
+                             f"[{IMM_MIN}, {IMM_MAX}], a vector 'v0', 'v1', ..., the residual 'r' or the branch 'b'")
         if op == AluOp.SHR:
             raise ValueError(f"epilogue step {i}: SHR takes an immediate shift in [{IMM_MIN}, {IMM_MAX}], "
                              f"not a tensor operand")
@@ -80,7 +83,9 @@ class Epilogue:
     """ALU ``steps`` on a tile's accumulators, then ``planes`` (1-4) low bytes of each stored.
 
     ``residual`` (None: no residual): the ALU steps (immediates or vectors) that finish the residual tensor
-    in the acc SRAM before a step with operand ``"r"`` uses it.
+    in the acc SRAM before a step with operand ``"r"`` uses it. ``branch`` (None: none): ``(at, steps)``, a copy
+    of the values before step ``at`` finished by ``steps`` (immediates or vectors), which a later step with
+    operand ``"b"`` uses.
 
     Frozen and hashable: plans and micro-kernels are memoised on it. ``Epilogue(steps)`` validates the
     steps (any sequence of ``(AluOp | name, int | 'vI' | 'r')``) and names the bad field and its range.
@@ -88,11 +93,13 @@ class Epilogue:
     steps: tuple[AluStep, ...] = ()
     planes: int = 1
     residual: tuple[AluStep, ...] | None = None
+    branch: tuple[int, tuple[AluStep, ...]] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "steps", tuple(_check_step(i, s) for i, s in enumerate(self.steps)))
         if self.planes not in (1, 2, 3, 4):
             raise ValueError(f"epilogue planes = {self.planes!r}; allowed [1, 4] (bytes of each accumulator stored)")
+        self._check_branch()
         uses_r = any(v == "r" for _, v in self.steps)
         if self.residual is None:
             if uses_r:
@@ -107,6 +114,25 @@ class Epilogue:
         if self.planes != 1:
             raise ValueError(f"epilogue: a residual needs planes = 1 (got {self.planes})")
         object.__setattr__(self, "residual", res)
+
+    def _check_branch(self) -> None:
+        uses = [i for i, (_, v) in enumerate(self.steps) if v == "b"]
+        if self.branch is None:
+            if uses:
+                raise ValueError("epilogue: a step uses the branch 'b' but the epilogue has no branch (branch=None)")
+            return
+        at, steps = self.branch
+        if not isinstance(at, (int, np.integer)) or not 0 <= at < len(self.steps):
+            raise ValueError(f"epilogue branch at step {at!r}; allowed [0, {len(self.steps) - 1}]")
+        steps = tuple(_check_step(i, s) for i, s in enumerate(steps))
+        if any(v in ("r", "b") for _, v in steps):
+            raise ValueError("epilogue branch steps take immediates or vectors, not 'r' or 'b'")
+        if not uses or uses[0] < at:
+            raise ValueError(f"epilogue: the branch (copied before step {at}) must be used by a later step "
+                             f"(operand 'b')")
+        if self.residual is not None or self.planes != 1:
+            raise ValueError("epilogue: a branch takes planes = 1 and no residual (they share the acc region)")
+        object.__setattr__(self, "branch", (int(at), steps))
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -137,7 +163,8 @@ class Epilogue:
     @cached_property
     def vectors(self) -> int:
         """How many per-channel vectors the steps use (1 + the largest index)."""
-        used = [int(v[1:]) for _, v in self.steps + (self.residual or ()) if isinstance(v, str) and v != "r"]
+        used = [int(v[1:]) for _, v in self.steps + (self.residual or ()) + self._branch_steps
+                if isinstance(v, str) and v not in ("r", "b")]
         return 1 + max(used) if used else 0
 
     @cached_property
@@ -145,10 +172,16 @@ class Epilogue:
         """ALU passes over the tile's rows (one per step: a vector step reads its vector row once per channel
         block; two for the residual's tensor add, whose source row changes with every row; a copy and a shift
         per extra plane)."""
-        n = sum(2 if v == "r" else 1 for _, v in self.steps) + 3 * (self.planes - 1)
+        n = sum(2 if v in ("r", "b") else 1 for _, v in self.steps) + 3 * (self.planes - 1)
         if self.residual is not None:
             n += len(self.residual) + RESIDUAL_LOAD_PASSES
+        if self.branch is not None:
+            n += 3 + len(self.branch[1])             # zeroing and copying the branch region, its steps
         return n
+
+    @property
+    def _branch_steps(self) -> tuple:
+        return () if self.branch is None else self.branch[1]
 
     @cached_property
     def cost_proxy(self) -> Epilogue:
@@ -156,15 +189,16 @@ class Epilogue:
         depends on nothing else), the same for every epilogue of that cost: the layers of a network differ in
         their multipliers and shifts, not in their shapes, and then share one memoised plan."""
         def proxy(steps, top):
-            n = sum(isinstance(v, str) and v != "r" for _, v in steps)
-            r = sum(v == "r" for _, v in steps)
-            return ([(AluOp.ADD, top)] * bool(n) + [(AluOp.ADD, "v0")] * max(0, n - 1) + [(AluOp.ADD, "r")] * r
-                    + [(AluOp.ADD, 0)] * (len(steps) - n - r))
+            n = sum(isinstance(v, str) and v not in ("r", "b") for _, v in steps)
+            tensors = [(AluOp.ADD, v) for _, v in steps if v in ("r", "b")]
+            return ([(AluOp.ADD, top)] * bool(n) + [(AluOp.ADD, "v0")] * max(0, n - 1) + tensors
+                    + [(AluOp.ADD, 0)] * (len(steps) - n - len(tensors)))
 
         top = f"v{self.vectors - 1}"
         steps = proxy(self.steps, top)
         residual = None if self.residual is None else tuple(proxy(self.residual, top))
-        return Epilogue(tuple(steps), self.planes, residual)
+        branch = None if self.branch is None else (0, tuple(proxy(self.branch[1], top)))
+        return Epilogue(tuple(steps), self.planes, residual, branch)
 
     @property
     def dtype(self):
@@ -181,7 +215,7 @@ class Epilogue:
 
     def acc_rows(self, rows: int, tm: int) -> int:
         """Acc SRAM rows of a tile of ``rows`` accumulators over ``tm`` channel blocks."""
-        return rows * self.planes + tm * self.vectors + (rows if self.residual is not None else 0)
+        return rows * self.planes + tm * self.vectors + (rows if self.residual is not None or self.branch else 0)
 
     # ------------------------------------------------------------------ numpy
     def reference(self, acc, vectors=None, channel_axis: int = 1, residual=None) -> np.ndarray:
@@ -218,8 +252,12 @@ class Epilogue:
 
         for op, v in self.residual or ():
             r = alu_apply(op, r, operand(v))
-        for op, v in self.steps:
-            y = alu_apply(op, y, operand(v))
+        for i, (op, v) in enumerate(self.steps):
+            if self.branch is not None and i == self.branch[0]:
+                b = y
+                for bop, u in self.branch[1]:
+                    b = alu_apply(bop, b, operand(u))
+            y = alu_apply(op, y, b if v == "b" else operand(v))
         return y
 
     # ------------------------------------------------------------------ lowering
@@ -232,7 +270,7 @@ class Epilogue:
         loaded first by ``load_residual(sram_row)`` (its LOADs, rows in the accumulators' order, to
         acc + rows + tm * vectors) and finished by its steps just before the first step that uses it
         (those ALU actions are marked ``reads_residual``: a scheduler that delays the loads queues them
-        before the first such action)."""
+        before the first such action). A branch uses the residual's rows."""
         acts = []
         vec_base = acc + rows * self.planes
         res_base = vec_base + tm * self.vectors
@@ -256,8 +294,16 @@ class Epilogue:
             if load_residual is None:
                 raise ValueError("the epilogue has a residual: the operator must load it (load_residual)")
             acts += list(load_residual(res_base))
-        for op, v in self.steps:
-            if v == "r":
+        for i, (op, v) in enumerate(self.steps):
+            if self.branch is not None and i == self.branch[0]:
+                # the branch: its region (the residual's place) zeroed, the values added in, its own steps
+                acts += _zero_rows(res_base, rows)
+                acts.append(_alu_tensor(res_base, acc, ((rows, 1, 1),), AluOp.ADD))
+                for bop, u in self.branch[1]:
+                    acts += step(bop, u, res_base)
+            if v == "b":
+                acts.append(_alu_tensor(acc, res_base, ((rows, 1, 1),), op))
+            elif v == "r":
                 if residual:
                     # the residual's own steps just before its first use (the loads may come late), the
                     # vectors they use loaded first

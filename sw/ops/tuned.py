@@ -37,7 +37,8 @@ def epilogue_key(epi) -> str:
     epi = epi.cost_proxy
     steps = " ".join(f"{op.name}:{v}" for op, v in epi.steps)
     residual = "" if epi.residual is None else " residual:" + " ".join(f"{op.name}:{v}" for op, v in epi.residual)
-    return f"planes:{epi.planes} {steps}{residual}"
+    branch = "" if epi.branch is None else " branch:" + " ".join(f"{op.name}:{v}" for op, v in epi.branch[1])
+    return f"planes:{epi.planes} {steps}{residual}{branch}"
 
 
 def problem_key(op: str, cfg, shape: tuple, vt: int, epi) -> str:

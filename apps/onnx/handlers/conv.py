@@ -19,6 +19,7 @@ from sw.isa import AluOp
 from sw.runtime import current_config
 
 from ..ir import QNode
+from ..numerics import table_steps
 from . import for_kind, register
 from .base import Handler, Unsupported
 from .gemm import acc_range, compact_epilogue, describe_split, match_conv, prepare_gemm, run_epilogue, spare_lanes
@@ -125,14 +126,53 @@ class Conv(Handler):
             memo[add.name, index] = ops.Epilogue(tuple(steps), 1, tuple(residual)), vecs
         return memo[add.name, index]
 
-    def lower(self, lay, xs, vt, residual=None):
+    def table_epilogue(self, lay, isl, xs) -> tuple[ops.Epilogue, np.ndarray] | None:
+        """The epilogue of this conv with the pointwise table island ``isl`` after it (a LeakyRelu: its 256-entry
+        table) and its vectors, or None: the table must be ALU steps on every value the conv's output can take
+        (:func:`apps.onnx.numerics.table_steps`: one slope, or two meeting at the zero point, computed in a
+        copy of the values, ``Epilogue.branch``), and the longer epilogue must still hide behind the GEMMs (its
+        ALU passes per accumulator row at most the GEMM's cycles per row: otherwise the CPU's table lookup costs
+        the accelerator nothing). A requantization split with the CPU never fuses."""
+        p = lay.params
+        if p["split"] or xs[0].ndim != 4:
+            return None
+        c, kh, kw = p["weight"].shape[1:]
+        block = current_config().BLOCK_IN
+        gemm = -(-c * kh * kw // block) if self._im2col_pays(lay) else -(-c // block) * kh * kw
+        memo = p.setdefault("tails", {})
+        if isl.name not in memo:
+            memo[isl.name] = self._table_epilogue(lay, isl)
+        fusion = memo[isl.name]
+        return fusion if fusion is not None and fusion[0].passes <= gemm else None
+
+    def _table_epilogue(self, lay, isl):
+        p = lay.params
+        lo, hi = acc_range(lay)
+        ends = lay.epilogue.apply(np.stack([lo, hi]), p["vectors"], channel_axis=1)
+        if ends.min() < -128 or ends.max() > 127:
+            return None
+        fit = table_steps(isl.params["table"], int(ends.min()), int(ends.max()), lay.out.zero_point)
+        if fit is None:
+            return None
+        pre, branch, post = fit
+        steps, _, vecs = ops.compact(list(lay.steps) + pre, p["vectors"], lo, hi)
+        if branch is not None:
+            branch, vecs = ops.with_operands(branch, vecs)
+        post, vecs = ops.with_operands(post, vecs)
+        return ops.Epilogue(tuple(steps + post), 1, None, None if branch is None else (len(steps), tuple(branch))), vecs
+
+    def lower(self, lay, xs, vt, residual=None, tail=None):
         """The conv on the accelerator; ``residual`` = (epilogue, vectors, tensor): with a residual add fused
-        in (:meth:`residual_epilogue`), returning the add's output."""
+        in (:meth:`residual_epilogue`), returning the add's output; ``tail`` = (epilogue, vectors): with a
+        pointwise table after it (:meth:`table_epilogue`), returning the table's output."""
         p = lay.params
         o, c, kh, kw = p["weight"].shape
         im2col = self._im2col_pays(lay)
         keep = im2col and spare_lanes(c * kh * kw)               # (the GEMM may take the bias)
-        epi, vecs = compact_epilogue(lay, keep_bias=keep) if residual is None else residual[:2]
+        if residual is not None:
+            epi, vecs = residual[:2]
+        else:
+            epi, vecs = tail if tail is not None else compact_epilogue(lay, keep_bias=keep)
         extra = {} if residual is None else {"residual": residual[2]}
         if im2col:
             cols, (n, ho, wo) = _im2col(self.pad_input(lay, xs[0]), kh, kw, p["strides"])
@@ -149,7 +189,7 @@ class Conv(Handler):
             y, counters = ops.conv2d(x, p["weight"], vecs, stride=int(p["strides"][0]), padding=pad,
                                      epilogue=epi, virtual_threads=vt, return_counters=True, groups=p["groups"],
                                      **extra)
-        return (run_epilogue(lay, y) if residual is None else y), counters
+        return (run_epilogue(lay, y) if residual is None and tail is None else y), counters
 
     def macs(self, lay, xs, y):
         return int(np.prod(y.shape)) * lay.macs_per_item // lay.params["weight"].shape[0]

@@ -44,6 +44,16 @@ def single_op(op: str, rng, **kw):
                  helper.make_node("Softmax", ["s"], ["p"], axis=-1),
                  helper.make_node("MatMul", ["p", "x"], ["y"])]
         return _model(nodes, {}, [heads, seq, d], [heads, seq, d]), [heads, seq, d]
+    if op == "conv_leaky":      # conv -> LeakyRelu (YOLO's activation): a pointwise table island after the conv
+        n = helper.make_node("LeakyRelu", ["t"], ["y"], alpha=kw.get("alpha", 0.1))
+        return _model([pre, n], w1, shape, shape), shape
+    if op == "two_leaky":       # two convs, then their two LeakyRelus next to each other, then an add
+        inits = {**w1, "w2": rng.normal(0, 0.3, (c, c, 3, 3)), "b2": rng.normal(0, 0.1, c)}
+        nodes = [pre, helper.make_node("Conv", ["x", "w2", "b2"], ["u"], pads=[1, 1, 1, 1]),
+                 helper.make_node("LeakyRelu", ["t"], ["ta"], alpha=0.1),
+                 helper.make_node("LeakyRelu", ["u"], ["ua"], alpha=0.2),
+                 helper.make_node("Add", ["ta", "ua"], ["y"])]
+        return _model(nodes, inits, shape, shape), shape
     if op == "conv_relu":
         n = helper.make_node("Relu", ["t"], ["y"])
         return _model([pre, n], w1, shape, shape), shape

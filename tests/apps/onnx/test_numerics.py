@@ -90,3 +90,45 @@ def test_clip_bounds_where_the_output_saturates_replace_the_saturation(M, zp):
     theirs = saturating.apply(np.clip(acc, old_lo, old_hi).reshape(1, -1), np.zeros((1, 1), np.int64), 0).ravel()
     assert np.array_equal(ours, theirs)
     assert ours.min() == -128 and ours.max() == 127
+
+
+def _leaky_table(s1, z1, s2, z2, alpha):
+    """onnxruntime's arithmetic for DequantizeLinear -> LeakyRelu -> QuantizeLinear on every int8 value."""
+    q = np.arange(-128, 128)
+    x = ((q - z1) * np.float32(s1)).astype(np.float32)
+    y = np.where(x >= 0, x, np.float32(alpha) * x).astype(np.float32)
+    return np.clip(np.rint(y / np.float32(s2)) + z2, -128, 127).astype(np.int8)
+
+
+def test_table_steps_are_exact_wherever_they_are_found():
+    """LeakyRelu tables of random scales and zero points (alpha 0.1, 0.2, 0: a ReLU, 1: a rescale): nearly all are
+    ALU steps (two slopes in a copy, one clip, or one slope), each exactly the table on every int8 value; a
+    sigmoid is not."""
+    from apps.onnx.numerics import table_steps
+    from sw.ops import with_operands
+
+    rng = np.random.default_rng(0)
+    found = 0
+    for i in range(80):
+        alpha = [0.1, 0.2, 0.0, 1.0][i % 4]
+        s1, s2 = rng.uniform(0.01, 0.2, 2)
+        z1, z2 = (int(v) for v in rng.integers(-60, 60, 2))
+        table = _leaky_table(s1, z1, s2, z2, alpha)
+        fit = table_steps(table, -128, 127, z1)
+        if fit is None:
+            continue
+        found += 1
+        pre, branch, post = fit
+        assert (branch is None) == (alpha in (0.0, 1.0)), (alpha, fit)
+        steps, v = with_operands(pre + post, np.zeros((1, 1), np.int64))
+        if branch is not None:
+            branch, v = with_operands(branch, v)
+        epi = Epilogue(tuple(steps), branch=None if branch is None else (len(pre), tuple(branch)))
+        assert np.array_equal(epi.reference(np.arange(-128, 128)[:, None], v, 1)[:, 0], table)
+    assert found >= 72
+    q = np.arange(-128, 128)
+    sigmoid = np.clip(np.rint(1 / (1 + np.exp(-q / 20.0)) / 0.004) - 128, -128, 127)
+    assert table_steps(sigmoid, -128, 127, 0) is None
+    # a narrower interval (the values the conv can give) is easier: only it must match
+    table = _leaky_table(0.05, 3, 0.043, -7, 0.1)
+    assert table_steps(table, -20, 40, 3) is not None

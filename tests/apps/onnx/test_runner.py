@@ -21,7 +21,7 @@ def _islanded(name):
 
 OPS = [("conv", {}), ("conv", {"stride": 2, "k": 1, "pad": 0}), ("conv", {"k": 7, "pad": 3, "stride": 2, "c": 3, "h": 16}),
        ("gemm", {}), ("matmul", {}), ("add", {}), ("relu", {}), ("maxpool", {}), ("gap", {}), ("flatten", {}),
-       ("avgpool", {}), ("gap", {"c": 40, "h": 7}),
+       ("avgpool", {}), ("gap", {"c": 40, "h": 7}), ("conv_leaky", {"c": 48}),
        ("conv", {"group": 2, "o": 8}), ("conv", {"group": 8, "o": 8}),
        ("conv", {"group": 16, "c": 16, "o": 32, "stride": 2}),
        ("deconv", {}), ("deconv", {"k": 3, "stride": 2, "pad": 1, "out_pad": 1}),
@@ -180,3 +180,30 @@ def test_averages_the_alu_cannot_round_as_onnxruntime_run_on_the_cpu():
     q, shape, rng = quantized("avgpool", k=2, stride=2, pad=0, h=8)
     island = [r for r in _run(q, shape, rng) if r["kind"] == "island"]
     assert len(island) == 1 and "many ties" in island[0]["reason"]
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.0, 0.3])
+def test_a_leaky_relu_runs_in_the_epilogue_of_the_conv_before_it(alpha):
+    """conv -> LeakyRelu: the island's 256-entry table is ALU steps on every value the conv can give (two slopes
+    in a copy of the values; alpha 0: one clip), run in the conv's epilogue: one record, the reference's values
+    (whose LeakyRelu is onnxruntime's table). Over 16 input channels the GEMM has 9 cycles per row, fewer than
+    the longer epilogue's ALU passes: the table stays on the CPU."""
+    q, shape, rng = quantized("conv_leaky", c=48, alpha=alpha)
+    records = _run(q, shape, rng)
+    fused = [r for r in records if r["kind"] == "conv+pointwise"]
+    assert len(fused) == 1 and "LeakyRelu" in fused[0]["reason"] and not [r for r in records if r["kind"] == "island"]
+    from apps.onnx import Model
+
+    planned = [row for row in Model(q).placement() if row["kind"] == "island"]        # the plan says the same
+    assert [(r["where"], r["reason"].split(" conv ")[0]) for r in planned] == [("vta", "in the epilogue of")]
+    q, shape, rng = quantized("conv_leaky", c=16, alpha=alpha)
+    assert [r["where"] for r in _run(q, shape, rng) if r["kind"] in ("conv", "island")] == ["vta", "cpu"]
+
+
+def test_adjacent_pointwise_islands_stay_apart_so_each_conv_takes_its_own():
+    """Two LeakyRelus next to each other in the graph, after two convs: two table islands (not one session of
+    both), each in the epilogue of its conv."""
+    q, shape, rng = quantized("two_leaky", c=48)
+    records = _run(q, shape, rng)
+    assert [r["kind"] for r in records if r["kind"].startswith("conv") or r["kind"] == "island"] == \
+        ["conv+pointwise", "conv+pointwise"]

@@ -195,3 +195,37 @@ def test_residual_epilogue_validation():
         ops.conv2d(x, w, np.zeros((1, 16), np.int32), epilogue=e, residual=np.zeros((1, 16, 3, 3), np.int8))
     with pytest.raises(ValueError, match="exactly when the epilogue has a residual"):
         ops.conv2d(x, w, np.zeros((1, 16), np.int32), epilogue=e)
+
+
+LEAKY = ops.Epilogue(((AluOp.ADD, "v0"), (AluOp.SHR, 6), (AluOp.MUL, 10), (AluOp.MAX, "b"), (AluOp.ADD, 4),
+                      (AluOp.SHR, 3), (AluOp.MAX, -128), (AluOp.MIN, 127)), branch=(2, ((AluOp.MUL, 1),)))
+
+
+@pytest.mark.parametrize("vt", [1, 2])
+def test_conv2d_with_a_branch(rng, vt):
+    """A LeakyRelu's two slopes: the values copied into a second region, each side multiplied, the larger kept:
+    max(10 x, x) >> 3 with x the rescaled accumulator."""
+    x = rng.integers(-128, 128, (1, 20, 9, 9), dtype=np.int8)
+    w = rng.integers(-128, 128, (24, 20, 3, 3), dtype=np.int8)
+    v = rng.integers(-5000, 5000, (1, 24)).astype(np.int32)
+    y = ops.conv2d(x, w, v, padding=1, epilogue=LEAKY, virtual_threads=vt)
+    acc = ops.conv2d_nchw(x, w, 1, 1).astype(np.int64) + v[0][None, :, None, None]
+    t = acc >> 6
+    assert np.array_equal(y, np.clip((np.maximum(10 * t, t) + 4) >> 3, -128, 127))
+    assert (t < 0).mean() > 0.2 and (t > 0).mean() > 0.2         # both slopes taken
+
+
+def test_branch_validation_and_cost():
+    with pytest.raises(ValueError, match="uses the branch 'b' but the epilogue has no branch"):
+        ops.Epilogue(((AluOp.MAX, "b"),))
+    with pytest.raises(ValueError, match="must be used by a later step"):
+        ops.Epilogue(((AluOp.MAX, "b"), (AluOp.ADD, 1)), branch=(1, ()))
+    with pytest.raises(ValueError, match=r"branch at step 3; allowed \[0, 1\]"):
+        ops.Epilogue(((AluOp.ADD, 1), (AluOp.MAX, "b")), branch=(3, ()))
+    with pytest.raises(ValueError, match="not 'r' or 'b'"):
+        ops.Epilogue(((AluOp.ADD, 1), (AluOp.MAX, "b")), branch=(0, ((AluOp.ADD, "b"),)))
+    with pytest.raises(ValueError, match="planes = 1 and no residual"):
+        ops.Epilogue(((AluOp.ADD, 1), (AluOp.MAX, "b")), planes=2, branch=(0, ()))
+    assert LEAKY.passes == 8 + 1 + 3 + 1              # the combining MAX reads a changing row; zero, copy, MUL
+    assert LEAKY.acc_rows(100, 2) == 100 + 2 + 100
+    assert LEAKY.cost_proxy.branch == (0, ((AluOp.ADD, 0),)) and LEAKY.cost_proxy.passes == LEAKY.passes
