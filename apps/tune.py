@@ -204,6 +204,19 @@ def write_log(results, cfg, path: Path) -> int:
     return len(data["entries"])
 
 
+def prune_log(problems, cfg, path: Path) -> tuple[int, int]:
+    """Drop the entries of config ``cfg`` whose problems are not among ``problems`` (entries an epilogue or a
+    planner change left behind; other configs' entries stay); returns (kept, dropped)."""
+    data = tuned.load(path)
+    wanted = {_key(p, cfg) for p in problems}
+    ours = f" {tuned.config_key(cfg)} "
+    kept = [e for e in data["entries"] if ours not in e["problem"] or e["problem"] in wanted]
+    dropped = len(data["entries"]) - len(kept)
+    data["entries"] = kept
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return len(kept), dropped
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m apps.tune", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default=None, help="VTA JSON config (default: configs/default.json)")
@@ -217,6 +230,9 @@ def main(argv=None) -> int:
                         help="percent of cycles traded for fewer instructions (default 1.0)")
     parser.add_argument("--log", default=None, help=f"the log to update (default {tuned.LOG})")
     parser.add_argument("--dry-run", action="store_true", help="measure and print, write nothing")
+    parser.add_argument("--prune", action="store_true",
+                        help="time nothing: drop the log's entries of this config that none of the given "
+                             "workloads and models plan")
     args = parser.parse_args(argv)
     cfg = load_config(args.config)
     if args.top < 1:
@@ -232,10 +248,14 @@ def main(argv=None) -> int:
     problems = _unique(problems, cfg)
     if not problems:
         parser.error("nothing to tune: give --workloads, --models or --onnx")
+    path = Path(args.log) if args.log else tuned.LOG
+    if args.prune:
+        kept, dropped = prune_log(problems, cfg, path)
+        print(f"{path}: {dropped} entries dropped, {kept} kept ({len(problems)} problems planned)")
+        return 0
     print(f"config {cfg}: {len(problems)} problems, {args.top} candidates each", flush=True)
     results = tune(problems, cfg, args.top, args.min_gain, args.tolerance)
     if not args.dry_run:
-        path = Path(args.log) if args.log else tuned.LOG
         n = write_log(results, cfg, path)
         print(f"wrote {path} ({n} entries)")
     return 0
