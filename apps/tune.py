@@ -230,6 +230,7 @@ def main(argv=None) -> int:
                         help="percent of cycles traded for fewer instructions (default 1.0)")
     parser.add_argument("--log", default=None, help=f"the log to update (default {tuned.LOG})")
     parser.add_argument("--dry-run", action="store_true", help="measure and print, write nothing")
+    parser.add_argument("--new", action="store_true", help="tune only the problems the log has no entry for")
     parser.add_argument("--prune", action="store_true",
                         help="time nothing: drop the log's entries of this config that none of the given "
                              "workloads and models plan")
@@ -253,6 +254,12 @@ def main(argv=None) -> int:
         kept, dropped = prune_log(problems, cfg, path)
         print(f"{path}: {dropped} entries dropped, {kept} kept ({len(problems)} problems planned)")
         return 0
+    if args.new:
+        logged = tuned.entries(path)
+        problems = [p for p in problems if _key(p, cfg) not in logged]
+        if not problems:
+            print(f"config {cfg}: every problem is in {path}")
+            return 0
     print(f"config {cfg}: {len(problems)} problems, {args.top} candidates each", flush=True)
     results = tune(problems, cfg, args.top, args.min_gain, args.tolerance)
     if not args.dry_run:

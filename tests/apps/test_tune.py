@@ -140,7 +140,7 @@ def test_main_dry_run_writes_nothing(tmp_path, capsys):
     assert "1 problems, 2 candidates each" in out and "dense 128x16x16 blocks" in out and not log.exists()
 
 
-def test_prune_drops_only_this_config_s_entries_nobody_plans(tmp_path, capsys):
+def test_prune_drops_only_this_config_s_entries_nobody_plans_and_new_skips_logged_ones(tmp_path, capsys):
     cfg = load_config("default")
     problem = tune.problems_of_workloads(["resnet18.C7"], cfg)[0]
     key = tune._key(problem, cfg)
@@ -151,4 +151,6 @@ def test_prune_drops_only_this_config_s_entries_nobody_plans(tmp_path, capsys):
                                            {"problem": "conv2d other_bus64 1x1 vt2 planes:1", **entry}]}))
     assert tune.main(["--workloads", "resnet18.C7", "--prune", "--log", str(log)]) == 0
     assert "1 entries dropped, 2 kept" in capsys.readouterr().out
+    assert tune.main(["--workloads", "resnet18.C7", "--new", "--log", str(log)]) == 0      # nothing left to time
+    assert "every problem is in" in capsys.readouterr().out
     assert [e["problem"] for e in json.loads(log.read_text())["entries"]] == [key, "conv2d other_bus64 1x1 vt2 planes:1"]
