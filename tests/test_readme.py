@@ -232,6 +232,12 @@ PYTHON = {
         Covered("tests/apps/test_tune.py", 'tune.main(["--config", "configs/small.json", "--workloads", "dense_128"'),
     f"{PY} -m apps.tune --onnx my_model.onnx --log build/my_tuning.json":
         Covered("tests/apps/test_tune.py", 'tune.main(["--config", "configs/default.json", "--onnx", str(path)'),
+    f"{PY} -m apps.tune --workloads all --models resnet18 resnet18-pc resnet50":
+        Covered("tests/apps/test_tune.py", 'tune.main(["--config", "configs/small.json", "--workloads", "dense_128"'),
+    f"{PY} -m apps.tune --models yolov3-tiny dcgan bert mobilenetv2 --new":
+        Covered("tests/apps/test_tune.py", 'tune.main(["--workloads", "resnet18.C7", "--new", "--log", str(log)])'),
+    f"{PY} -m apps.tune --workloads all --models resnet18 resnet18-pc resnet50 mobilenetv2 yolov3-tiny dcgan bert "
+    "--prune": Covered("tests/apps/test_tune.py", 'tune.main(["--workloads", "resnet18.C7", "--prune", "--log", str(log)])'),
     # hardware and FPGA
     f"{PY} -m hw.formal --markdown docs/verification.md":
         Run(["--only", "queue-bounds", "lite-stable", "--markdown", "verification.md"], ("slow",)),
