@@ -386,19 +386,26 @@ def steps_error(multiplier: float, steps) -> float:
     return steps_multiplier(steps) / multiplier - 1
 
 
-def _slope_range(x, t, S: int):
-    """[lo, hi] of the integer slopes A for which some C puts ``floor((x A + C) / 2^S)`` on ``t`` at every pair of
-    points (saturated values left out: their bound is one-sided), or None when empty."""
+def _pairs(x, t):
+    """(dx > 0, dt) of every pair of points whose values are not saturated (a saturated value's bound is
+    one-sided: the final check covers it), or None with fewer than two."""
     m = (t > -128) & (t < 127)
     x, t = x[m], t[m]
     if x.size < 2:
-        return -(1 << 24), 1 << 24
+        return None
     i, j = np.triu_indices(x.size, 1)
     dx, dt = x[j] - x[i], t[j] - t[i]
     keep = dx != 0
-    dx, dt = dx[keep], dt[keep]
-    sign = np.sign(dx)
-    dx, dt = dx * sign, dt * sign
+    sign = np.sign(dx[keep])
+    return dx[keep] * sign, dt[keep] * sign
+
+
+def _slope_range(pairs, S: int):
+    """[lo, hi] of the integer slopes A for which some C puts ``floor((x A + C) / 2^S)`` on the values at every
+    pair of points, or None when empty."""
+    if pairs is None:
+        return -(1 << 24), 1 << 24
+    dx, dt = pairs
     lo = int((-(-((dt - 1) * (1 << S) + 1) // dx)).max())            # ceil
     hi = int((((dt + 1) * (1 << S) - 1) // dx).min())
     return (lo, hi) if lo <= hi else None
@@ -423,15 +430,16 @@ def table_steps(table, lo: int, hi: int, knee: int):
     q = np.arange(lo, hi + 1, dtype=np.int64)
     t = T[q + 128]
     x = q - knee
+    whole, pos, neg = _pairs(x, t), _pairs(x[x >= 0], t[x >= 0]), _pairs(x[x <= 0], t[x <= 0])
     for two in (False, True):
         for S in range(22, -1, -1):
             if two:
-                ra, rb = _slope_range(x[x >= 0], t[x >= 0], S), _slope_range(x[x <= 0], t[x <= 0], S)
+                ra, rb = _slope_range(pos, S), _slope_range(neg, S)
                 if ra is None or rb is None:
                     continue
                 pairs = [(a, b) for a in _near_middle(*ra, 6) for b in _near_middle(*rb, 6) if a != b]
             else:
-                r = _slope_range(x, t, S)
+                r = _slope_range(whole, S)
                 if r is None:
                     continue
                 pairs = [(a, a) for a in _near_middle(*r)]

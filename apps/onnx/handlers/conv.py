@@ -139,6 +139,8 @@ class Conv(Handler):
         c, kh, kw = p["weight"].shape[1:]
         block = current_config().BLOCK_IN
         gemm = -(-c * kh * kw // block) if self._im2col_pays(lay) else -(-c // block) * kh * kw
+        if compact_epilogue(lay)[0].passes + 4 > gemm:   # (at least 4 passes more: no fit needed to refuse)
+            return None
         memo = p.setdefault("tails", {})
         if isl.name not in memo:
             memo[isl.name] = self._table_epilogue(lay, isl)
