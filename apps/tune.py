@@ -125,7 +125,7 @@ def measure(problem, tiles, seed: int = 0) -> tuple:
                                    return_counters=True, epilogue=epi)
     else:
         nb, cb, ob, h, w, kh, kw, stride, pad = shape
-        bg = _groups(op)                     # a grouped conv: nb images x bg block-groups of cb -> ob blocks
+        bg = tuned.block_groups(op)          # a grouped conv: nb images x bg block-groups of cb -> ob blocks
         nb, ob = nb // bg, ob * bg
         ho, wo = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
         vectors = rng.integers(-1000, 1000, size=(epi.vectors, ob, B, O), dtype=np.int32) if epi.vectors else None
@@ -136,17 +136,12 @@ def measure(problem, tiles, seed: int = 0) -> tuple:
     return (int(counters["cycles"]) if "cycles" in counters else None), queue.insns_run - before
 
 
-def _groups(op: str) -> int:
-    """The block-groups of a conv problem's operator name (``conv2d-g<n>``; 1 for ``conv2d``)."""
-    return int(op.split("-g")[1]) if "-g" in op else 1
-
-
 def _describe(problem) -> str:
     op, shape, vt, epi = problem
     if op == "dense":
         return f"dense {shape[0]}x{shape[1]}x{shape[2]} blocks, {epi.passes} ALU passes"
     nb, cb, ob, h, w, kh, kw, stride, pad = shape
-    bg = _groups(op)
+    bg = tuned.block_groups(op)
     return (f"conv {kh}x{kw}/{stride} {h}x{w}, {cb}->{ob} blocks" + (f" x{bg} groups" if bg > 1 else "")
             + (f" x{nb // bg}" if nb > bg else "")
             + f", {epi.passes} ALU passes" + (" + residual" if epi.residual is not None else ""))

@@ -31,30 +31,32 @@ class Record(dict):
     """One layer's row: name, kind, where, reason, in/out shapes, macs, counters, seconds."""
 
 
+def _fusable(layers: list[Layer], keep, reader_of: dict) -> dict:
+    """id(conv layer) -> ``reader_of[its output]`` for each conv whose output has that one reader and is not in
+    ``keep`` (graph outputs)."""
+    readers = Counter(t for lay in layers for t in lay.node.inputs)
+    return {id(lay): reader_of[lay.node.output] for lay in layers
+            if lay.kind == "conv" and lay.node.output in reader_of and readers[lay.node.output] == 1
+            and lay.node.output not in keep}
+
+
 def residual_adds(layers: list[Layer], keep=()) -> dict[int, tuple[Layer, int]]:
     """Residual adds that may be fused into the conv producing one of their inputs: id(conv layer) ->
     (add layer, the input the conv's output is). The conv's output must have no other reader and not
     be in ``keep`` (graph outputs). Whether a fusion happens is decided when the conv runs: the add's
     other input must already exist (so an add is fused into the later of its producers) and the conv
     must be able to take it (:meth:`apps.onnx.handlers.conv.Conv.residual_epilogue`)."""
-    readers = Counter(t for lay in layers for t in lay.node.inputs)
-    add_of = {t: (lay, i) for lay in layers if lay.kind == "add" for i, t in enumerate(lay.node.inputs)}
-    return {id(lay): add_of[lay.node.output] for lay in layers
-            if lay.kind == "conv" and lay.node.output in add_of and readers[lay.node.output] == 1
-            and lay.node.output not in keep}
+    return _fusable(layers, keep, {t: (lay, i) for lay in layers if lay.kind == "add"
+                                   for i, t in enumerate(lay.node.inputs)})
 
 
 def table_tails(layers: list[Layer], keep=()) -> dict[int, Layer]:
     """Pointwise table islands (a LeakyRelu, ...: one int8 tensor in and out, :mod:`~apps.onnx.handlers.island`)
-    that may run in the epilogue of the conv producing their input: id(conv layer) -> island. The conv's output
-    must have no other reader and not be in ``keep``; whether the fusion happens is decided when the conv runs
+    that may run in the epilogue of the conv producing their input: id(conv layer) -> island, under the same
+    conditions as :func:`residual_adds`; whether the fusion happens is decided when the conv runs
     (:meth:`apps.onnx.handlers.conv.Conv.table_epilogue`: the table must be ALU steps, and hide behind the GEMMs)."""
-    readers = Counter(t for lay in layers for t in lay.node.inputs)
-    tables = {lay.node.inputs[0]: lay for lay in layers
-              if lay.kind == "island" and isinstance(lay.params.get("table"), np.ndarray) and len(lay.node.inputs) == 1}
-    return {id(lay): tables[lay.node.output] for lay in layers
-            if lay.kind == "conv" and lay.node.output in tables and readers[lay.node.output] == 1
-            and lay.node.output not in keep}
+    return _fusable(layers, keep, {lay.node.inputs[0]: lay for lay in layers if lay.kind == "island"
+                                   and isinstance(lay.params.get("table"), np.ndarray) and len(lay.node.inputs) == 1})
 
 
 def fusion_record(lay: Layer, fused: Layer) -> tuple[str, str]:
@@ -99,13 +101,13 @@ def run(layers: list[Layer], inputs: dict, virtual_threads: int = 2, progress: b
             fusion = None if other is None else lay.handler.residual_epilogue(lay, add, i, xs, other)
             if fusion is not None:
                 fused = add
-                y, counters = lay.handler.lower(lay, xs, virtual_threads, residual=(*fusion, other))
+                y, counters = lay.handler.lower(lay, xs, virtual_threads, fused=(*fusion, other))
                 counters = dict(counters)
         if fused is None and where == "vta" and id(lay) in tails:
             fusion = lay.handler.table_epilogue(lay, tails[id(lay)], xs)
             if fusion is not None:
                 fused = tails[id(lay)]
-                y, counters = lay.handler.lower(lay, xs, virtual_threads, tail=fusion)
+                y, counters = lay.handler.lower(lay, xs, virtual_threads, fused=(*fusion, None))
                 counters = dict(counters)
         if fused is None and where == "vta":
             y, counters = lay.handler.lower(lay, xs, virtual_threads)

@@ -72,7 +72,7 @@ from . import base as _base
 from .base import TileError
 from .compact import compact, with_operands
 from .conv2d import conv2d, conv2d_packed
-from .dense import dense, dense_packed, gemm
+from .dense import dense, dense_packed, gemm, spare_lanes
 from .elementwise import add_bias, add_rescaled, relu, requantize, vadd
 from .epilogue import Epilogue
 from .layout import (
@@ -101,7 +101,7 @@ __all__ = [
     "pack_dense_data", "pack_dense_weight", "unpack_dense_output", "pack_conv_data", "pack_conv_weight",
     "unpack_conv_output", "pack_conv_output", "pack_bias", "block_groups",
     # planning
-    "plan_dense", "plan_conv2d", "DensePlan", "ConvPlan", "last_counters", "TileError",
+    "plan_dense", "plan_conv2d", "spare_lanes", "DensePlan", "ConvPlan", "last_counters", "TileError",
     # epilogues
     "Epilogue", "compact", "with_operands",
 ]

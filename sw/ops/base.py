@@ -83,15 +83,18 @@ def _halves(cfg, vt):
 
 @contextmanager
 def _operands_on_device(cmd, data, weight, bias, out_bytes, residual=None):
-    """Device buffers (data, weight, bias or None, output, residual or None) for one operator call, freed
-    afterwards.
+    """Device buffers (data, weight or None, bias or None, output, residual or None) for one operator call,
+    freed afterwards.
 
     The operands are already packed (``bias`` as :func:`sw.ops.layout.pack_bias` makes it, ``residual``
     int8 like the output)."""
     handles = []
     try:
         handles.append(_to_device(cmd, data.astype(np.int8)))
-        handles.append(_to_device(cmd, weight.astype(np.int8)))
+        wd = None
+        if weight is not None:
+            wd = _to_device(cmd, weight.astype(np.int8))
+            handles.append(wd)
         pd = None
         if bias is not None:
             pd = _to_device(cmd, np.asarray(bias, dtype=np.int32))
@@ -102,7 +105,7 @@ def _operands_on_device(cmd, data, weight, bias, out_bytes, residual=None):
         if residual is not None:
             rd = _to_device(cmd, np.asarray(residual, dtype=np.int8))
             handles.append(rd)
-        yield handles[0], handles[1], pd, yd, rd
+        yield handles[0], wd, pd, yd, rd
     finally:
         for h in handles:
             rt.buffer_free(h)

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..isa import AluOp
-from .epilogue import IMM_MAX, IMM_MIN, AluStep
+from .epilogue import IMM_MAX, IMM_MIN, AluStep, alu_apply
 
 __all__ = ["compact", "with_operands"]
 
@@ -36,41 +36,26 @@ ADD, SHR, MIN, MAX, MUL = AluOp.ADD, AluOp.SHR, AluOp.MIN, AluOp.MAX, AluOp.MUL
 _LO, _HI = -(1 << 31), (1 << 31) - 1
 
 
-def _wrap(a) -> np.ndarray:
-    """int64 values modulo 2^32 as signed int32 values (held in int64)."""
-    a = np.asarray(a, np.int64)
-    return ((a + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+def _alu(op, a, b) -> np.ndarray:
+    """The ALU's own arithmetic (int32 wrap-around, :func:`~sw.ops.epilogue.alu_apply`) on int64 arrays."""
+    return alu_apply(op, a, b).astype(np.int64)
 
 
-def _mul_wrap(a, b) -> np.ndarray:
-    """a * b modulo 2^32 without int64 overflow (operands are int32 values)."""
-    a, b = _wrap(a), _wrap(b)
-    lo = (a & 0xFFFF) * b
-    hi = ((a >> 16) * b) & 0xFFFF
-    return _wrap(lo + (hi << 16))
-
-
-class _Seq:
-    """Steps as (op, operand) with operand a per-channel int64 constant (C,), the residual ``'r'``, or an
-    int shift (SHR)."""
-
-    def __init__(self, steps, vectors, channels: int):
-        self.C = channels
-        self.steps = [self._operand(op, v, vectors) for op, v in steps]
-
-    def _operand(self, op, v, vectors):
-        if op == SHR:
-            if isinstance(v, str):
-                raise ValueError("SHR takes an immediate")
-            return op, int(v)
-        if v in ("r", "b"):                              # tensor operands: the residual, the branch
-            return op, v
-        if isinstance(v, str):
+def _arrays(steps, vectors, channels: int) -> list:
+    """Steps as (op, operand) with operand a per-channel int64 constant (C,), a tensor operand (``'r'``: the
+    residual, ``'b'``: the branch) or an int shift (SHR)."""
+    out = []
+    for op, v in steps:
+        if op == SHR or v in ("r", "b"):
+            out.append((op, v if isinstance(v, str) else int(v)))
+        elif isinstance(v, str):
             i = int(v[1:])
             if vectors is None or i >= len(vectors):
                 raise ValueError(f"the steps use vector {v} but {0 if vectors is None else len(vectors)} were given")
-            return op, np.asarray(vectors[i], np.int64).reshape(-1).copy()
-        return op, np.full(self.C, int(v), np.int64)
+            out.append((op, np.asarray(vectors[i], np.int64).reshape(-1).copy()))
+        else:
+            out.append((op, np.full(channels, int(v), np.int64)))
+    return out
 
 
 def _const(step) -> bool:
@@ -118,9 +103,9 @@ def _merge(steps, keep: int) -> bool:
         if not (_const(steps[i]) and _const(steps[i + 1])) or o1 != o2:
             continue
         if o1 == ADD:
-            steps[i:i + 2] = [(ADD, _wrap(v1 + v2))]
+            steps[i:i + 2] = [(ADD, _alu(ADD, v1, v2))]
         elif o1 == MUL:
-            steps[i:i + 2] = [(MUL, _mul_wrap(v1, v2))]
+            steps[i:i + 2] = [(MUL, _alu(MUL, v1, v2))]
         elif o1 == MIN:
             steps[i:i + 2] = [(MIN, np.minimum(v1, v2))]
         else:
@@ -173,9 +158,9 @@ def _move(steps, keep: int, lo, hi, r_range) -> bool:
             x_lo, x_hi = rng[j]
             if j > keep and (steps[j - 1][0] == SHR and steps[j - 1][1] >= 0 or steps[j - 1][0] == ADD
                              and _const(steps[j - 1])) and x_lo is not None:
-                bounds = [_wrap(steps[k][1] + v2) for k in range(j, i + 1)]
-                if all(_fits(steps[k][1] + v2) for k in range(j, i + 1)) and _fits(x_lo + v2) and _fits(x_hi + v2):
-                    steps[j:i + 2] = [(ADD, v2)] + [(steps[k][0], b) for k, b in zip(range(j, i + 1), bounds)]
+                bounds = [steps[k][1] + v2 for k in range(j, i + 1)]
+                if all(_fits(d) for d in bounds) and _fits(x_lo + v2) and _fits(x_hi + v2):
+                    steps[j:i + 2] = [(ADD, v2)] + [(steps[k][0], d) for k, d in zip(range(j, i + 1), bounds)]
                     return True
     return False
 
@@ -185,7 +170,7 @@ def _affine(steps, keep: int) -> bool:
     for i in range(keep, len(steps) - 2):
         if [s[0] for s in steps[i:i + 3]] == [ADD, MUL, ADD] and all(_const(s) for s in steps[i:i + 3]):
             a, b, c = steps[i][1], steps[i + 1][1], steps[i + 2][1]
-            steps[i:i + 3] = [(MUL, b), (ADD, _wrap(_mul_wrap(a, b) + c))]
+            steps[i:i + 3] = [(MUL, b), (ADD, _alu(ADD, _alu(MUL, a, b), c))]
             return True
     return False
 
@@ -209,8 +194,7 @@ def _simplify(steps, keep: int, lo=None, hi=None, r_range=None) -> None:
         pass
 
 
-def compact(steps: Sequence[AluStep], vectors, lo, hi, residual: Sequence[AluStep] | None = None,
-            keep: int = 0, channels: int | None = None):
+def compact(steps: Sequence[AluStep], vectors, lo, hi, residual: Sequence[AluStep] | None = None, keep: int = 0):
     """``steps`` (and a residual's steps) rewritten to as few ALU passes as the rules above allow, with
     the same int32 result for every accumulator in ``[lo, hi]`` (per channel, or one bound) and every
     int8 residual. The first ``keep`` steps stay as they are (a bias the GEMM may take over); ``lo``,
@@ -219,16 +203,15 @@ def compact(steps: Sequence[AluStep], vectors, lo, hi, residual: Sequence[AluSte
     Returns (steps, residual, vectors): the vectors (V, channels) int32 the new steps use, numbered in order
     of first use (a kept step's operand stays a vector), or None when no step uses one."""
     vectors = None if vectors is None else np.asarray(vectors, np.int64)
-    if channels is None:
-        channels = vectors.shape[1] if vectors is not None and vectors.ndim == 2 else np.size(lo)
+    channels = vectors.shape[1] if vectors is not None and vectors.ndim == 2 else np.size(lo)
     lo = np.broadcast_to(np.asarray(lo, np.int64), (channels,)).copy()
     hi = np.broadcast_to(np.asarray(hi, np.int64), (channels,)).copy()
-    seq = _Seq(steps, vectors, channels).steps
+    seq = _arrays(steps, vectors, channels)
     head, body = seq[:keep], seq[keep:]
     res = None
     r_range = None
     if residual is not None:
-        res = _Seq(residual, vectors, channels).steps
+        res = _arrays(residual, vectors, channels)
         if any(isinstance(v, str) for _, v in res):
             raise ValueError("the residual's steps cannot use the residual")
         _simplify(res, 0)

@@ -91,7 +91,13 @@ def dense_packed(data, weight, bias=None, shift: int = 8, clip: bool = True, vir
                         lambda xd, wd, pd, yd, rd: _dense_tiles(plan, cfg, xd, wd, yd, pd, epi), return_counters)
 
 
-def _vector_in_reduction(data, weight, bias, epi: Epilogue, block: int):
+def spare_lanes(k: int, cfg=None) -> int:
+    """The lanes a reduction of ``k`` leaves free in its last BLOCK_IN block: with two or more, :func:`dense`
+    moves an epilogue's leading ``ADD v0`` into them (the GEMM then adds the bias)."""
+    return -k % (cfg or config()).BLOCK_IN
+
+
+def _vector_in_reduction(data, weight, bias, epi: Epilogue, cfg):
     """An epilogue that starts with ``ADD v0`` (a bias) moved into the GEMM where the reduction's last block
     has room (K = 147, an RGB stem's im2col, leaves 13 of 160 lanes): constant columns (127 ... 127, 1)
     appended to the data and ``v0 = 127 q + r`` written into the weights' matching columns, so the
@@ -99,7 +105,7 @@ def _vector_in_reduction(data, weight, bias, epi: Epilogue, block: int):
     Returns (data, weight, bias, epilogue), unchanged where the steps, the free lanes or v0's range do not
     allow it."""
     steps = epi.steps
-    free = -data.shape[1] % block
+    free = spare_lanes(data.shape[1], cfg)
     if (bias is None or not steps or steps[0] != (AluOp.ADD, "v0") or any(v == "v0" for _, v in steps[1:])
             or epi.residual is not None or epi.branch is not None or free < 2):
         return data, weight, bias, epi
@@ -128,7 +134,7 @@ def _dense_common(data, weight, bias, epi: Epilogue, virtual_threads, tiles, ret
     m = weight.shape[0]
     if isinstance(tiles, str):
         tiles = _resolve_tiles(tiles, cfg, n, k, m, virtual_threads)
-    data, weight, bias, epi = _vector_in_reduction(data, weight, bias, epi, cfg.BLOCK_IN)
+    data, weight, bias, epi = _vector_in_reduction(data, weight, bias, epi, cfg)
     nb = cdiv(n, cfg.BATCH)
     mb = max(cdiv(m, cfg.BLOCK_OUT), cdiv(3, nb))     # at least 3 output blocks for the hazard rule
     xp = pack_dense_data(data, cfg)

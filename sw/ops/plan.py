@@ -244,7 +244,7 @@ def plan_conv2d(nb: int, cb: int, ob: int, h: int, w: int, kh: int, kw: int, str
     measured = None
     if tiles is None:
         shape = (nb, cb, ob, h, w, kh, kw, stride, pad)
-        op = "conv2d" if block_groups == 1 else f"conv2d-g{block_groups}"
+        op = _tuned.conv_op(block_groups)
         _tuned.record(op, cfg, shape, virtual_threads, epi)
         measured = _tuned.lookup(op, cfg, shape, virtual_threads, epi)
     return _plan_conv2d(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, epi.cost_proxy, cfg, tiles,

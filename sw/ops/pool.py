@@ -22,13 +22,12 @@ import itertools
 
 import numpy as np
 
-from .. import runtime as rt
 from ..isa import AluOp, MemId
-from .base import MAX_EXTENT, TileError, _check_vt, _finish, _from_device, _halves, _to_device, config
+from .base import MAX_EXTENT, TileError, _check_vt, _finish, _halves, config
 from .epilogue import Epilogue, packed_epilogue
 from .kernels import Load, Store, _alu_tensor, _zero_rows
 from .layout import pack_conv_output, pack_layer_bias, unpack_conv_output
-from .schedule import _Tile, run_tiles
+from .schedule import _Tile, run_operator
 
 __all__ = ["pool2d", "pool2d_ref"]
 
@@ -58,14 +57,14 @@ def _pool_args(kernel, stride, padding):
     return k, s, tuple(int(e) for e in p)
 
 
-def _tile_shape(cb, ho, wo, kh, sh, wp, vectors, cap):
-    """(tc, th): channel blocks and output rows per tile, the most outputs whose input rows, outputs and
-    vectors fit ``cap`` acc rows."""
+def _tile_shape(cb, ho, wo, kh, sh, wp, epi: Epilogue, cap):
+    """(tc, th): channel blocks and output rows per tile, the most outputs whose input rows and epilogue rows
+    (:meth:`Epilogue.acc_rows`) fit ``cap`` acc rows."""
     best = None
     for tc in range(cb, 0, -1):
         for th in range(ho, 0, -1):
             ih = (th - 1) * sh + kh
-            if tc * (ih * wp + th * wo + vectors) <= cap and ih * wp <= MAX_EXTENT:
+            if tc * ih * wp + epi.acc_rows(tc * th * wo, tc) <= cap and ih * wp <= MAX_EXTENT:
                 if best is None or tc * th > best[0] * best[1]:
                     best = (tc, th)
                 break
@@ -73,6 +72,46 @@ def _tile_shape(cb, ho, wo, kh, sh, wp, vectors, cap):
         raise TileError(f"one channel block of {kh} input rows of width {wp} and one output row do not fit the "
                         f"{cap} acc rows of a virtual thread")
     return best
+
+
+def _pool_tiles(cfg, vt, shape, op, epi: Epilogue, xd, pd, yd) -> list[_Tile]:
+    """The tiles of a pool over packed int8 data (nb, cb, hp, wp) into (planes, nb, cb, ho, wo): each loads its
+    input rows behind its epilogue's rows, zeroes its outputs and reduces the windows into them."""
+    nb, cb, hp, wp, kh, kw, sh, sw, ho, wo = shape
+    cap, bases = _halves(cfg, vt)["acc"]
+    tc, th = _tile_shape(cb, ho, wo, kh, sh, wp, epi, cap)
+    ACC, ACC8 = int(MemId.ACC), int(MemId.ACC_8BIT)
+    per_tap = kh * kw <= th * wo                     # fewer instructions: one per tap, or one per output
+    tiles = []
+    for ti, (q, c0, y0) in enumerate(itertools.product(range(nb), range(0, cb, tc), range(0, ho, th))):
+        nc, nh = min(tc, cb - c0), min(th, ho - y0)
+        ih = (nh - 1) * sh + kh
+        base = bases[ti % vt]
+        rows = nc * nh * wo                          # outputs at base, [j][y][x]; inputs after the epilogue's rows
+        inp = base + epi.acc_rows(rows, nc)
+        first = ((q * cb + c0) * hp + y0 * sh) * wp
+        if ih == hp and hp * wp <= MAX_EXTENT:       # whole channel blocks: one LOAD of nc runs
+            comps = [Load(xd, first, hp * wp, nc, hp * wp, inp, ACC8)]
+        else:
+            comps = [Load(xd, first + j * hp * wp, wp, ih, wp, inp + j * ih * wp, ACC8) for j in range(nc)]
+        comps += _zero_rows(base, rows)
+        over_outputs = ((nh, wo, sh * wp), (wo, 1, sw))
+        for j in range(nc):
+            out, src = base + j * nh * wo, inp + j * ih * wp
+            if per_tap or op == AluOp.MAX:           # the first tap copied into the zeroed outputs
+                comps.append(_alu_tensor(out, src, over_outputs, AluOp.ADD))
+            if per_tap:
+                comps += [_alu_tensor(out, src + dy * wp + dx, over_outputs, op)
+                          for dy, dx in itertools.product(range(kh), range(kw)) if dy or dx]
+            else:                                    # every tap of the window into one output row
+                comps += [_alu_tensor(out + oy * wo + ox, src + oy * sh * wp + ox * sw, ((kh, 0, wp), (kw, 0, 1)), op)
+                          for oy, ox in itertools.product(range(nh), range(wo))]
+        comps += epi.actions(base, rows, nc, ((nc, nh * wo, 1), (nh * wo, 1, 0)),
+                             lambda i, row, c0=c0, nc=nc: Load(pd, i * cb + c0, nc, 1, nc, row, ACC))
+        stores = [Store(base + p * rows, yd, ((p * nb + q) * cb + c0) * ho * wo + y0 * wo, nh * wo, nc, ho * wo)
+                  for p in range(epi.planes)]
+        tiles.append(_Tile(acc=ti % vt, computes=comps, stores=stores))
+    return tiles
 
 
 def pool2d(x, kernel, stride=1, padding=0, pad_value: int = 0, mode: str = "max", epilogue=None, vectors=None,
@@ -91,7 +130,7 @@ def pool2d(x, kernel, stride=1, padding=0, pad_value: int = 0, mode: str = "max"
     if not -128 <= pad_value <= 127:
         raise ValueError(f"pad_value = {pad_value}; allowed [-128, 127] (an int8)")
     cfg = config()
-    n, c, h, w = x.shape
+    n, c = x.shape[:2]
     xp = np.pad(x, ((0, 0), (0, 0), (t, b), (l, r)), constant_values=pad_value) if t or l or b or r else x
     hp, wp = xp.shape[2:]
     ho, wo = (hp - kh) // sh + 1, (wp - kw) // sw + 1
@@ -102,55 +141,11 @@ def pool2d(x, kernel, stride=1, padding=0, pad_value: int = 0, mode: str = "max"
         raise ValueError("a pool's epilogue takes no residual")
     data = pack_conv_output(xp, cfg)                     # (nb, cb, Hp, Wp, BATCH, BLOCK_OUT) int8
     nb, cb = data.shape[:2]
-    vec = pack_layer_bias(vectors, c, cb, cfg) if vectors is not None else None
-    epi, vec = packed_epilogue(epi, 0, vec, False, cb, cfg)
-    cap, bases = _halves(cfg, virtual_threads)["acc"]
-    tc, th = _tile_shape(cb, ho, wo, kh, sh, wp, epi.vectors + (epi.planes - 1) * ho * wo, cap)
-    op = _MODES[mode]
-    ACC, ACC8 = int(MemId.ACC), int(MemId.ACC_8BIT)
-    cmd = rt.command_handle()
-    handles = [_to_device(cmd, data)]
-    if vec is not None:
-        handles.append(_to_device(cmd, vec))
-    yd = rt.buffer_alloc(epi.planes * nb * cb * ho * wo * cfg.OUT_ELEM_BYTES)
-    handles.append(yd)
-    xd, pd = handles[0], (handles[1] if vec is not None else None)
-    tiles = []
-    try:
-        for ti, (q, c0, y0) in enumerate(itertools.product(range(nb), range(0, cb, tc), range(0, ho, th))):
-            nc, nh = min(tc, cb - c0), min(th, ho - y0)
-            ih = (nh - 1) * sh + kh
-            base = bases[ti % virtual_threads]
-            rows = nc * nh * wo                          # outputs at base, [j][y][x]; inputs after them
-            inp = base + rows * epi.planes + epi.vectors * nc
-            first = ((q * cb + c0) * hp + y0 * sh) * wp
-            if ih == hp and hp * wp <= MAX_EXTENT:       # whole channel blocks: one LOAD of nc runs
-                comps = [Load(xd, first, hp * wp, nc, hp * wp, inp, ACC8)]
-            else:
-                comps = [Load(xd, first + j * hp * wp, wp, ih, wp, inp + j * ih * wp, ACC8) for j in range(nc)]
-            comps += _zero_rows(base, rows)
-            per_tap = kh * kw <= nh * wo                 # fewer instructions: one per tap, or one per output
-            over_outputs = ((nh, wo, sh * wp), (wo, 1, sw))
-            for j in range(nc):
-                out, src = base + j * nh * wo, inp + j * ih * wp
-                if per_tap or op == AluOp.MAX:           # the first tap copied into the zeroed outputs
-                    comps.append(_alu_tensor(out, src, over_outputs, AluOp.ADD))
-                if per_tap:
-                    comps += [_alu_tensor(out, src + dy * wp + dx, over_outputs, op)
-                              for dy, dx in itertools.product(range(kh), range(kw)) if dy or dx]
-                else:                                    # every tap of the window into one output row
-                    comps += [_alu_tensor(out + oy * wo + ox, src + oy * sh * wp + ox * sw, ((kh, 0, wp), (kw, 0, 1)),
-                                          op) for oy, ox in itertools.product(range(nh), range(wo))]
-            comps += epi.actions(base, rows, nc, ((nc, nh * wo, 1), (nh * wo, 1, 0)),
-                                 lambda i, row, c0=c0, nc=nc: Load(pd, i * cb + c0, nc, 1, nc, row, ACC))
-            stores = [Store(base + p * rows, yd, ((p * nb + q) * cb + c0) * ho * wo + y0 * wo, nh * wo, nc, ho * wo)
-                      for p in range(epi.planes)]
-            tiles.append(_Tile(acc=ti % virtual_threads, computes=comps, stores=stores))
-        counters = run_tiles(tiles)
-        counters["tiles"] = len(tiles)
-        y = _from_device(cmd, yd, (epi.planes, nb, cb, ho, wo, cfg.BATCH, cfg.BLOCK_OUT), np.int8)
-    finally:
-        for h_ in handles:
-            rt.buffer_free(h_)
-    out = np.stack([unpack_conv_output(p, n, c) for p in y])
-    return _finish(epi.assemble(out), counters, return_counters)
+    epi, vec = packed_epilogue(epi, 0, None if vectors is None else pack_layer_bias(vectors, c, cb, cfg), False,
+                               cb, cfg)
+    shape = (nb, cb, hp, wp, kh, kw, sh, sw, ho, wo)
+    y, counters = run_operator(data, None, vec, epi, (nb, cb, ho, wo, cfg.BATCH, cfg.BLOCK_OUT),
+                               lambda xd, _, pd, yd, __: _pool_tiles(cfg, virtual_threads, shape, _MODES[mode], epi,
+                                                                     xd, pd, yd), True)
+    planes = y[None] if epi.planes == 1 else y
+    return _finish(epi.assemble(np.stack([unpack_conv_output(p, n, c) for p in planes])), counters, return_counters)

@@ -287,8 +287,9 @@ def run_tiles(tiles, interleave=None) -> dict:
 
 
 def run_operator(data, weight, vectors, epi, out_shape: tuple, make_tiles, return_counters: bool, residual=None):
-    """Stage a GEMM operator's packed operands on the device, run the tiles ``make_tiles(xd, wd, pd,
-    yd, rd)`` builds on their buffers (``rd``: the packed int8 ``residual`` of ``out_shape``, or None),
+    """Stage an operator's packed operands on the device (``weight`` None: an operator without one, a pool), run
+    the tiles ``make_tiles(xd, wd, pd, yd, rd)`` builds on their buffers (``rd``: the packed int8 ``residual`` of
+    ``out_shape``, or None),
     and read back the ``epi.planes`` planes of ``out_shape`` int8 (the first alone for one plane)."""
     cfg = config()
     cmd = rt.command_handle()

@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["LOG", "LOG_ENV", "problem_key", "config_key", "epilogue_key", "lookup", "recording", "record",
-           "load", "entries"]
+__all__ = ["LOG", "LOG_ENV", "conv_op", "block_groups", "problem_key", "config_key", "epilogue_key", "lookup",
+           "recording", "record", "load", "entries"]
 
 LOG = Path(__file__).with_name("tuned.json")
 LOG_ENV = "VTA_TUNING_LOG"
@@ -39,6 +39,17 @@ def epilogue_key(epi) -> str:
     residual = "" if epi.residual is None else " residual:" + " ".join(f"{op.name}:{v}" for op, v in epi.residual)
     branch = "" if epi.branch is None else " branch:" + " ".join(f"{op.name}:{v}" for op, v in epi.branch[1])
     return f"planes:{epi.planes} {steps}{residual}{branch}"
+
+
+def conv_op(block_groups: int) -> str:
+    """A conv problem's operator name: ``conv2d``, or ``conv2d-g<n>`` for a grouped conv of n block-groups (each
+    group reads its own weights: not the batched conv it plans as)."""
+    return "conv2d" if block_groups == 1 else f"conv2d-g{block_groups}"
+
+
+def block_groups(op: str) -> int:
+    """The block-groups of a conv problem's operator name (:func:`conv_op`)."""
+    return int(op.split("-g")[1]) if "-g" in op else 1
 
 
 def problem_key(op: str, cfg, shape: tuple, vt: int, epi) -> str:

@@ -19,7 +19,7 @@ from sw import ops
 from ..ir import QNode
 from ..numerics import NumericsError, requant_steps
 from . import register
-from .base import Handler, Unsupported
+from .base import Handler, Unsupported, pool_window
 
 
 def _check_ties(ctx, node, k) -> None:
@@ -109,18 +109,8 @@ class AveragePool(_AveragePool):
     op_types = ("AveragePool",)
 
     def match(self, node, ctx):
-        from ..graph import attrs_of
-
-        a = attrs_of(node)
-        k = list(a["kernel_shape"])
-        if len(k) != 2:
-            raise Unsupported(f"a {len(k)}-D pool (taken: 2-D)")
-        if a.get("ceil_mode", 0) or any(d != 1 for d in a.get("dilations", [1, 1])):
-            raise Unsupported("ceil_mode or dilations (taken: floor mode, dilation 1)")
-        pads = list(a.get("pads", [0, 0, 0, 0]))
-        if any(pads) and not a.get("count_include_pad", 0):
+        attrs, a = pool_window(node)
+        if any(attrs["pads"]) and not a.get("count_include_pad", 0):
             raise Unsupported("padding not counted in the average (count_include_pad = 0): a divisor per position")
-        t, l, b, r = pads
-        _check_ties(ctx, node, k[0] * k[1])
-        return QNode(self.kind, node.name or node.output[0], [ctx.act_input(node, 0)], [ctx.output_q(node)],
-                     dict(kernel=k, strides=list(a.get("strides", [1, 1])), pads=[t, l, b, r]))
+        _check_ties(ctx, node, attrs["kernel"][0] * attrs["kernel"][1])
+        return QNode(self.kind, node.name or node.output[0], [ctx.act_input(node, 0)], [ctx.output_q(node)], attrs)

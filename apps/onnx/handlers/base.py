@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Handler", "Unsupported"]
+__all__ = ["Handler", "Unsupported", "pool_window"]
 
 
 class Unsupported(Exception):
@@ -43,3 +43,17 @@ class Handler:
     def macs(self, lay, xs, y) -> int:
         """Multiply-accumulates of one run."""
         return 0
+
+
+def pool_window(node) -> tuple[dict, dict]:
+    """(kernel, strides, pads [top, left, bottom, right]) of a 2-D MaxPool or AveragePool in floor mode without
+    dilation, and all its attributes; :class:`Unsupported` otherwise."""
+    from ..graph import attrs_of
+
+    a = attrs_of(node)
+    k = list(a["kernel_shape"])
+    if len(k) != 2:
+        raise Unsupported(f"a {len(k)}-D pool (taken: 2-D)")
+    if a.get("ceil_mode", 0) or any(d != 1 for d in a.get("dilations", [1, 1])):
+        raise Unsupported("ceil_mode or dilations (taken: floor mode, dilation 1)")
+    return dict(kernel=k, strides=list(a.get("strides", [1, 1])), pads=list(a.get("pads", [0, 0, 0, 0]))), a

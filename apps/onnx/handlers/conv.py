@@ -22,7 +22,7 @@ from ..ir import QNode
 from ..numerics import table_steps
 from . import for_kind, register
 from .base import Handler, Unsupported
-from .gemm import acc_range, compact_epilogue, describe_split, match_conv, prepare_gemm, run_epilogue, spare_lanes
+from .gemm import acc_range, compact_epilogue, describe_split, match_conv, prepare_gemm, run_epilogue
 
 
 @register
@@ -113,11 +113,10 @@ class Conv(Handler):
         o = p["weight"].shape[0]
         if np.shape(other) != (xs[0].shape[0], o, *self._out_hw(lay, xs[0].shape[2:])):
             return None
-        lo, hi = acc_range(lay)
-        # the steps are monotonic over the accumulators' interval: its ends give the range
-        ends = lay.epilogue.apply(np.stack([lo, hi]), p["vectors"], channel_axis=1)
-        if ends.min() < -128 or ends.max() > 127:
+        values = self._int8_values(lay)
+        if values is None:
             return None
+        lo, hi, _ = values
         memo = p.setdefault("fused", {})
         if (add.name, index) not in memo:
             pre = for_kind("add").operand_steps(add)
@@ -147,15 +146,24 @@ class Conv(Handler):
         fusion = memo[isl.name]
         return fusion if fusion is not None and fusion[0].passes <= gemm else None
 
-    def _table_epilogue(self, lay, isl):
-        p = lay.params
+    @staticmethod
+    def _int8_values(lay):
+        """(lo, hi, (qmin, qmax)): the accumulators' interval per channel and the interval of the requantized
+        values, or None when those could leave int8 (then STORE's truncation is part of the value, which no
+        fused step sees). The steps are monotonic: the ends of the accumulators' interval give the values'."""
         lo, hi = acc_range(lay)
-        ends = lay.epilogue.apply(np.stack([lo, hi]), p["vectors"], channel_axis=1)
+        ends = lay.epilogue.apply(np.stack([lo, hi]), lay.params["vectors"], channel_axis=1)
         if ends.min() < -128 or ends.max() > 127:
             return None
-        fit = table_steps(isl.params["table"], int(ends.min()), int(ends.max()), lay.out.zero_point)
+        return lo, hi, (int(ends.min()), int(ends.max()))
+
+    def _table_epilogue(self, lay, isl):
+        p = lay.params
+        values = self._int8_values(lay)
+        fit = None if values is None else table_steps(isl.params["table"], *values[2], lay.out.zero_point)
         if fit is None:
             return None
+        lo, hi, _ = values
         pre, branch, post = fit
         steps, _, vecs = ops.compact(list(lay.steps) + pre, p["vectors"], lo, hi)
         if branch is not None:
@@ -163,19 +171,16 @@ class Conv(Handler):
         post, vecs = ops.with_operands(post, vecs)
         return ops.Epilogue(tuple(steps + post), 1, None, None if branch is None else (len(steps), tuple(branch))), vecs
 
-    def lower(self, lay, xs, vt, residual=None, tail=None):
-        """The conv on the accelerator; ``residual`` = (epilogue, vectors, tensor): with a residual add fused
-        in (:meth:`residual_epilogue`), returning the add's output; ``tail`` = (epilogue, vectors): with a
-        pointwise table after it (:meth:`table_epilogue`), returning the table's output."""
+    def lower(self, lay, xs, vt, fused=None):
+        """The conv on the accelerator; ``fused`` = (epilogue, vectors, residual tensor or None): with a residual
+        add (:meth:`residual_epilogue`) or a pointwise table (:meth:`table_epilogue`) in its epilogue, returning
+        the add's or the table's output."""
         p = lay.params
         o, c, kh, kw = p["weight"].shape
         im2col = self._im2col_pays(lay)
-        keep = im2col and spare_lanes(c * kh * kw)               # (the GEMM may take the bias)
-        if residual is not None:
-            epi, vecs = residual[:2]
-        else:
-            epi, vecs = tail if tail is not None else compact_epilogue(lay, keep_bias=keep)
-        extra = {} if residual is None else {"residual": residual[2]}
+        keep = im2col and ops.spare_lanes(c * kh * kw) >= 2               # (the GEMM may take the bias)
+        epi, vecs, residual = fused if fused is not None else (*compact_epilogue(lay, keep_bias=keep), None)
+        extra = {} if residual is None else {"residual": residual}
         if im2col:
             cols, (n, ho, wo) = _im2col(self.pad_input(lay, xs[0]), kh, kw, p["strides"])
             y, counters = ops.dense(cols, p["weight"].reshape(o, -1), vecs, epilogue=epi,
@@ -191,7 +196,7 @@ class Conv(Handler):
             y, counters = ops.conv2d(x, p["weight"], vecs, stride=int(p["strides"][0]), padding=pad,
                                      epilogue=epi, virtual_threads=vt, return_counters=True, groups=p["groups"],
                                      **extra)
-        return (run_epilogue(lay, y) if residual is None and tail is None else y), counters
+        return (run_epilogue(lay, y) if fused is None else y), counters
 
     def macs(self, lay, xs, y):
         return int(np.prod(y.shape)) * lay.macs_per_item // lay.params["weight"].shape[0]

@@ -9,7 +9,7 @@ from sw import ops
 from ..ir import QNode
 from . import register
 from .base import Handler, Unsupported
-from .gemm import compact_epilogue, describe_split, prepare_gemm, run_epilogue, spare_lanes
+from .gemm import compact_epilogue, describe_split, prepare_gemm, run_epilogue
 
 
 @register
@@ -57,7 +57,7 @@ class Dense(Handler):
 
     def lower(self, lay, xs, vt):
         x = xs[0].reshape(xs[0].shape[0], -1)
-        epi, vecs = compact_epilogue(lay, keep_bias=spare_lanes(x.shape[1]))   # (the GEMM may take the bias)
+        epi, vecs = compact_epilogue(lay, keep_bias=ops.spare_lanes(x.shape[1]) >= 2)   # (the GEMM may take the bias)
         y, counters = ops.dense(x, lay.params["weight"], vecs, epilogue=epi,
                                 virtual_threads=vt, return_counters=True)
         return run_epilogue(lay, y), counters

@@ -19,11 +19,11 @@ import numpy as np
 from sw import ops
 from sw.isa import AluOp
 
-from ..numerics import NumericsError, requant_steps, requant_steps_per_channel, value_range
+from ..numerics import NumericsError, qrange, requant_steps, requant_steps_per_channel, value_range
 from .base import Unsupported
 
 __all__ = ["match_conv", "prepare_gemm", "set_requant", "accelerator_epilogue", "compact_epilogue", "acc_range",
-           "spare_lanes", "run_epilogue", "describe_split", "vectors"]
+           "run_epilogue", "describe_split", "vectors"]
 
 
 def vectors(v0, extra, channels):
@@ -112,16 +112,9 @@ def acc_range(lay) -> tuple[np.ndarray, np.ndarray]:
     """Per output channel, the interval of a conv / dense layer's int32 accumulators ``sum x w`` over every
     input of the input's type (padding is the zero point, a value of that type)."""
     flat = lay.params["weight"].reshape(lay.params["weight"].shape[0], -1).astype(np.int64)
-    xmin, xmax = (-128, 127) if lay.inp[0].dtype == "int8" else (0, 255)
+    xmin, xmax = qrange(lay.inp[0].dtype)
     pos, neg = np.where(flat > 0, flat, 0).sum(axis=1), np.where(flat < 0, flat, 0).sum(axis=1)
     return pos * xmin + neg * xmax, pos * xmax + neg * xmin
-
-
-def spare_lanes(k: int) -> bool:
-    """Whether a GEMM over a reduction of ``k`` leaves the lanes :func:`sw.ops.dense` puts a bias into."""
-    from sw.runtime import current_config
-
-    return -k % current_config().BLOCK_IN >= 2
 
 
 def compact_epilogue(lay, keep_bias: bool = False) -> tuple[ops.Epilogue, np.ndarray]:

@@ -3,9 +3,12 @@ import numpy as np
 import pytest
 
 from sw import ops
+from sw.config import load_config
 from sw.isa import AluOp
-from sw.ops.dense import _vector_in_reduction
+from sw.ops.dense import _vector_in_reduction, spare_lanes
 from tests.conftest import CONFIGS, rand8, rand32
+
+DEFAULT = load_config("default")          # BLOCK_IN 16
 
 DENSE_SHAPES = [(1, 100, 37), (5, 33, 20), (33, 70, 45), (40, 200, 130)]
 
@@ -123,7 +126,7 @@ def test_a_leading_vector_add_moves_into_the_reduction(on, rng):
     vectors = np.stack([rng.integers(-30000, 30000, 64), rng.integers(-2000, 0, 64)]).astype(np.int32)
     vectors[0, :2] = (-30000, 30000)
     epi = ops.Epilogue(FOLD_STEPS)
-    x2, w2, v2, epi2 = _vector_in_reduction(x, w, vectors, epi, 16)
+    x2, w2, v2, epi2 = _vector_in_reduction(x, w, vectors, epi, DEFAULT)
     assert x2.shape[1] == 150 and np.all(x2[:, 147:] == [127, 127, 1])
     assert epi2.steps == ((AluOp.MUL, 3406), (AluOp.ADD, 64), (AluOp.SHR, 7), (AluOp.MAX, "v0"),
                           (AluOp.SHR, 5), (AluOp.MAX, -128), (AluOp.MIN, 127))
@@ -131,7 +134,7 @@ def test_a_leading_vector_add_moves_into_the_reduction(on, rng):
     np.testing.assert_array_equal(w2[:, 147:].astype(np.int64) @ [127, 127, 1], vectors[0])
     want = epi.reference(ops.gemm_ref(x, w), vectors, 1)
     np.testing.assert_array_equal(ops.dense(x, w, vectors, epilogue=epi, virtual_threads=2), want)
-    _, _, none, epi3 = _vector_in_reduction(x, w, vectors[:1], ops.Epilogue(FOLD_STEPS[:4]), 16)
+    _, _, none, epi3 = _vector_in_reduction(x, w, vectors[:1], ops.Epilogue(FOLD_STEPS[:4]), DEFAULT)
     assert none is None and epi3.vectors == 0                               # v0 was the only vector
 
 
@@ -149,5 +152,6 @@ def test_cases_that_keep_the_alu_add(rng, case):
     x, w = rand8(rng, (20, k)), rand8(rng, (64, k))
     vectors = None if case == "no bias" else np.stack([v0, v0]).astype(np.int32)
     epi = ops.Epilogue(steps)
-    out = _vector_in_reduction(x, w, vectors, epi, 16)
+    out = _vector_in_reduction(x, w, vectors, epi, DEFAULT)
     assert out[0] is x and out[1] is w and out[2] is vectors and out[3] is epi
+    assert (spare_lanes(k, DEFAULT) >= 2) == (case != "no free lanes")     # the importer's test of the same
