@@ -93,13 +93,18 @@ def problems_of_model(name: str, cfg, vt: int = 2) -> list:
 
 
 def candidates(problem, cfg, top: int) -> list:
-    """The ``top`` plans of a problem by the planner's cycle model, as explicit tiles."""
+    """The ``top`` plans of a problem by the planner's cycle model, as explicit tiles, and the log's present
+    choice when it is another that still fits (so tuning again never gives up a faster logged choice)."""
     op, shape, vt, epi = problem
     if op == "dense":
         plans = _plan.dense_candidates(*shape, vt, epi, cfg)
     else:
         plans = _plan.conv2d_candidates(*shape, vt, epi, cfg, None)
-    return [plans.tiles(i) for i in range(min(top, len(plans)))]
+    out = [plans.tiles(i) for i in range(min(top, len(plans)))]
+    logged = tuned.lookup(op, cfg, shape, vt, epi)
+    if logged is not None and logged not in out and logged in (plans.tiles(i) for i in range(len(plans))):
+        out.append(logged)
+    return out
 
 
 def measure(problem, tiles, seed: int = 0) -> tuple:

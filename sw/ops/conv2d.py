@@ -9,7 +9,7 @@ import numpy as np
 
 from ..isa import MemId
 from .base import MAX_EXTENT, MAX_PAD, TileError, _check_vt, _finish, _halves, cdiv, config
-from .epilogue import Epilogue, packed_epilogue, vectors_2d
+from .epilogue import Epilogue, bias_init, packed_epilogue, vectors_2d
 from .kernels import Gemm, Load, Store, _conv_variant, _k_conv
 from .layout import (
     block_groups,
@@ -22,13 +22,15 @@ from .layout import (
     unpack_conv_output,
 )
 from .plan import ConvPlan, _conv_caps, _in_rows, plan_conv2d
-from .schedule import _Step, _Tile, run_operator
+from .schedule import _Step, _Tile, head_key, head_parts, head_pays, run_operator
 
 
-def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: int = 1, rd=None) -> list[_Tile]:
+def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: int = 1, rd=None,
+                init: bool = False) -> list[_Tile]:
     """The tiles of a conv2d; with ``bg`` block-groups, output block m reads only the ``cb`` input blocks
     of its block-group m // (ob / bg), and no tile straddles two block-groups. ``rd``: the residual's
-    buffer (packed like the output), loaded per tile in the layout of the tile's stores."""
+    buffer (packed like the output), loaded per tile in the layout of the tile's stores. ``init``: the
+    epilogue is :func:`~sw.ops.epilogue.bias_init`'s, so a tile may start at the bias."""
     nb, cb, ob, h, w, kh, kw, s, pad = shape
     obg = ob // bg
     vt = plan.virtual_threads
@@ -72,19 +74,34 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: i
             b = step_no % vt
             step_no += 1
             inp, wgt = hv["inp"][1][b], hv["wgt"][1][b]
-            loads = []
+            inp_loads = []
             first = ((n * bg * cb + g * cb + c0) * h + r0 + ypb) * w + c0_ + xpb
             if tc > 1 and xs == w and not skip and not (xpb or ypb or xpa or ypa) and h * w <= MAX_EXTENT:
                 # whole unpadded rows: each channel block's rows are contiguous, so one LOAD of tc such runs
                 # (h * w apart) fills the tile (a LOAD pads each 2-D block, hence only without padding)
-                loads.append(Load(xd, first, xs * ys, tc, h * w, inp, INP))
+                inp_loads.append(Load(xd, first, xs * ys, tc, h * w, inp, INP))
             else:
                 for c in range(tc):
-                    loads.append(Load(xd, first + c * h * w, xs, ys, w * s if skip else w, inp + c * ih * iw, INP,
-                                      xpb, ypb, xpa, ypa))
-            loads.append(Load(wd, (m0 * cb + c0) * kk, tc * kk, tm, cb * kk, wgt, WGT))
-            gemm = Gemm(_k_conv(acc, inp, wgt, tm, th, tw, tc, kh, kw, s, ih, iw, 1 if skip else s))
-            t.steps.append(_Step(b, loads, [gemm]))
+                    inp_loads.append(Load(xd, first + c * h * w, xs, ys, w * s if skip else w, inp + c * ih * iw, INP,
+                                          xpb, ypb, xpa, ypa))
+            whole = Load(wd, (m0 * cb + c0) * kk, tc * kk, tm, cb * kk, wgt, WGT)
+            parts = [(0, tm)]
+            if vt > 1 and not tiles and c0 == 0:
+                # the operator's first step in parts of output blocks, where its GEMMs outlast its loads and the
+                # kernel of a part keeps to the hazard rule and the micro-op budget: the first part loads the
+                # input, each its share of the weights, in the step's own layout (so the last holds them all)
+                heads = head_parts(tm)
+                if (len(heads) > 1 and head_pays(rows * tc * kk, inp_loads + [whole], cfg, epi.passes * rows * tc / cb)
+                        and all((u := _conv_variant(jn, th, tw, tc, kh, kw))[0] is not None and u[1] <= uop_cap
+                                for _, jn in heads)):
+                    parts = heads
+            for i, (ja, jn) in enumerate(parts):
+                last = ja + jn == tm
+                share = Load(wd, ((m0 + ja) * cb + c0) * kk, tc * kk, jn, cb * kk, wgt + ja * tc * kk, WGT)
+                loads = (inp_loads if ja == 0 else []) + [whole if jn == tm else share]
+                gemm = Gemm(_k_conv(acc + ja * th * tw, inp, wgt + ja * tc * kk, jn, th, tw, tc, kh, kw, s, ih, iw,
+                                    1 if skip else s))
+                t.steps.append(_Step(b if last else head_key(i), loads, [gemm], (whole,) if last else None))
 
         def load_vector(i, row, m0=m0, tm=tm):
             return Load(pd, i * ob + m0, tm, 1, tm, row, ACC)
@@ -93,8 +110,10 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: i
             return [Load(rd, ((n * ob + m0 + j) * ho + h0) * wo + w0, tw, th, wo, row + j * th * tw, ACC8)
                     for j in range(tm)]
 
-        t.computes += epi.actions(acc, rows, tm, ((tm, th * tw, 1), (th * tw, 1, 0)), load_vector,
-                                  load_residual if rd is not None else None)
+        loops = ((tm, th * tw, 1), (th * tw, 1, 0))
+        t.computes += epi.actions(acc, rows, tm, loops, load_vector, load_residual if rd is not None else None)
+        if init:
+            t.init = epi.init_actions(acc, rows, tm, loops, load_vector)
         for p, j in itertools.product(range(epi.planes), range(tm)):
             t.stores.append(Store(acc + p * rows + j * th * tw, yd,
                                   (((p * nb + n) * ob + m0 + j) * ho + h0) * wo + w0, tw, th, wo))
@@ -149,8 +168,12 @@ def conv2d_packed(data, weight, bias=None, stride: int = 1, padding: int = 0, sh
     plan = plan_conv2d(nb * bg, cb2, ob // bg, h, w, kh, kw, stride, padding, virtual_threads, epi, cfg, tiles,
                        block_groups=bg)
     shape = (nb, cb2, ob, h, w, kh, kw, stride, padding)
+    init = bias_init(epi, vectors, cb2 * kh * kw * I * 128 * 128) if virtual_threads > 1 else None
+    if init is not None:
+        epi, vectors = init
     return run_operator(data, weight, vectors, epi, (nb, ob, ho, wo, B, O),
-                        lambda xd, wd, pd, yd, rd: _conv_tiles(plan, cfg, shape, xd, wd, yd, pd, epi, bg, rd),
+                        lambda xd, wd, pd, yd, rd: _conv_tiles(plan, cfg, shape, xd, wd, yd, pd, epi, bg, rd,
+                                                               init is not None),
                         return_counters, residual)
 
 

@@ -9,15 +9,16 @@ import numpy as np
 
 from ..isa import AluOp, MemId
 from .base import _check_vt, _finish, _halves, cdiv, config
-from .epilogue import Epilogue, packed_epilogue, vectors_2d
+from .epilogue import Epilogue, bias_init, packed_epilogue, vectors_2d
 from .kernels import Gemm, Load, Store, _k_dense
 from .layout import pack_dense_data, pack_dense_weight, pack_layer_bias, unpack_dense_output
 from .plan import DensePlan, _resolve_tiles, plan_dense
-from .schedule import _Step, _Tile, run_operator
+from .schedule import HEAD_PARTS, _Step, _Tile, head_key, head_parts, head_pays, run_operator, tail_parts
 
 
-def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, epi: Epilogue) -> list[_Tile]:
-    """Tiles of a blocked dense layer (data (nb, kb), weights (mb, kb), output planes of (nb, mb))."""
+def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, epi: Epilogue, init: bool = False) -> list[_Tile]:
+    """Tiles of a blocked dense layer (data (nb, kb), weights (mb, kb), output planes of (nb, mb)); ``init``:
+    the epilogue is :func:`~sw.ops.epilogue.bias_init`'s, so a tile may start at the bias."""
     vt = plan.virtual_threads
     h = _halves(cfg, vt)
     nb, kb, mb = plan.nb, plan.kb, plan.mb
@@ -35,27 +36,63 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, epi: Epilogue) -> list[_T
         grid.append((n0, tn, m0, tm))
     n0, tn, m0, tm = grid[-1]
     if vt > 1 and len(grid) > 1 and tn >= 2 and (tn // 2) * tm >= 3:
-        # two half tiles at the end: nothing overlaps the last tile's requantization and store, so
-        # halving it shortens the exposed tail (for one more load of its weights)
-        grid[-1:] = [(n0, tn // 2, m0, tm), (n0 + tn // 2, tn - tn // 2, m0, tm)]
+        # the last tile in two: nothing overlaps the last tile's requantization and store, so a smaller
+        # last tile shortens the exposed tail (for one more load of its weights)
+        # (a third where the GEMMs outlast the loads, measured faster so on the 256^3 GEMM: its
+        # requantization is exposed; a half where loads set the pace, so more rows share each weight load)
+        tk = min(plan.tk, kb)
+        step_loads = [Load(xd, 0, tk, tn, kb, 0, INP), Load(wd, 0, tk, tm, kb, 0, WGT)]
+        q = tn // 3 if tn // 3 * tm >= 3 and head_pays(tn * tk * tm, step_loads, cfg, epi.passes * tn * tm * tk / kb) \
+            else tn // 2
+        grid[-1:] = [(n0, tn - q, m0, tm), (n0 + tn - q, q, m0, tm)]
     for ti, (n0, tn, m0, tm) in enumerate(grid):
         a = ti % (vt * plan.slots)          # the acc region: thread a % vt, slot a // vt
         acc = h["acc"][1][a % vt] + (a // vt) * (h["acc"][0] // plan.slots)
         rows = tn * tm
         t = _Tile(acc=a, reset=(acc, rows * epi.planes), gemm_uops=rows * kb)
-        for k0 in range(0, kb, plan.tk):
+        k_steps = list(range(0, kb, plan.tk))
+        if vt == 2 and ti and grid[ti - 1][2] == m0 and len(k_steps) % 2 == 0 and len(k_steps) > 2:
+            # the weights of the last tile's last two steps are still in their halves: take those first
+            k_steps = k_steps[-2:] + k_steps[:-2]
+        for k0 in k_steps:
             tk = min(plan.tk, kb - k0)
             b = step_no % vt
             step_no += 1
             inp, wgt = h["inp"][1][b], h["wgt"][1][b]
-            loads = [Load(xd, n0 * kb + k0, tk, tn, kb, inp, INP), Load(wd, m0 * kb + k0, tk, tm, kb, wgt, WGT)]
-            t.steps.append(_Step(b, loads, [Gemm(_k_dense(acc, inp, wgt, tn, tk, tm))]))
+            wload = Load(wd, m0 * kb + k0, tk, tm, kb, wgt, WGT)
+            parts = [(0, tn)]
+            if vt > 1 and ti == 0 and k0 == 0 and tm * (tn // HEAD_PARTS) >= 3 and head_pays(
+                    tn * tk * tm, [Load(xd, n0 * kb + k0, tk, tn, kb, inp, INP), wload], cfg,
+                    epi.passes * tn * tm * tk / kb):
+                parts = head_parts(tn)
+            for part, (r, nr) in enumerate(parts):
+                # (the first step in parts of rows, the weights with the first: the GEMMs start when
+                # those are in; a part of reduction blocks would load the data in short rows)
+                loads = [wload] if r == 0 else []
+                loads.insert(0, Load(xd, (n0 + r) * kb + k0, tk, nr, kb, inp + r * tk, INP))
+                last = r + nr == tn
+                t.steps.append(_Step(b if last else head_key(part), loads,
+                                     [Gemm(_k_dense(acc + r * tm, inp + r * tk, wgt, nr, tk, tm))],
+                                     (wload,) if last else None))
 
         def load_vector(i, row, m0=m0, tm=tm):
             return Load(pd, i * mb + m0, tm, 1, tm, row, ACC)
 
         # (vectors: channel blocks outer, rows inner, so the ALU reads each vector row once per block)
-        t.computes += epi.actions(acc, rows, tm, ((tm, 1, 1), (tn, tm, 0)), load_vector)
+        loops = ((tm, 1, 1), (tn, tm, 0))
+        t.computes += epi.actions(acc, rows, tm, loops, load_vector)
+        if init:
+            t.init = epi.init_actions(acc, rows, tm, loops, load_vector)
+        k = tail_parts(rows, tn, epi.passes, cfg) if vt > 1 and ti == len(grid) - 1 and epi.planes == 1 else 1
+        if k > 1 and tm * (tn // k) >= 3:
+            parts = head_parts(tn, k)
+
+            def tail(initialized, acc=acc, tm=tm, n0=n0, m0=m0, parts=parts, load_vector=load_vector):
+                acts = epi.tail_actions(acc, [(acc + r * tm, nr * tm) for r, nr in parts], tm,
+                                        lambda n: ((tm, 1, 1), (n // tm, tm, 0)), load_vector, initialized)
+                return [(a, [Store(acc + r * tm, yd, (n0 + r) * mb + m0, tm, nr, mb)])
+                        for a, (r, nr) in zip(acts, parts)]
+            t.tail = tail
         for p in range(epi.planes):
             t.stores.append(Store(acc + p * rows, yd, p * nb * mb + n0 * mb + m0, tm, tn, mb))
         tiles.append(t)
@@ -87,8 +124,12 @@ def dense_packed(data, weight, bias=None, shift: int = 8, clip: bool = True, vir
                          f"(pad the output channels: dense() does this)")
     epi, vectors = packed_epilogue(epilogue, shift, bias, clip, mb, cfg)
     plan = plan_dense(nb, kb, mb, virtual_threads, epi, cfg, tiles)
+    init = bias_init(epi, vectors, kb * I * 128 * 128) if virtual_threads > 1 else None
+    if init is not None:
+        epi, vectors = init
     return run_operator(data, weight, vectors, epi, (nb, mb, B, O),
-                        lambda xd, wd, pd, yd, rd: _dense_tiles(plan, cfg, xd, wd, yd, pd, epi), return_counters)
+                        lambda xd, wd, pd, yd, rd: _dense_tiles(plan, cfg, xd, wd, yd, pd, epi, init is not None),
+                        return_counters)
 
 
 def spare_lanes(k: int, cfg=None) -> int:

@@ -39,7 +39,7 @@ import numpy as np
 from ..isa import ALUOP_IMM_BITS, AluOp
 from .kernels import Load, _alu_rows, _alu_tensor, _zero_rows
 
-__all__ = ["Epilogue", "IMM_MIN", "IMM_MAX", "Operand", "AluStep", "alu_apply", "vectors_2d"]
+__all__ = ["Epilogue", "IMM_MIN", "IMM_MAX", "Operand", "AluStep", "alu_apply", "bias_init", "vectors_2d"]
 
 IMM_MIN, IMM_MAX = -(1 << (ALUOP_IMM_BITS - 1)), (1 << (ALUOP_IMM_BITS - 1)) - 1
 """The range of an ALU immediate (the instruction's sign-extended ``imm`` field)."""
@@ -262,7 +262,7 @@ class Epilogue:
 
     # ------------------------------------------------------------------ lowering
     def actions(self, acc: int, rows: int, tm: int, loops, load_vector: Callable[[int, int], Load],
-                load_residual: Callable[[int], list] | None = None) -> list:
+                load_residual: Callable[[int], list] | None = None, vec_base: int | None = None) -> list:
         """The compute actions of a tile whose accumulators are acc rows [acc, acc + rows) over ``tm``
         channel blocks: vector i is loaded (``load_vector(i, sram_row)``) to acc + rows * planes + i * tm
         before its first use; ``loops`` ((extent, dst_factor, src_factor), outer first) walk the rows
@@ -270,9 +270,10 @@ class Epilogue:
         loaded first by ``load_residual(sram_row)`` (its LOADs, rows in the accumulators' order, to
         acc + rows + tm * vectors) and finished by its steps just before the first step that uses it
         (those ALU actions are marked ``reads_residual``: a scheduler that delays the loads queues them
-        before the first such action). A branch uses the residual's rows."""
+        before the first such action). A branch uses the residual's rows. ``vec_base``: the vectors' rows
+        elsewhere (a part of a tile's rows, finished on its own: :meth:`tail_actions`)."""
         acts = []
-        vec_base = acc + rows * self.planes
+        vec_base = acc + rows * self.planes if vec_base is None else vec_base
         res_base = vec_base + tm * self.vectors
         loaded = set()
 
@@ -324,6 +325,29 @@ class Epilogue:
                 acts.append(_alu_rows(AluOp.SHR, 8 * p, acc + p * rows, rows))
         return acts
 
+    def tail_actions(self, acc: int, parts, tm: int, loops_of, load_vector: Callable[[int, int], Load],
+                     init: bool = False) -> list[list]:
+        """A tile's compute actions in ``parts`` ((first accumulator row, rows) each, in order, over [acc, acc +
+        rows)), each finished on its own so that its store can start while the ALU works on the next:
+        ``loops_of(rows)`` walks a part; the vectors are loaded once, before the first part, to the tile's
+        own vector rows. ``init``: the accumulators were started at v0 (:meth:`init_actions`), so the first step
+        is left out. One plane, no residual or branch."""
+        epi = Epilogue(self.steps[1:]) if init else self
+        vec_base = acc + sum(n for _, n in parts)
+        out = []
+        for i, (r, n) in enumerate(parts):
+            acts = epi.actions(r, n, tm, loops_of(n), load_vector, vec_base=vec_base)
+            out.append(acts if i == 0 else [a for a in acts if not isinstance(a, Load)])
+        return out
+
+    def init_actions(self, acc: int, rows: int, tm: int, loops, load_vector: Callable[[int, int], Load]):
+        """For an epilogue that :func:`bias_init` made: (the actions that start a tile's accumulators at v0
+        instead of 0: its LOAD and ``MIN v0``, one pass; exact where every accumulator already holds at least
+        the largest v0, as a tile of the same operator leaves it), (the actions of the other steps)."""
+        vec_base = acc + rows * self.planes
+        init = [load_vector(0, vec_base), _alu_tensor(acc, vec_base, tuple(loops), AluOp.MIN)]
+        return init, Epilogue(self.steps[1:], self.planes).actions(acc, rows, tm, loops, load_vector)
+
     def assemble(self, planes: np.ndarray) -> np.ndarray:
         """Read-back planes (planes, ...) int8 -> the values (int8, or int32 sign-extended)."""
         if self.planes == 1:
@@ -354,6 +378,42 @@ def alu_apply(op: AluOp, a: np.ndarray, b) -> np.ndarray:
     else:
         raise ValueError(f"ALU op {op!r}; allowed: {_ALLOWED_OPS}")
     return r.astype(np.int32)       # wraps to 32 bits like the ALU
+
+
+def bias_init(epi: Epilogue, vectors, acc_bound: int) -> tuple[Epilogue, np.ndarray] | None:
+    """VTA's requantization with a bias (``>> s``, ``+ v0``, clip), rewritten so that a tile may start its
+    accumulators at the bias instead of at zero, saving the ALU's ADD pass (or the GEMM's reset pass).
+
+    Returns (``ADD v0'``, ``>> s``, the clip bounds minus c; the packed vectors with v0' = (v0 - c) << s)
+    or None where the steps are not of that form (one plane, no residual or branch, a bias used once, then
+    only MIN/MAX immediates, a lower bound among them) or the values do not allow it. c is a multiple of
+    256 chosen so the new bounds still fit an immediate: every result is its old value minus c, and STORE
+    writes the same low 8 bits. The new form is exact on its own; its point is :meth:`Epilogue.init_actions`:
+    every accumulator a tile of the operator leaves holds at least its new lower bound, which is at least
+    every v0', so on a region a tile of the same operator used, ``MIN v0'`` sets the accumulators to v0'
+    in one pass. ``acc_bound``: the largest absolute value of an accumulator (the products' sum); the
+    rewrite needs the accumulators plus v0' to stay within int32. ``vectors``: packed (blocks, BATCH,
+    BLOCK_OUT) int32 rows of v0."""
+    steps = list(epi.steps)
+    s = 0
+    if steps and steps[0][0] == AluOp.SHR and not isinstance(steps[0][1], str) and 0 <= steps[0][1] <= 24:
+        s = int(steps.pop(0)[1])
+    if (epi.planes != 1 or epi.residual is not None or epi.branch is not None or vectors is None
+            or not steps or steps[0] != (AluOp.ADD, "v0") or not steps[1:]
+            or any(op not in (AluOp.MIN, AluOp.MAX) or isinstance(v, str) for op, v in steps[1:])):
+        return None
+    lo, hi = -(1 << 31), (1 << 31) - 1
+    for op, v in steps[1:]:
+        lo, hi = (min(lo, v), min(hi, v)) if op == AluOp.MIN else (max(lo, v), max(hi, v))
+    if lo == -(1 << 31):
+        return None
+    c = (min(v for _, v in steps[1:]) - IMM_MIN) // 256 * 256
+    v0 = (np.asarray(vectors, np.int64) - c) << s
+    if (v0.max() > lo - c or v0.min() - acc_bound < -(1 << 31) or v0.max() + acc_bound > (1 << 31) - 1
+            or np.abs(np.asarray(vectors, np.int64)).max() + acc_bound + c > (1 << 31) - 1):
+        return None
+    new = [(AluOp.ADD, "v0")] + ([(AluOp.SHR, s)] if s else []) + [(op, v - c) for op, v in steps[1:]]
+    return Epilogue(tuple(new)), v0.astype(np.int32)
 
 
 def vectors_2d(bias, channels: int) -> np.ndarray:

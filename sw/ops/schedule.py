@@ -21,14 +21,18 @@ from .base import (
     config,
 )
 from .kernels import Gemm, Load, _k_reset, _zero_rows
+from .plan import _ROW_CYCLES
 
 
 @dataclass
 class _Step:
-    """One reduction step: load-stage loads into inp/wgt half ``buf``, then compute-stage actions."""
+    """One reduction step: load-stage loads into inp/wgt half ``buf``, then compute-stage actions.
+    ``holds``: the WGT loads whose data the half holds after the step (None: the step's own; the last
+    part of a first step in parts holds the whole step's, see :func:`head_parts`)."""
     buf: int
     loads: list
     computes: list
+    holds: tuple = None
 
 
 @dataclass
@@ -40,6 +44,10 @@ class _Tile:
     stores: list = field(default_factory=list)
     reset: tuple = None         # (acc row, rows) zeroed before the first step (GEMM reset, or the ALU)
     gemm_uops: int = 0          # GEMM micro-ops of the tile (the window for overlapped ALU work)
+    init: tuple = None          # (actions that start the accumulators at the bias, the other computes): the
+                                # reset's alternative on a region an earlier tile left (Epilogue.init_actions)
+    tail: object = None         # tail(initialized) -> [(computes, stores)]: the tile finished in parts, each
+                                # stored while the ALU works on the next (the operator's last tile)
 
     def insn_bound(self) -> int:
         """An upper bound of the instructions this tile appends (dependency NOPs included)."""
@@ -91,6 +99,53 @@ def _shares(actions, rows: int, t, even: bool = False) -> list[list]:
         shares[k].append(a)
         used += cost
     return shares
+
+
+HEAD_PARTS = 4
+"""The first reduction step of an operator is queued in up to this many parts (:func:`head_parts`), and its
+last tile finished in up to this many (``_Tile.tail``)."""
+
+
+def head_parts(blocks: int, parts: int | None = None) -> list[tuple[int, int]]:
+    """(first block, blocks) of each part of an operator's first reduction step of ``blocks`` blocks.
+
+    Nothing overlaps the first step's loads: the GEMMs wait for all of them. In parts, each with its
+    own loads and GEMM (and tokens), the GEMMs start when the first part is in and the loads of the
+    others run beside them. Each part but the last has a step key of its own (:func:`head_key`), so
+    no token waits for it; the last keeps the step's half, whose next user waits for it, and so, the
+    compute module running its GEMMs in order, for all the parts."""
+    parts = min(blocks, HEAD_PARTS if parts is None else parts)
+    edges = [blocks * i // parts for i in range(parts + 1)]
+    return [(a, b - a) for a, b in zip(edges, edges[1:])]
+
+
+def head_pays(gemm_uops: int, loads, cfg, alu: float = 0.0) -> bool:
+    """Whether the first step's GEMMs (``gemm_uops`` micro-ops) outlast its ``loads`` (bus beats and a
+    set-up per row, as the planner counts them) and ``alu``, its share of the tile's requantization (ALU
+    passes x rows): then the steps after it are not waiting for loads or the ALU, and starting its GEMMs
+    earlier (:func:`head_parts`) ends the operator earlier (measured: where the ALU sets the pace, as in
+    MobileNetV2's 1x1 expansions, the parts only add instructions)."""
+    size = {int(MemId.INP): cfg.INP_ELEM_BYTES, int(MemId.WGT): cfg.WGT_ELEM_BYTES}
+    cycles = sum(a.x_size * a.y_size * size[a.mem] / (cfg.BUS_WIDTH // 8) + a.y_size * _ROW_CYCLES for a in loads)
+    return gemm_uops >= max(cycles, alu)
+
+
+ALU_INSN_CYCLES = 32
+"""What an ALU instruction of a tile's part costs beyond its rows (measured: about 31 cycles per instruction on
+BERT's 32x128 dense layers finished in four parts)."""
+
+
+def tail_parts(rows: int, store_rows: int, passes: int, cfg) -> int:
+    """How many parts the operator's last tile is finished in (``_Tile.tail``): k parts expose 1/k of its store
+    (``rows`` accumulators in ``store_rows`` rows of a 2-D STORE) and cost k - 1 more instructions per ALU pass,
+    so k = sqrt(store / (passes x instruction cost)), at most HEAD_PARTS."""
+    store = rows * cfg.OUT_ELEM_BYTES / (cfg.BUS_WIDTH // 8) + store_rows * _ROW_CYCLES
+    return max(1, min(HEAD_PARTS, round((store / (max(1, passes) * ALU_INSN_CYCLES)) ** 0.5)))
+
+
+def head_key(part: int) -> int:
+    """The step key of a part of the first step (negative: no half of the SRAMs has it)."""
+    return -1 - part
 
 
 def _neighbours(keys):
@@ -161,8 +216,9 @@ def run_tiles(tiles, interleave=None) -> dict:
     vector_loads = [tuple(a for a in t.computes if isinstance(a, Load) and a.mem != ACC8) for t in tiles]
     kept_vectors = {id(t) for t, kept in zip(tiles, _repeats(zip((t.acc for t in tiles), vector_loads))) if kept}
     steps = [st for t in tiles for st in t.steps]
-    kept_wgts = {id(st) for st, kept in zip(steps, _repeats((st.buf, tuple(a for a in st.loads if a.mem == WGT))
-                                                           for st in steps)) if kept}
+    kept_wgts = {id(st) for st, kept in zip(steps, _repeats(
+        (st.buf, st.holds if st.holds is not None else tuple(a for a in st.loads if a.mem == WGT)) for st in steps))
+        if kept}
 
     def emit_computes(t, actions):
         for a in actions:
@@ -187,14 +243,15 @@ def run_tiles(tiles, interleave=None) -> dict:
         _check_fifo(accs, next_acc)
         i = 0
         deferred = None     # (tile, its acc loads, its other compute actions, store_next)
-        zeroed = set()      # tiles whose accumulators the ALU zeroed (and whose s2g it popped)
-        if interleave:
-            # the first tile of each acc half: zeroed by the ALU while the first loads are in flight
-            for ti, t in enumerate(chunk):
-                if t.reset and not prev_acc[ti] and ti < 2:
-                    for a in _zero_rows(*t.reset):
-                        a.emit(cmd)
-                    zeroed.add(ti)
+        zeroed = set()      # tiles whose accumulators the ALU zeroed or initialized (and whose s2g it popped)
+        initialized = set()     # those started at the bias (Epilogue.init_actions)
+        covered = {}        # acc region -> the rows its last tile finished
+        if interleave and chunk[0].reset and not prev_acc[0]:
+            # the first tile's accumulators: zeroed by the ALU while the first loads are in flight (the
+            # second tile's beside the first's GEMMs, below)
+            for a in _zero_rows(*chunk[0].reset):
+                a.emit(cmd)
+            zeroed.add(0)
         for ti, t in enumerate(chunk):
             need_s2g = prev_acc[ti] and ti not in zeroed
             reset = t.reset if ti not in zeroed else None
@@ -213,7 +270,19 @@ def run_tiles(tiles, interleave=None) -> dict:
             # matches the GEMMs', the zeroing alternates between them
             nxt = chunk[ti + 1] if ti + 1 < len(chunk) else None
             zero_ops = None
-            if interleave and deferred is not None and nxt is not None and nxt.reset:
+            if interleave and ti == 0 and nxt is not None and nxt.reset and not prev_acc[1]:
+                zero_ops = _zero_rows(*nxt.reset)
+                work[0] += len(zero_ops) * nxt.reset[1]
+                work[1] += t.gemm_uops
+            elif (interleave and deferred is not None and nxt is not None and nxt.init is not None
+                  and prev_acc[ti + 1] and nxt.reset[1] <= covered.get(nxt.acc, 0)):
+                # the next tile's accumulators started at the bias by the ALU (one pass, which its epilogue's
+                # ADD no longer makes): every row holds a result of an earlier tile of this operator
+                zero_ops = nxt.init[0]
+                initialized.add(ti + 1)
+                work[0] += sum(a.passes for a in deferred[2]) * deferred[0].reset[1]
+                work[1] += t.gemm_uops
+            elif interleave and deferred is not None and nxt is not None and nxt.reset:
                 zero_ops = _zero_rows(*nxt.reset)
                 alu_rows = sum(a.passes for a in deferred[2]) * deferred[0].reset[1]
                 zero = len(zero_ops) * nxt.reset[1]
@@ -265,21 +334,32 @@ def run_tiles(tiles, interleave=None) -> dict:
                 if zero_ops and k == k_zero:
                     if prev_acc[ti + 1]:
                         rt.dep_pop(cmd, QSTORE, QCOMPUTE)
-                    for a in zero_ops:
-                        a.emit(cmd)
+                    emit_computes(nxt, zero_ops)
                     zeroed.add(ti + 1)
                 i += 1
             if need_s2g:
                 rt.dep_pop(cmd, QSTORE, QCOMPUTE)
+            covered[t.acc] = t.reset[1] if t.reset else 0
             if interleave and nxt is not None:
                 # (t, loads at the next tile's start: the vectors and the residual's first, the ALU actions,
                 # store_next, the residual's other loads)
-                loads = [a for a in t.computes if isinstance(a, Load) and a.mem != ACC8]
-                res = [a for a in t.computes if isinstance(a, Load) and a.mem == ACC8]
-                deferred = (t, loads + res[:1], [a for a in t.computes if not isinstance(a, Load)], next_acc[ti],
+                computes = t.init[1] if ti in initialized else t.computes
+                loads = [a for a in computes if isinstance(a, Load) and a.mem != ACC8]
+                res = [a for a in computes if isinstance(a, Load) and a.mem == ACC8]
+                deferred = (t, loads + res[:1], [a for a in computes if not isinstance(a, Load)], next_acc[ti],
                             res[1:])
+            elif t.tail is not None and interleave:
+                # the last tile in parts: each part's store overlaps the next part's requantization
+                for actions, stores in t.tail(ti in initialized):
+                    emit_computes(t, actions)
+                    rt.dep_push(cmd, QCOMPUTE, QSTORE)
+                    rt.dep_pop(cmd, QCOMPUTE, QSTORE)
+                    for a in stores:
+                        a.emit(cmd)
+                if next_acc[ti]:
+                    rt.dep_push(cmd, QSTORE, QCOMPUTE)
             else:
-                finish_tile(t, t.computes, next_acc[ti])
+                finish_tile(t, t.init[1] if ti in initialized else t.computes, next_acc[ti])
         _add_counters(counters, rt.synchronize(cmd, 1 << 31))
         counters["synchronize_calls"] += 1
     return counters

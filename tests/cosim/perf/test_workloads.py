@@ -24,6 +24,11 @@ SMALL = {
 }
 DEFAULT = {
     "conv_9x9x32x48_k3_s2": {vt: (workloads.run_conv2d_workload, (None, None, 9, 9, 32, 48, 3, 1, 2, vt)) for vt in (1, 2)},
+    # (vt=2: the first step in parts of output blocks, a tile started at the bias by MIN; see tests/sw/ops/test_schedule.py)
+    "conv_10x10x64x96_k3": {vt: (workloads.run_conv2d_workload, (None, None, 10, 10, 64, 96, 3, 1, 1, vt))
+                            for vt in (1, 2)},
+    # (vt=2: the first step in parts of rows, tiles started at the bias, the last tile finished in parts)
+    "dense_192x256x96_bias": {vt: (workloads.run_dense_workload, (192, 256, 96, vt, True)) for vt in (1, 2)},
     "conv_14x14x64x48_k3_residual": {vt: (workloads.run_conv2d_workload,
                                           (None, None, 14, 14, 64, 48, 3, 1, 1, vt, True, None, 0, True))
                                      for vt in (1, 2)},
@@ -73,8 +78,10 @@ def test_make_row_summary_and_verdicts():
     assert s["resnet_mean_vt2"] == pytest.approx(0.79) and s["resnet_layers_vt2"] == 10
     assert s["resnet_layers_vt1"] == 1 and math.isnan(s["resnet_mean_vt1"])
     text = wl.format_summary(rows)
-    assert "vt=2:  79.0%  [target >= 80% MISSED by 1.0 points]" in text
-    assert "vt=2:  90.0%  [target >= 90% met" in text and "GEMM MAC utilization, vt=1:  50.0%\n" in text
+    assert "vt=2:  79.0%  [target >= 90% MISSED by 11.0 points]" in text
+    assert "weakest of them, vt=2: C2  70.0%  [target >= 75% MISSED by 5.0 points]" in text
+    assert "vt=2:  90.0%  [target >= 95% MISSED by 5.0 points]" in text and "GEMM MAC utilization, vt=1:  50.0%\n" in text
+    assert "target >= 95% met (+0.5 points)" in wl.format_summary([{**row, "utilization": 0.955}])
     assert "70% to 88%" in text and "NOT equal to numpy: resnet18.C2 vt=1" in text
     table = wl.format_table(rows)
     assert "ERROR" in table and "VTAError: boom" in table and "20/95/2" in table

@@ -144,3 +144,33 @@ def test_block_groups_and_the_grouped_reference(on, rng):
         ops.conv2d(x, wt, groups=0)
     with pytest.raises(ValueError, match="at least 3 output blocks per block-group"):
         ops.conv2d(rand8(rng, (1, 16, 1, 1)), rand8(rng, (16, 1, 1, 1)), groups=16)
+
+
+def test_first_step_in_parts_of_output_blocks(on, rng):
+    """With two virtual threads a conv whose GEMMs outlast its loads queues its first step in parts of output
+    blocks: the first loads the input and its share of the weights, the others only theirs, in the step's own
+    weight layout (so the last part holds the whole step's weights); the result is exact. A layer whose ALU
+    work exceeds its GEMMs (a 1x1 conv of one input block) keeps the step whole."""
+    from sw.isa import MemId
+    from sw.ops.conv2d import _conv_tiles
+    from sw.ops.plan import plan_conv2d
+    from sw.ops.schedule import HEAD_PARTS, head_key
+
+    q = on("default")
+    epi = ops.Epilogue.vta(8, bias=True)
+
+    def first_steps(cin, cout, h, k, pad):
+        plan = plan_conv2d(1, cin // 16, cout // 16, h, h, k, k, 1, pad, 2, epi, q.cfg)
+        shape = (1, cin // 16, cout // 16, h, h, k, k, 1, pad)
+        return plan, _conv_tiles(plan, q.cfg, shape, 1, 2, 3, 4, epi)[0].steps
+
+    plan, steps = first_steps(64, 96, 10, 3, 1)
+    parts = min(plan.tm, HEAD_PARTS)
+    assert [st.buf for st in steps[:parts]] == [head_key(i) for i in range(parts - 1)] + [0]
+    assert all(any(a.mem == MemId.INP for a in st.loads) == (i == 0) for i, st in enumerate(steps[:parts]))
+    wgt = [a for st in steps[:parts] for a in st.loads if a.mem == MemId.WGT]
+    assert sum(a.y_size for a in wgt) == plan.tm and [a.sram for a in wgt] == sorted(a.sram for a in wgt)
+    assert steps[parts - 1].holds[0].y_size == plan.tm
+    assert first_steps(16, 64, 28, 1, 0)[1][0].buf == 0          # ALU-bound: one step
+    x, w, b = rand8(rng, (1, 64, 10, 10)), rand8(rng, (96, 64, 3, 3)), rand32(rng, (96,), -(1 << 14), 1 << 14)
+    np.testing.assert_array_equal(ops.conv2d(x, w, b, 1, 1, virtual_threads=2), ops.conv2d_ref(x, w, b, 1, 1))

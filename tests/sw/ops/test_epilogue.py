@@ -229,3 +229,47 @@ def test_branch_validation_and_cost():
     assert LEAKY.passes == 8 + 1 + 3 + 1              # the combining MAX reads a changing row; zero, copy, MUL
     assert LEAKY.acc_rows(100, 2) == 100 + 2 + 100
     assert LEAKY.cost_proxy.branch == (0, ((AluOp.ADD, 0),)) and LEAKY.cost_proxy.passes == LEAKY.passes
+
+
+@pytest.mark.parametrize("shift,lo,hi", [(8, 0, 127), (6, -128, 127), (12, -100, 50)])
+def test_bias_init_stores_the_same_bytes(rng, shift, lo, hi):
+    """bias_init's form of VTA's requantization (``ADD v0'``, ``>> s``, the bounds minus c) stores the same
+    low bytes on every accumulator the products can sum to, the interval ends and the rounding boundaries
+    of the shift included; every v0' lies below its new lower bound, so ``MIN v0'`` on any row a tile of
+    it finished sets the row to v0'."""
+    from sw.ops.epilogue import bias_init
+
+    epi = ops.Epilogue(((AluOp.SHR, shift), (AluOp.ADD, "v0"), (AluOp.MIN, hi), (AluOp.MAX, lo)))
+    bound = 576 * 128 * 128                          # a 3x3 conv over 64 channels
+    v = rng.integers(-(1 << 14), 1 << 14, 48).astype(np.int32)
+    new, v2 = bias_init(epi, v, bound)
+    assert new.steps[0] == (AluOp.ADD, "v0") and new.passes == epi.passes and new.planes == 1
+    floor = max(x for op, x in new.steps if op == AluOp.MAX)
+    assert v2.max() <= floor
+    acc = rng.integers(-bound, bound + 1, (400, 48))
+    edges = np.arange(-3, 4)[:, None] + (np.arange(-(1 << shift) * 3, (1 << shift) * 3, 1 << shift)[None, :]
+                                         if shift else 0)
+    acc = np.concatenate([acc, np.full((2, 48), -bound), np.full((2, 48), bound),
+                          np.resize(edges.reshape(-1), (edges.size // 48 + 1) * 48).reshape(-1, 48)]).astype(np.int32)
+    np.testing.assert_array_equal(new.reference(acc, v2[None], 1), epi.reference(acc, v[None], 1))
+    # started at v0' by MIN from whatever a finished tile left, then accumulated: the same as ADD v0' after
+    left = new.apply(acc[::-1].copy(), v2[None], 1)
+    started = np.minimum(left, v2[None]) + acc
+    np.testing.assert_array_equal(ops.Epilogue(new.steps[1:]).reference(started), epi.reference(acc, v[None], 1))
+
+
+def test_bias_init_refuses_what_it_cannot_keep(rng):
+    from sw.ops.epilogue import bias_init
+
+    v = rng.integers(-1000, 1000, 16).astype(np.int32)
+    vta = ops.Epilogue.vta(8, bias=True)
+    assert bias_init(vta, v, 1 << 20) is not None
+    assert bias_init(ops.Epilogue.vta(8, bias=False), None, 1 << 20) is None            # no bias
+    assert bias_init(ops.Epilogue.vta(8, bias=True, clip=False), v, 1 << 20) is None    # no lower bound
+    assert bias_init(ops.Epilogue(vta.steps, planes=2), v, 1 << 20) is None             # more than the low byte
+    assert bias_init(ops.Epilogue(((AluOp.SHR, 8), (AluOp.ADD, "v0"), (AluOp.MUL, 3), (AluOp.MAX, 0))), v,
+                     1 << 20) is None                                                   # not only a clip after
+    assert bias_init(vta, v + (1 << 16), 1 << 20) is None       # a bias above its new lower bound
+    assert bias_init(vta, v, 1 << 31) is None                   # accumulators plus the bias could leave int32
+    # without a shift the bias must lie below the clip's lower bound
+    assert bias_init(ops.Epilogue(((AluOp.ADD, "v0"), (AluOp.MIN, 127), (AluOp.MAX, 0))), v, 1 << 20) is None

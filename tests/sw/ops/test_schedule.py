@@ -116,3 +116,44 @@ def test_weights_the_half_holds_are_not_loaded_again(on, rng):
     # one virtual thread: one half, and the two chunks take turns in it: loaded for every step
     _, c1 = ops.conv2d(x, w, None, 1, 1, virtual_threads=1, tiles=(4, 4, 28, 2), return_counters=True)
     assert c1["wgt_load_nbytes"] == 7 * w.size
+
+
+def test_first_step_in_parts_tiles_started_at_the_bias_last_tile_in_parts(on, rng):
+    """Two virtual threads: the operator's first step is queued in parts (the first carries the weights, each a
+    step key of its own but the last, which holds the whole step's weights), a tile on a region an earlier
+    tile finished starts at the bias (``MIN v0'`` instead of a reset and the ADD pass), and the last tile is
+    finished in parts, each stored on its own. The results are exact, and the ALU does no more passes than
+    with one virtual thread, where none of this happens."""
+    from sw.isa import MemId
+    from sw.ops.dense import _dense_tiles
+    from sw.ops.epilogue import bias_init
+    from sw.ops.plan import plan_dense
+    from sw.ops.schedule import HEAD_PARTS, head_key
+
+    q = on("default")
+    n, k, m = 192, 256, 96
+    x, w, b = rand8(rng, (n, k)), rand8(rng, (m, k)), rng.integers(-(1 << 14), 1 << 14, m).astype(np.int32)
+    epi = ops.Epilogue.vta(8, bias=True)
+    plan = plan_dense(n, k // 16, m // 16, 2, epi, q.cfg)
+    new, _ = bias_init(epi, np.zeros((m // 16, 1, 16), np.int32), k * 128 * 128)
+    tiles = _dense_tiles(plan, q.cfg, 1, 2, 3, 4, new, True)
+    keys = [st.buf for st in tiles[0].steps]
+    assert keys[:HEAD_PARTS - 1] == [head_key(i) for i in range(HEAD_PARTS - 1)] and keys[HEAD_PARTS - 1] == 0
+    wgt = [a for a in tiles[0].steps[0].loads if a.mem == MemId.WGT]
+    assert len(wgt) == 1 and tiles[0].steps[HEAD_PARTS - 1].holds == tuple(wgt)
+    assert all(t.init is not None for t in tiles) and tiles[-1].tail is not None and tiles[0].tail is None
+    assert len(tiles[-1].tail(True)) > 1
+    buf = io.StringIO()
+    q.out, q.debug = buf, runtime.DEBUG_DUMP_INSN
+    y, c2 = ops.dense(x, w, b, virtual_threads=2, return_counters=True)
+    q.debug = 0
+    np.testing.assert_array_equal(y, ops.dense_ref(x, w, b))
+    dump = buf.getvalue().splitlines()
+    assert any(" MIN " in ln and "tensor" in ln for ln in dump)          # a tile started at the bias
+    assert sum("STORE" in ln for ln in dump) > c2["tiles"]                # the last tile stored in parts
+    y1, c1 = ops.dense(x, w, b, virtual_threads=1, return_counters=True)
+    np.testing.assert_array_equal(y1, y)
+    # one thread: GEMM resets and four passes; two: the first two tiles zeroed by the ALU, every other tile
+    # started at the bias by one pass and finished by three
+    assert c2["gemm_counter"] == c1["gemm_counter"]
+    assert c2["alu_counter"] == c1["alu_counter"] + tiles[0].reset[1] + tiles[1].reset[1]
