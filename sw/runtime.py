@@ -135,6 +135,7 @@ class CommandQueue:
         self._insn_buf = None
         self.last_counters: dict = {}
         self._index_checks: dict = {}       # (kernel, loop fields) -> the index problem or None
+        self._load_bounds: dict = {}        # memory type -> the bounds of load_2d / store_2d arguments
         self.runs = 0
         self.insns_run = 0              # instructions of every synchronize so far (FINISH included)
 
@@ -188,6 +189,10 @@ class CommandQueue:
                 self.isa.formats[kind].encode(f)
             except EncodeError as err:
                 raise InsnError(str(err)) from None
+        return self._append(stage, kind, f)
+
+    def _append(self, stage: int, kind: str, f: dict) -> Insn:
+        """Queue the instruction of every field ``f`` (checked), with the stage's pending pops."""
         f["pop_prev"] = self.pending_pop_prev[stage]
         f["pop_next"] = self.pending_pop_next[stage]
         self.pending_pop_prev[stage] = self.pending_pop_next[stage] = 0
@@ -249,11 +254,14 @@ class CommandQueue:
             raise InsnError(f"load_2d: dst_memory_type = {dst_memory_type!r}; allowed: "
                             + ", ".join(f"{int(m)} {m.name}" for m in allowed))
         mem = MemId(int(dst_memory_type))
-        f = self.isa.formats["mem"]
-        depth = {MemId.INP: self.cfg.INP_DEPTH, MemId.WGT: self.cfg.WGT_DEPTH}.get(mem, self.cfg.ACC_DEPTH)
-        bounds = {"src_elem_offset": f["dram_base"].hi, "x_size": f["x_size"].hi, "y_size": f["y_size"].hi,
-                  "x_stride": f["x_stride"].hi, "x_pad_before": f["x_pad_0"].hi, "y_pad_before": f["y_pad_0"].hi,
-                  "x_pad_after": f["x_pad_1"].hi, "y_pad_after": f["y_pad_1"].hi, "dst_sram_index": depth - 1}
+        bounds = self._load_bounds.get(mem)
+        if bounds is None:
+            f = self.isa.formats["mem"]
+            depth = {MemId.INP: self.cfg.INP_DEPTH, MemId.WGT: self.cfg.WGT_DEPTH}.get(mem, self.cfg.ACC_DEPTH)
+            bounds = self._load_bounds[mem] = {
+                "src_elem_offset": f["dram_base"].hi, "x_size": f["x_size"].hi, "y_size": f["y_size"].hi,
+                "x_stride": f["x_stride"].hi, "x_pad_before": f["x_pad_0"].hi, "y_pad_before": f["y_pad_0"].hi,
+                "x_pad_after": f["x_pad_1"].hi, "y_pad_after": f["y_pad_1"].hi, "dst_sram_index": depth - 1}
         n = _naturals("load_2d", bounds, src_elem_offset=src_elem_offset, x_size=x_size, y_size=y_size,
                       x_stride=x_stride, x_pad_before=x_pad_before, y_pad_before=y_pad_before,
                       x_pad_after=x_pad_after, y_pad_after=y_pad_after, dst_sram_index=dst_sram_index)
@@ -271,9 +279,12 @@ class CommandQueue:
         if (isinstance(src_memory_type, (bool, np.bool_)) or not isinstance(src_memory_type, (int, np.integer))
                 or src_memory_type != MemId.OUT):
             raise InsnError(f"store_2d: src_memory_type = {src_memory_type!r}; allowed: 4 OUT")
-        f = self.isa.formats["mem"]
-        bounds = {"src_sram_index": self.cfg.ACC_DEPTH - 1, "dst_elem_offset": f["dram_base"].hi,
-                  "x_size": f["x_size"].hi, "y_size": f["y_size"].hi, "x_stride": f["x_stride"].hi}
+        bounds = self._load_bounds.get(MemId.OUT)
+        if bounds is None:
+            f = self.isa.formats["mem"]
+            bounds = self._load_bounds[MemId.OUT] = {
+                "src_sram_index": self.cfg.ACC_DEPTH - 1, "dst_elem_offset": f["dram_base"].hi,
+                "x_size": f["x_size"].hi, "y_size": f["y_size"].hi, "x_stride": f["x_stride"].hi}
         n = _naturals("store_2d", bounds, src_sram_index=src_sram_index, dst_elem_offset=dst_elem_offset,
                       x_size=x_size, y_size=y_size, x_stride=x_stride)
         dram_base, buf = self._dram_base("store_2d", dst, n["dst_elem_offset"], MemId.OUT, n["x_size"], n["y_size"],
@@ -294,7 +305,7 @@ class CommandQueue:
         except EncodeError as err:
             raise InsnError(f"{what}: {err}") from None
         self._hold(buf, what)     # raises if another thread freed the buffer meanwhile
-        return self._new_insn(stage, _checked=True, **fields)
+        return self._append(stage, kind, probe)
 
     def _dram_base(self, what, obj, elem_offset, mem, x_size, y_size, x_stride) -> tuple[int, object]:
         """The DRAM element address of an access, checked against the range ``obj`` names, and its buffer."""
@@ -333,18 +344,21 @@ class CommandQueue:
         elif k.mode != mode:
             raise VTAError(f"{name}: the kernel for key {key!r} was recorded as "
                            f"{'GEMM' if k.mode == 0 else 'ALU'}")
-        fields = k.loop_fields()
-        self._check_kernel_indices(name, k, fields)
-        if mode == 0:
-            op = dict(opcode=Opcode.GEMM, reset=k.reset, **fields)
-        else:
-            # (the reset bit is written as VTA's runtime writes it; an ALU instruction ignores it)
-            op = dict(opcode=Opcode.ALU, reset=k.reset, alu_opcode=k.alu_opcode, use_imm=k.use_imm, imm=k.imm,
-                      **fields)
-        try:       # the loop fields must fit before anything is queued
-            self.isa.formats[self.isa.kind_of(op["opcode"])].encode(op)
-        except EncodeError as err:
-            raise InsnError(f"{name}: {err}") from None
+        op = k.checked_op
+        if op is None:          # (a kernel's instruction fields are checked once: they depend on the kernel only)
+            fields = k.loop_fields()
+            self._check_kernel_indices(name, k, fields)
+            if mode == 0:
+                op = dict(opcode=Opcode.GEMM, reset=k.reset, **fields)
+            else:
+                # (the reset bit is written as VTA's runtime writes it; an ALU instruction ignores it)
+                op = dict(opcode=Opcode.ALU, reset=k.reset, alu_opcode=k.alu_opcode, use_imm=k.use_imm, imm=k.imm,
+                          **fields)
+            try:       # the loop fields must fit before anything is queued
+                self.isa.formats[self.isa.kind_of(op["opcode"])].encode(op)
+            except EncodeError as err:
+                raise InsnError(f"{name}: {err}") from None
+            k.checked_op = op
         self._make_resident(k)
         # checked above; uop_bgn and uop_end come from the uop cache, inside the uop SRAM by construction
         self._new_insn(STAGE_COMPUTE, _checked=True, uop_bgn=k.sram_begin, uop_end=k.sram_end, **op)
@@ -454,8 +468,7 @@ class CommandQueue:
 
     def _write_insns(self, insns) -> tuple[int, np.ndarray]:
         """Write the stream into the instruction buffer; its device address and its bytes."""
-        formats = self.isa.formats          # every field was range-checked when the instruction was queued
-        raw = self.isa.words_to_array(formats[i.kind].pack(i.f) for i in insns)
+        raw = self.isa.pack_stream(insns)   # every field was range-checked when the instruction was queued
         if self._insn_buf is None or self.memory.get(self._insn_buf).nbytes < raw.nbytes:
             if self._insn_buf is not None:
                 self.free(self._insn_buf)

@@ -33,6 +33,7 @@ class UopKernel:
         self.dram_addr = None     # where its encoded micro-ops live in device memory
         self.chunk = None         # the handle of the staging buffer that holds them
         self.sram_begin = None    # its range in the uop SRAM while resident
+        self.checked_op = None    # its instruction's fields once checked (sw.runtime push_op)
 
     @property
     def sram_end(self):
@@ -76,7 +77,10 @@ def recording(what) -> UopKernel:
 
 def naturals(what, bounds: dict, **args) -> dict:
     """Each named argument as an int in [0, ``bounds[name]``], or an InsnError naming it and that range."""
-    return {name: check_int(what, name, v, 0, bounds[name], InsnError) for name, v in args.items()}
+    for name, v in args.items():        # (the common case, plain ints in range, without a call per argument)
+        if type(v) is not int or not 0 <= v <= bounds[name]:
+            return {name: check_int(what, name, v, 0, bounds[name], InsnError) for name, v in args.items()}
+    return args
 
 
 def uop_loop_begin(extent, dst_factor, src_factor, wgt_factor) -> None:

@@ -74,6 +74,10 @@ def test_round_trip_random(name):
     # the vectorised stream decoder agrees with the scalar one
     raw = isa.words_to_array(w for w, _ in words)
     assert [i.f for i in isa.decode_stream(raw)] == [v for _, v in words]
+    # and the vectorised packer of the runtime's queued instructions writes the same bytes, in any order of kinds
+    order = rng.permutation(len(words))
+    np.testing.assert_array_equal(isa.pack_stream([isa.decode(words[i][0]) for i in order]),
+                                  isa.words_to_array(words[i][0] for i in order))
     # the disassembler prints every instruction
     assert all(isa.disasm(w) for w, _ in words)
 
