@@ -58,6 +58,8 @@ class FsimDevice:
         }
         self.counters = dict.fromkeys(COUNTER_NAMES, 0)
         self._index_cache: dict = {}
+        self._alu_shapes: dict = {}
+        self._gemm_plans: dict = {}
         self._checked = None
 
     def checked_stream(self, insn_addr: int, raw: np.ndarray, insns: list, order: list | None = None) -> None:
@@ -188,8 +190,14 @@ class FsimDevice:
         if f["reset"]:
             self.acc[d] = 0
             return
+        key = (id(d), id(s), id(w))
+        hit = self._gemm_plans.get(key)
+        if hit is None or hit[0] is not d or hit[1] is not s or hit[2] is not w:
+            if len(self._gemm_plans) >= 4096:
+                self._gemm_plans.clear()
+            hit = self._gemm_plans[key] = (d, s, w, _gemm_fold(d, s, w))   # (the arrays kept: their ids stay theirs)
         with _one_blas_thread():
-            if not _gemm_folded(self.acc, self.inp, self.wgt, d, s, w):
+            if not _gemm_folded(self.acc, self.inp, self.wgt, hit[3]):
                 prod, order = _gemm_products(self.inp, self.wgt, s, w)
                 _accumulate(self.acc, d[order], prod)
         self.counters["gemm_counter"] += d.size
@@ -201,26 +209,41 @@ class FsimDevice:
         self.counters["alu_counter"] += d.size
         op, use_imm, imm = f["alu_opcode"], f["use_imm"], f["imm"]
         acc = self.acc
+        run, independent = self._alu_shape(d, s, use_imm)
+        if independent:
+            b = np.int64(imm) if use_imm else acc[s]
+            if run is not None:
+                # the common case: a run of consecutive rows, in place on a view
+                rows = acc[run[0]:run[1]]
+                rows[...] = alu_op(op, rows, b)
+            else:
+                acc[d] = alu_op(op, acc[d], b)
+        else:  # rare: a micro-op reads or rewrites a row an earlier one wrote; keep program order
+            for j in range(d.size):
+                b = np.int64(imm) if use_imm else acc[s[j]]
+                acc[d[j]] = alu_op(op, acc[d[j]], b)
+
+    def _alu_shape(self, d, s, use_imm):
+        """(the destination rows as a run [first, end) or None, whether the micro-ops can run at once: no
+        destination repeats and, with a tensor operand, none reads a row an earlier one of them wrote), per
+        index arrays (memoised beside them: they repeat as the instructions do)."""
+        key = (id(d), id(s), use_imm)
+        hit = self._alu_shapes.get(key)
+        if hit is not None and hit[0] is d and hit[1] is s:
+            return hit[2]
         n = d.size
         increasing = n == 1 or bool(np.all(d[1:] > d[:-1]))
-        if increasing and use_imm and d[-1] - d[0] == n - 1:
-            # the common case: an immediate op over a run of consecutive rows, in place on a view
-            rows = acc[d[0]:d[-1] + 1]
-            rows[...] = alu_op(op, rows, np.int64(imm))
-            return
+        run = (int(d[0]), int(d[-1]) + 1) if increasing and d[-1] - d[0] == n - 1 else None
         independent = increasing or np.unique(d).size == n
         if independent and not use_imm:
             # every operand must be read before any earlier micro-op of this instruction writes it
-            first_write = np.full(acc.shape[0], n, dtype=np.int64)
+            first_write = np.full(self.acc.shape[0], n, dtype=np.int64)
             first_write[d] = np.arange(n)
             independent = bool(np.all(first_write[s] >= np.arange(n)))
-        if independent:
-            b = np.int64(imm) if use_imm else acc[s]
-            acc[d] = alu_op(op, acc[d], b)
-        else:  # rare: a micro-op reads or rewrites a row an earlier one wrote; keep program order
-            for j in range(n):
-                b = np.int64(imm) if use_imm else acc[s[j]]
-                acc[d[j]] = alu_op(op, acc[d[j]], b)
+        if len(self._alu_shapes) >= 4096:
+            self._alu_shapes.clear()
+        self._alu_shapes[key] = (d, s, (run, independent))     # (d and s kept: their ids stay theirs)
+        return run, independent
 
 
 def alu_op(op: int, a: np.ndarray, b) -> np.ndarray:
@@ -301,23 +324,37 @@ def _one_blas_thread():
         _SET_BLAS_THREADS(previous)
 
 
-def _gemm_folded(acc, inp, wgt, d, s, w) -> bool:
-    """acc[d] += inp[s] . wgt[w]^T over all executions, as one blocked product; False (nothing done)
-    when the executions have no regular structure to fold."""
+def _gemm_fold(d, s, w):
+    """How :func:`_gemm_folded` computes a GEMM of these executions, which depends on the indices only: (dst
+    rows, distinct inp lists and their inverse, distinct wgt lists and theirs, rows in the product's order), or
+    None where the executions have no regular structure to fold."""
     plan = _fold_plan(d, s, w)
     if plan is None:
-        return False
+        return None
     dst, S, W = plan
     us, inv_s = _row_classes(S)
     uw, inv_w = _row_classes(W)
     if us.shape[0] * uw.shape[0] > 2 * dst.size:
-        return False           # few rows share their lists: the full product would mostly be wasted
-    B, I = inp.shape[1], inp.shape[2]
-    O = wgt.shape[1]
-    R, K = S.shape
+        return None            # few rows share their lists: the full product would mostly be wasted
+    R = S.shape[0]
     nu, nw = us.shape[0], uw.shape[0]
     # the rows in the product's own order (row r = pair (r // nw, r % nw)): no gather needed
     in_order = nu * nw == R and np.array_equal(inv_s * nw + inv_w, np.arange(R))
+    lo = int(dst[0])
+    run = int(dst[-1]) - lo == R - 1 and (R == 1 or bool(np.all(dst[1:] > dst[:-1])))
+    return dst, us, inv_s, uw, inv_w, in_order, run
+
+
+def _gemm_folded(acc, inp, wgt, fold) -> bool:
+    """acc[d] += inp[s] . wgt[w]^T over all executions, as one blocked product (``fold``: :func:`_gemm_fold`
+    of the executions); False (nothing done) when they have no regular structure to fold."""
+    if fold is None:
+        return False
+    dst, us, inv_s, uw, inv_w, in_order, run = fold
+    B, I = inp.shape[1], inp.shape[2]
+    O = wgt.shape[1]
+    R, K = dst.size, us.shape[1]
+    nu, nw = us.shape[0], uw.shape[0]
     chunk = max(1, _F32_TERMS // I)
     total = None
     for k0 in range(0, K, chunk):
@@ -328,7 +365,7 @@ def _gemm_folded(acc, inp, wgt, d, s, w) -> bool:
         total = p if total is None else total + p         # int32 wrap-around
     total = total.reshape(R, B * O)
     lo = int(dst[0])
-    if int(dst[-1]) - lo == R - 1 and (R == 1 or bool(np.all(dst[1:] > dst[:-1]))):
+    if run:
         acc[lo:lo + R] += total                           # a run of consecutive rows: in place on a view
     else:
         acc[dst] += total

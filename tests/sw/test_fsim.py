@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from sw.config import load_config
-from sw.fsim import FsimDevice, _gemm_folded, alu_op
+from sw.fsim import FsimDevice, _gemm_fold, _gemm_folded, alu_op
 from sw.isa import AluOp, MemId, Opcode, expand_uops, isa_for
 from sw.pipeline import DeadlockError, InsnError
 
@@ -366,7 +366,7 @@ def test_folded_gemm_matches_per_uop_reference(dev, rng, shape):
         d, s, w = expand_uops(np.array(uops), f, True)
         want = per_uop_gemm(dev.acc, dev.inp, dev.wgt, d, s, w)
         acc = dev.acc.copy()
-        if _gemm_folded(acc, dev.inp, dev.wgt, d, s, w):
+        if _gemm_folded(acc, dev.inp, dev.wgt, _gemm_fold(d, s, w)):
             folded += 1
             np.testing.assert_array_equal(acc, want)
         else:
@@ -400,7 +400,7 @@ def test_folded_gemm_exact_at_extremes(default_cfg, k_blocks):
     terms = k_blocks * I
     exact = (2**31 - 7 + 2**14 * (terms - terms // I) + terms // I + 2**31) % 2**32 - 2**31
     assert (want[:rows] == exact).all()
-    assert _gemm_folded(dev.acc, dev.inp, dev.wgt, d, s, w)
+    assert _gemm_folded(dev.acc, dev.inp, dev.wgt, _gemm_fold(d, s, w))
     np.testing.assert_array_equal(dev.acc, want)
 
 
