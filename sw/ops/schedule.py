@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,7 +47,7 @@ class _Tile:
     gemm_uops: int = 0          # GEMM micro-ops of the tile (the window for overlapped ALU work)
     init: tuple = None          # (actions that start the accumulators at the bias, the other computes): the
                                 # reset's alternative on a region an earlier tile left (Epilogue.init_actions)
-    tail: object = None         # tail(initialized) -> [(computes, stores)]: the tile finished in parts, each
+    tail: Callable = None       # tail(initialized) -> [(computes, stores)]: the tile finished in parts, each
                                 # stored while the ALU works on the next (the operator's last tile)
 
     def insn_bound(self) -> int:
@@ -56,6 +57,8 @@ class _Tile:
             n += len(st.loads) + 5 + sum(a.insns for a in st.computes)
         n += sum(a.insns for a in self.computes) + len(self.stores) + 5
         n += 6 if self.reset else 0
+        if self.tail is not None:       # (finished in parts instead: more ALU instructions, stores and tokens)
+            n += sum(sum(a.insns for a in acts) + len(stores) + 4 for acts, stores in self.tail(False))
         return n
 
 
@@ -200,7 +203,10 @@ def run_tiles(tiles, interleave=None) -> dict:
     push and stores. The compute module runs an ALU instruction beside a GEMM of another acc half,
     so the requantization of one tile overlaps the GEMMs of the next. A tile's LOADs of the acc vectors
     (bias, clip bounds) that repeat those of the last tile in the same acc region are skipped (their
-    rows still hold the data).
+    rows still hold the data). In the same slot as the ALU's zeroing, a tile with ``init`` on a region an
+    earlier tile of the operator finished (its rows covering the new tile's) is started at the bias instead,
+    and then finished without the epilogue's ADD; the operator's last tile, with ``tail``, is finished and
+    stored in parts (docs/architecture.md §6.3).
     """
     cmd = rt.command_handle()
     q = rt.current()
