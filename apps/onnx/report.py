@@ -3,9 +3,11 @@
 Per layer (accelerator layers and CPU layers and islands alike): name, kind, output shape, where it
 ran (vta / cpu), MACs, cycles (on the RTL; the golden model does not count cycles), MAC utilization =
 MACs / (cycles x BATCH x BLOCK_IN x BLOCK_OUT), the roofline fraction = max(MACs / peak, DRAM bytes /
-bytes per cycle) / cycles, DRAM bytes moved by the accelerator (loads of inp, wgt, acc, uop and
-stores), wall seconds. Totals: the share of MACs that ran on the accelerator, cycles, inferences per
-second at 100 and 200 MHz, utilization over the offloaded conv layers.
+bytes per cycle, ALU micro-ops) / cycles (the tensor ALU runs at most one micro-op per cycle, beside the
+GEMMs: a layer whose requantization has more passes than its GEMM cycles per row is bound by it), DRAM
+bytes moved by the accelerator (loads of inp, wgt, acc, uop and stores), wall seconds. Totals: the share
+of MACs that ran on the accelerator, cycles and the sum of the layers' bounds, inferences per second at
+100 and 200 MHz, utilization over the offloaded conv layers.
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ def rows(records, cfg, dram_bytes_per_cycle: float = 8) -> list[dict]:
         c = r["counters"]
         cycles = int(c.get("cycles", 0) or 0)
         nbytes = int(sum(c.get(k, 0) for k in _BYTES))
-        bound = max(r["macs"] / peak, nbytes / dram_bytes_per_cycle)
+        bound = max(r["macs"] / peak, nbytes / dram_bytes_per_cycle, float(c.get("alu_counter", 0)))
         out.append({"layer": r["name"], "kind": r["kind"], "shape": "x".join(map(str, r["out_shape"])),
                     "where": r["where"], "macs": r["macs"], "cycles": cycles,
                     "utilization": r["macs"] / (cycles * peak) if cycles else float("nan"),
+                    "bound_cycles": bound if r["where"] == "vta" else 0.0,
                     "roofline_fraction": bound / cycles if cycles else float("nan"),
                     "dram_bytes": nbytes, "seconds": r["seconds"], "group": _group(r)})
     return out
@@ -85,6 +88,7 @@ def totals(report_rows, cfg) -> dict:
     t = {"layers": len(report_rows), "vta_layers": sum(r["where"] == "vta" for r in report_rows),
          "islands": sum(r["kind"] == "island" for r in report_rows),
          "macs": macs, "vta_macs": vta_macs, "mac_share": vta_macs / macs if macs else float("nan"), "cycles": cycles,
+         "bound_cycles": sum(r.get("bound_cycles", 0.0) for r in report_rows),
          "dram_bytes": sum(r["dram_bytes"] for r in report_rows),
          "seconds": sum(r["seconds"] for r in report_rows),
          "conv_utilization": sum(r["macs"] for r in conv) / (conv_cycles * peak) if conv_cycles else float("nan")}
@@ -121,6 +125,8 @@ def format_table(report_rows, cfg) -> str:
         lines.append(f"cycles {t['cycles']:,}; {t['inferences_per_s_100MHz']:.2f} inferences/s at 100 MHz, "
                      f"{t['inferences_per_s_200MHz']:.2f} at 200 MHz; MAC utilization over the offloaded "
                      f"conv layers {t['conv_utilization']:.1%}")
+        lines.append(f"the layers' bounds (GEMM, DRAM or ALU, the roofl column) sum to {t['bound_cycles']:,.0f} cycles: "
+                     f"{t['bound_cycles'] / t['cycles']:.1%} of the run")
     else:
         lines.append("cycles: not counted on the golden model (run on the RTL: --target rtl)")
     return "\n".join(lines)

@@ -92,15 +92,18 @@ def bytes_moved(counters: dict) -> int:
 
 
 def roofline(macs: int, counters: dict, cfg, dram_bytes_per_cycle: float = 8) -> dict:
-    """The best possible cycles from the compute peak and the DRAM bandwidth, and what fraction was achieved."""
+    """The best possible cycles from the compute peak, the DRAM bandwidth and the tensor ALU (one micro-op per
+    cycle at best, beside the GEMMs), and what fraction was achieved."""
     peak = cfg.BATCH * cfg.BLOCK_IN * cfg.BLOCK_OUT
     moved = bytes_moved(counters)
     compute = macs / peak
     memory = moved / dram_bytes_per_cycle
-    bound = max(compute, memory)
+    alu = float(counters.get("alu_counter", 0))
+    bound = max(compute, memory, alu)
     cycles = int(counters.get("cycles", 0))
-    return {"bytes": moved, "compute_cycles": compute, "memory_cycles": memory, "bound_cycles": bound,
-            "bound_by": "compute" if compute >= memory else "memory",
+    return {"bytes": moved, "compute_cycles": compute, "memory_cycles": memory, "alu_cycles": alu,
+            "bound_cycles": bound,
+            "bound_by": "compute" if compute >= max(memory, alu) else ("memory" if memory >= alu else "alu"),
             "bound_fraction": bound / cycles if cycles else float("nan"),
             "utilization": macs / (cycles * peak) if cycles else float("nan")}
 

@@ -38,6 +38,11 @@ def test_rows_and_totals():
     text = report.format_table(rows, cfg)
     assert "cycles 66,000" in text and "conv1" in text and "softmax" in text
     assert "(2 on VTA, 2 CPU islands)" in text and "of which 75.0% on the accelerator" in text
+    # the bounds: conv1 1000 cycles of MACs, fc 64,000 of DRAM (512,000 bytes / 8)
+    assert t["bound_cycles"] == pytest.approx(65000) and "sum to 65,000 cycles: 98.5% of the run" in text
+    # a requantization of more ALU micro-ops than GEMM cycles: the ALU bounds the layer
+    alu = report.rows([dict(RECORDS[0], counters=dict(RECORDS[0]["counters"], alu_counter=1600))], cfg)[0]
+    assert alu["roofline_fraction"] == pytest.approx(0.8) and alu["bound_cycles"] == 1600
 
 
 def test_golden_rows_say_cycles_are_not_counted():

@@ -56,6 +56,9 @@ def test_roofline_compute_bound_and_small_config():
     r = wl.roofline(64 * 1000, counters, cfg)
     assert r["bytes"] == 160 and r["memory_cycles"] == 20
     assert r["bound_by"] == "compute" and r["bound_cycles"] == 1000
+    # more ALU micro-ops than GEMM cycles: the tensor ALU bounds it
+    ra = wl.roofline(64 * 1000, dict(counters, alu_counter=1100), cfg)
+    assert ra["bound_by"] == "alu" and ra["bound_cycles"] == 1100 and ra["alu_cycles"] == 1100
     assert r["bound_fraction"] == r["utilization"] == 0.8
     assert math.isnan(wl.roofline(1, {"cycles": 0}, cfg)["utilization"])
 
