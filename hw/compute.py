@@ -34,9 +34,9 @@ class Compute(wiring.Component):
     ACC_8BIT and FINISH wait until every older instruction has ended and its pushes have left, and
     run alone, except a LOAD UOP that pushes nothing and writes none of the micro-ops of the running
     instructions (the runtime's kernel staging), which runs beside them, and a LOAD ACC / ACC_8BIT
-    that pushes nothing and writes rows of one bank only: younger GEMMs whose footprint lies in the
-    other bank issue beside it (a tile's residual or vectors load while the next tile's GEMMs run);
-    anything else waits for it to end:
+    that pushes nothing and writes rows of one bank only: younger GEMM or ALU instructions whose
+    footprint lies in the other bank issue beside it, one at a time (a tile's residual or vectors load
+    while the next tile's GEMMs or the last tile's requantization run); anything else waits for it to end:
 
     * LOAD UOP / ACC / ACC_8BIT: a :class:`~hw.load.TensorLoad` into the uop or acc SRAM (x_size = 0
       is a NOP). ACC_8BIT reads BATCH*BLOCK_OUT int8 lanes per element and sign-extends them.
@@ -263,11 +263,13 @@ class Compute(wiring.Component):
             # apart in the FPGA build: fpga.board.KEEP_COPIES).
             own = Signal(4, name=f"bank{b}_owner")
             own_lane = [Signal(4, name=f"bank{b}_owner_copy{i}") for i in range(lanes)]
-            # (an acc load beside a GEMM: the GEMM drives its bank, the load the other)
+            # (an acc load beside a GEMM or an ALU instruction: the unit drives its bank, the load the other;
+            # never both units beside a load: with two banks one of them would share the load's)
             ld_code = Mux(load_is_acc, 0b0100, 0b1000)
             owner = Mux(dual, Mux(bank_of[0] == b, 0b0001, 0b0010),
                         Mux(ld_taken & run[0], Mux(bank_of[0] == b, 0b0001, ld_code),
-                            Mux(run[0], 0b0001, Mux(run[1], 0b0010, ld_code))))
+                            Mux(ld_taken & run[1], Mux(bank_of[1] == b, 0b0010, ld_code),
+                                Mux(run[0], 0b0001, Mux(run[1], 0b0010, ld_code)))))
             m.d.sync += [r.eq(owner) for r in (own, *own_lane)]
             lane_data = []
             for i in range(lanes):
@@ -350,7 +352,7 @@ class Compute(wiring.Component):
         other_bank = Mux(is_alu, bank_of[0], bank_of[1])
         other_single = Mux(is_alu, single_of[0], single_of[1])
         apart = fp.single & other_single & (fp.bank != other_bank)
-        beside_load = ~ld_taken | (~is_alu & fp.single & (fp.bank != ld_bank))
+        beside_load = ~ld_taken | (fp.single & (fp.bank != ld_bank))
         slot_free = ~mine & (~other | apart) & beside_load
         with m.FSM(name="compute_fsm"):
             with m.State("IDLE"):

@@ -248,7 +248,8 @@ def run_tiles(tiles, interleave=None) -> dict:
         _check_fifo(step_bufs, next_buf)
         _check_fifo(accs, next_acc)
         i = 0
-        deferred = None     # (tile, its acc loads, its other compute actions, store_next)
+        deferred = None     # (tile, its acc loads, its other compute actions, store_next, its residual loads left,
+                            # whether it has a residual)
         zeroed = set()      # tiles whose accumulators the ALU zeroed or initialized (and whose s2g it popped)
         initialized = set()     # those started at the bias (Epilogue.init_actions)
         covered = {}        # acc region -> the rows its last tile finished
@@ -267,8 +268,7 @@ def run_tiles(tiles, interleave=None) -> dict:
                 # one share after each GEMM step, front-loaded: the deferred tile's store then
                 # overlaps this tile's GEMMs and is done long before its acc half is reset again
                 pending = list(deferred[4])
-                shares = _shares(deferred[2], deferred[0].reset[1] if deferred[0].reset else 1, t,
-                                 even=bool(pending) or any(a.mem == ACC8 for a in deferred[1]))
+                shares = _shares(deferred[2], deferred[0].reset[1] if deferred[0].reset else 1, t, even=deferred[5])
                 last_share = max([k for k, sh in enumerate(shares) if sh] or [0])
             # the next tile's accumulators, zeroed by the ALU beside this tile's GEMMs (after the
             # store that last read them) instead of a GEMM reset pass, when that keeps the busier of
@@ -298,6 +298,16 @@ def run_tiles(tiles, interleave=None) -> dict:
                 work[0] += alu_rows + (zero if zero_ops else 0)
                 work[1] += t.gemm_uops + (0 if zero_ops else nxt.reset[1])
             k_zero = min(len(t.steps) - 1, last_share + 1)
+            # where the ALU sets the pace (the tile's requantization outlasts its GEMMs), this tile's residual
+            # loads, when a later tile takes its requantization: queued right after its last GEMMs, amid the
+            # deferred tile's ALU work (which runs beside them in the other bank), instead of beside the next
+            # tile's GEMMs and before its own requantization, which would wait for them (where the GEMMs set the
+            # pace, that is where they cost nothing)
+            comps = t.init[1] if ti in initialized else t.computes
+            alu_work = sum(getattr(a, "passes", 0) for a in comps if not isinstance(a, Load)) * (
+                t.reset[1] if t.reset else 1)
+            own_res = [a for a in comps if isinstance(a, Load) and a.mem == ACC8] \
+                if interleave and nxt is not None and alu_work > t.gemm_uops else []
             for k, st in enumerate(t.steps):
                 if prev_buf[i]:
                     rt.dep_pop(cmd, QCOMPUTE, QLOAD)
@@ -331,6 +341,27 @@ def run_tiles(tiles, interleave=None) -> dict:
                     if j is not None:
                         emit_computes(deferred[0], share[:j] + pending)
                         share, pending = share[j:], []
+                if own_res and k == len(t.steps) - 1:
+                    # (after as much of the share as this step's GEMMs take: the loads wait for both to end)
+                    cut, work_k = len(share), t.gemm_uops / len(t.steps)
+                    if deferred is not None:
+                        rows_d, done = (deferred[0].reset[1] if deferred[0].reset else 1), 0.0
+                        for j, a in enumerate(share):
+                            if done >= work_k:
+                                cut = j
+                                break
+                            done += getattr(a, "passes", 1) * rows_d
+                        emit_computes(deferred[0], share[:cut])
+                    # each load followed by a part of the rest of the share: an acc load waits for every older
+                    # instruction, so the ALU instruction after one runs beside it and the next load waits for it
+                    rest = share[cut:] if deferred is not None else []
+                    n = len(own_res)
+                    per = -(-len(rest) // n) if rest else 0
+                    for j, a in enumerate(own_res):
+                        emit_computes(t, [a])
+                        if rest and j < n - 1:
+                            emit_computes(deferred[0], rest[j * per:(j + 1) * per])
+                    share = rest[(n - 1) * per:] if rest else share[cut:]
                 if deferred is not None and k == last_share:
                     # the last share: then the deferred tile's push to store and its stores
                     finish_tile(deferred[0], share, deferred[3])
@@ -351,9 +382,9 @@ def run_tiles(tiles, interleave=None) -> dict:
                 # store_next, the residual's other loads)
                 computes = t.init[1] if ti in initialized else t.computes
                 loads = [a for a in computes if isinstance(a, Load) and a.mem != ACC8]
-                res = [a for a in computes if isinstance(a, Load) and a.mem == ACC8]
+                res = [a for a in computes if isinstance(a, Load) and a.mem == ACC8 and not own_res]
                 deferred = (t, loads + res[:1], [a for a in computes if not isinstance(a, Load)], next_acc[ti],
-                            res[1:])
+                            res[1:], bool(own_res or res))
             elif t.tail is not None and interleave:
                 # the last tile in parts: each part's store overlaps the next part's requantization
                 for actions, stores in t.tail(ti in initialized):

@@ -27,6 +27,11 @@ DEFAULT = {
     # (vt=2: the first step in parts of output blocks, a tile started at the bias by MIN; see tests/sw/ops/test_schedule.py)
     "conv_10x10x64x96_k3": {vt: (workloads.run_conv2d_workload, (None, None, 10, 10, 64, 96, 3, 1, 1, vt))
                             for vt in (1, 2)},
+    # (vt=2: ALU-bound with a residual: each tile's residual loads amid the tile before's requantization, the
+    # ALU beside them)
+    "conv_28x28x16x64_k1_residual": {vt: (workloads.run_conv2d_workload,
+                                          (None, None, 28, 28, 16, 64, 1, 0, 1, vt, True, None, 0, True))
+                                     for vt in (1, 2)},
     # (vt=2: the first step in parts of rows, tiles started at the bias, the last tile finished in parts)
     "dense_192x256x96_bias": {vt: (workloads.run_dense_workload, (192, 256, 96, vt, True)) for vt in (1, 2)},
     "conv_14x14x64x48_k3_residual": {vt: (workloads.run_conv2d_workload,

@@ -157,3 +157,22 @@ def test_first_step_in_parts_tiles_started_at_the_bias_last_tile_in_parts(on, rn
     # started at the bias by one pass and finished by three
     assert c2["gemm_counter"] == c1["gemm_counter"]
     assert c2["alu_counter"] == c1["alu_counter"] + tiles[0].reset[1] + tiles[1].reset[1]
+
+
+def test_alu_bound_residual_loads_go_amid_the_last_tiles_requantization(on):
+    """A 1x1 conv over one input block with a residual add: its requantization outlasts its GEMMs, so each tile's
+    residual loads follow its GEMMs one by one between the ALU instructions of the tile before (the compute
+    module runs an ALU instruction of the other bank beside an acc load), not before its own requantization;
+    the results are exact (the first tile's loads, with no tile before, included)."""
+    from sw import workloads
+
+    q = on("default")
+    buf = io.StringIO()
+    q.out, q.debug = buf, runtime.DEBUG_DUMP_INSN
+    r = workloads.run_conv2d_workload(None, None, 28, 28, 16, 64, 1, 0, 1, 2, True, None, 0, True)
+    q.debug = 0
+    assert r["ok"]
+    kinds = [("R" if "ACC_8BIT" in ln else "G" if " GEMM " in ln else "A" if " ALU " in ln else "")
+             for ln in buf.getvalue().splitlines()]
+    seq = "".join(kinds)
+    assert "RAR" in seq.replace("AAA", "A").replace("AA", "A")       # loads between ALU instructions
