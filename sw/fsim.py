@@ -58,8 +58,6 @@ class FsimDevice:
         }
         self.counters = dict.fromkeys(COUNTER_NAMES, 0)
         self._index_cache: dict = {}
-        self._alu_shapes: dict = {}
-        self._gemm_plans: dict = {}
         self._checked = None
 
     def checked_stream(self, insn_addr: int, raw: np.ndarray, insns: list, order: list | None = None) -> None:
@@ -161,7 +159,8 @@ class FsimDevice:
         self.counters["out_store_nbytes"] += xs * ys * self.cfg.OUT_ELEM_BYTES
 
     def _indices(self, f, kind):
-        """Flattened (dst, src, wgt) indices of every micro-op execution, in execution order.
+        """Flattened (dst, src, wgt) indices of every micro-op execution, in execution order, and a dict for what
+        the units derive from them (a GEMM's fold plan, an ALU instruction's shape).
 
         Memoised on the micro-op words and the loop fields: a network repeats a few hundred distinct
         (kernel, loop) pairs tens of thousands of times."""
@@ -180,36 +179,35 @@ class FsimDevice:
                 a.flags.writeable = False
         if len(self._index_cache) >= 4096:
             self._index_cache.clear()
-        self._index_cache[key] = (d, s, w)
-        return d, s, w
+        hit = self._index_cache[key] = (d, s, w, {})
+        return hit
 
     def _gemm(self, f):
-        d, s, w = self._indices(f, "gemm")
+        d, s, w, memo = self._indices(f, "gemm")
         if d.size == 0:
             return
         if f["reset"]:
             self.acc[d] = 0
             return
-        key = (id(d), id(s), id(w))
-        hit = self._gemm_plans.get(key)
-        if hit is None or hit[0] is not d or hit[1] is not s or hit[2] is not w:
-            if len(self._gemm_plans) >= 4096:
-                self._gemm_plans.clear()
-            hit = self._gemm_plans[key] = (d, s, w, _gemm_fold(d, s, w))   # (the arrays kept: their ids stay theirs)
+        if "fold" not in memo:
+            memo["fold"] = _gemm_fold(d, s, w)
         with _one_blas_thread():
-            if not _gemm_folded(self.acc, self.inp, self.wgt, hit[3]):
+            if not _gemm_folded(self.acc, self.inp, self.wgt, memo["fold"]):
                 prod, order = _gemm_products(self.inp, self.wgt, s, w)
                 _accumulate(self.acc, d[order], prod)
         self.counters["gemm_counter"] += d.size
 
     def _alu(self, f):
-        d, s, _ = self._indices(f, "alu")
+        d, s, _, memo = self._indices(f, "alu")
         if d.size == 0:
             return
         self.counters["alu_counter"] += d.size
         op, use_imm, imm = f["alu_opcode"], f["use_imm"], f["imm"]
         acc = self.acc
-        run, independent = self._alu_shape(d, s, use_imm)
+        shape = memo.get(use_imm)
+        if shape is None:
+            shape = memo[use_imm] = self._alu_shape(d, s, use_imm)
+        run, independent = shape
         if independent:
             b = np.int64(imm) if use_imm else acc[s]
             if run is not None:
@@ -225,12 +223,7 @@ class FsimDevice:
 
     def _alu_shape(self, d, s, use_imm):
         """(the destination rows as a run [first, end) or None, whether the micro-ops can run at once: no
-        destination repeats and, with a tensor operand, none reads a row an earlier one of them wrote), per
-        index arrays (memoised beside them: they repeat as the instructions do)."""
-        key = (id(d), id(s), use_imm)
-        hit = self._alu_shapes.get(key)
-        if hit is not None and hit[0] is d and hit[1] is s:
-            return hit[2]
+        destination repeats and, with a tensor operand, none reads a row an earlier one of them wrote)."""
         n = d.size
         increasing = n == 1 or bool(np.all(d[1:] > d[:-1]))
         run = (int(d[0]), int(d[-1]) + 1) if increasing and d[-1] - d[0] == n - 1 else None
@@ -240,9 +233,6 @@ class FsimDevice:
             first_write = np.full(self.acc.shape[0], n, dtype=np.int64)
             first_write[d] = np.arange(n)
             independent = bool(np.all(first_write[s] >= np.arange(n)))
-        if len(self._alu_shapes) >= 4096:
-            self._alu_shapes.clear()
-        self._alu_shapes[key] = (d, s, (run, independent))     # (d and s kept: their ids stay theirs)
         return run, independent
 
 

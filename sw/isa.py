@@ -196,16 +196,6 @@ class Format:
             word |= (value & mask) << offset
         return word
 
-    def pack(self, values: dict) -> int:
-        """:meth:`encode` without the range checks, for fields already checked (the runtime's queued
-        instructions, written out at synchronize)."""
-        word = 0
-        limits = self._limits
-        for name, value in values.items():
-            offset, mask, _, _ = limits[name]
-            word |= (int(value) & mask) << offset
-        return word
-
     def decode(self, word: int) -> dict:
         out = {}
         for f in self.fields.values():
@@ -367,7 +357,7 @@ class ISA:
 
     def pack_stream(self, insns) -> np.ndarray:
         """The bytes of a stream of :class:`Insn` (16 each, little-endian), every field already range-checked
-        (the runtime's queued instructions): :meth:`Format.pack` vectorised per format and field."""
+        (the runtime's queued instructions): :meth:`Format.encode` without the checks, per format and field."""
         n = len(insns)
         lo, hi = np.zeros(n, np.uint64), np.zeros(n, np.uint64)
         by_kind: dict = {}

@@ -140,7 +140,7 @@ class Tracker(FsimDevice):
 
     def _indices(self, f, kind):
         self._read(MemId.UOP, np.arange(f["uop_bgn"], f["uop_end"]))
-        d, s, w = super()._indices(f, kind)
+        d, s, w, memo = super()._indices(f, kind)
         gemm_reset = kind == "gemm" and f["reset"]
         if kind == "gemm":
             if not gemm_reset:
@@ -158,7 +158,7 @@ class Tracker(FsimDevice):
                     self.hazard = f"micro-op execution {int(hit[0]) + lag} rewrites acc row {int(d[hit[0]])} {lag} after"
                     break
         self.defined[MemId.ACC][d] = True
-        return d, s, w
+        return d, s, w, memo
 
 
 def restore_ranges(program) -> dict:

@@ -25,9 +25,14 @@ _ROW_CYCLES = 2
 _INSN_CYCLES = 8
 
 
+def dma_cycles(nbytes, rows, cfg) -> float:
+    """The model's cycles of a DMA transfer of ``nbytes`` in ``rows`` 2-D rows: the bus width and a set-up per row."""
+    return nbytes / (cfg.BUS_WIDTH // 8) + rows * _ROW_CYCLES
+
+
 def _plan_cycles(vt, load_bytes, rows, gemm, alu, insns, first_load, tail, cfg, chain=0.0):
     bus = cfg.BUS_WIDTH // 8
-    load = load_bytes / bus + rows * _ROW_CYCLES
+    load = dma_cycles(load_bytes, rows, cfg)
     overhead = insns * _INSN_CYCLES
     if vt == 1:
         return load + gemm + alu + overhead

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import runtime as rt
 from ..isa import MemId
+from ..pipeline import elem_bytes
 from .base import (
     QCOMPUTE,
     QLOAD,
@@ -22,7 +23,7 @@ from .base import (
     config,
 )
 from .kernels import Gemm, Load, _k_reset, _zero_rows
-from .plan import _ROW_CYCLES
+from .plan import dma_cycles
 
 
 @dataclass
@@ -128,8 +129,8 @@ def head_pays(gemm_uops: int, loads, cfg, alu: float = 0.0) -> bool:
     passes x rows): then the steps after it are not waiting for loads or the ALU, and starting its GEMMs
     earlier (:func:`head_parts`) ends the operator earlier (measured: where the ALU sets the pace, as in
     MobileNetV2's 1x1 expansions, the parts only add instructions)."""
-    size = {int(MemId.INP): cfg.INP_ELEM_BYTES, int(MemId.WGT): cfg.WGT_ELEM_BYTES}
-    cycles = sum(a.x_size * a.y_size * size[a.mem] / (cfg.BUS_WIDTH // 8) + a.y_size * _ROW_CYCLES for a in loads)
+    cycles = dma_cycles(sum(a.x_size * a.y_size * elem_bytes(cfg, a.mem) for a in loads),
+                        sum(a.y_size for a in loads), cfg)
     return gemm_uops >= max(cycles, alu)
 
 
@@ -142,13 +143,18 @@ def tail_parts(rows: int, store_rows: int, passes: int, cfg) -> int:
     """How many parts the operator's last tile is finished in (``_Tile.tail``): k parts expose 1/k of its store
     (``rows`` accumulators in ``store_rows`` rows of a 2-D STORE) and cost k - 1 more instructions per ALU pass,
     so k = sqrt(store / (passes x instruction cost)), at most HEAD_PARTS."""
-    store = rows * cfg.OUT_ELEM_BYTES / (cfg.BUS_WIDTH // 8) + store_rows * _ROW_CYCLES
+    store = dma_cycles(rows * cfg.OUT_ELEM_BYTES, store_rows, cfg)
     return max(1, min(HEAD_PARTS, round((store / (max(1, passes) * ALU_INSN_CYCLES)) ** 0.5)))
 
 
 def head_key(part: int) -> int:
     """The step key of a part of the first step (negative: no half of the SRAMs has it)."""
     return -1 - part
+
+
+def _alu_work(actions, tile) -> int:
+    """ALU cycles of ``actions`` over ``tile``'s rows (passes x rows; its loads take none)."""
+    return sum(getattr(a, "passes", 0) for a in actions if not isinstance(a, Load)) * (tile.reset[1] if tile.reset else 1)
 
 
 def _neighbours(keys):
@@ -276,6 +282,7 @@ def run_tiles(tiles, interleave=None) -> dict:
             # matches the GEMMs', the zeroing alternates between them
             nxt = chunk[ti + 1] if ti + 1 < len(chunk) else None
             zero_ops = None
+            alu_rows = _alu_work(deferred[2], deferred[0]) if deferred is not None else 0
             if interleave and ti == 0 and nxt is not None and nxt.reset and not prev_acc[1]:
                 zero_ops = _zero_rows(*nxt.reset)
                 work[0] += len(zero_ops) * nxt.reset[1]
@@ -286,11 +293,10 @@ def run_tiles(tiles, interleave=None) -> dict:
                 # ADD no longer makes): every row holds a result of an earlier tile of this operator
                 zero_ops = nxt.init[0]
                 initialized.add(ti + 1)
-                work[0] += sum(a.passes for a in deferred[2]) * deferred[0].reset[1]
+                work[0] += alu_rows
                 work[1] += t.gemm_uops
             elif interleave and deferred is not None and nxt is not None and nxt.reset:
                 zero_ops = _zero_rows(*nxt.reset)
-                alu_rows = sum(a.passes for a in deferred[2]) * deferred[0].reset[1]
                 zero = len(zero_ops) * nxt.reset[1]
                 if max(work[0] + alu_rows + zero, work[1] + t.gemm_uops) > \
                         max(work[0] + alu_rows, work[1] + t.gemm_uops + nxt.reset[1]):
@@ -304,10 +310,8 @@ def run_tiles(tiles, interleave=None) -> dict:
             # tile's GEMMs and before its own requantization, which would wait for them (where the GEMMs set the
             # pace, that is where they cost nothing)
             comps = t.init[1] if ti in initialized else t.computes
-            alu_work = sum(getattr(a, "passes", 0) for a in comps if not isinstance(a, Load)) * (
-                t.reset[1] if t.reset else 1)
             own_res = [a for a in comps if isinstance(a, Load) and a.mem == ACC8] \
-                if interleave and nxt is not None and alu_work > t.gemm_uops else []
+                if interleave and nxt is not None and _alu_work(comps, t) > t.gemm_uops else []
             for k, st in enumerate(t.steps):
                 if prev_buf[i]:
                     rt.dep_pop(cmd, QCOMPUTE, QLOAD)
@@ -345,12 +349,8 @@ def run_tiles(tiles, interleave=None) -> dict:
                     # (after as much of the share as this step's GEMMs take: the loads wait for both to end)
                     cut, work_k = len(share), t.gemm_uops / len(t.steps)
                     if deferred is not None:
-                        rows_d, done = (deferred[0].reset[1] if deferred[0].reset else 1), 0.0
-                        for j, a in enumerate(share):
-                            if done >= work_k:
-                                cut = j
-                                break
-                            done += getattr(a, "passes", 1) * rows_d
+                        cut = next((j for j in range(len(share)) if _alu_work(share[:j], deferred[0]) >= work_k),
+                                   len(share))
                         emit_computes(deferred[0], share[:cut])
                     # each load followed by a part of the rest of the share: an acc load waits for every older
                     # instruction, so the ALU instruction after one runs beside it and the next load waits for it
