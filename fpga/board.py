@@ -540,8 +540,9 @@ def build(board: str = "ulx3s", config="configs/ulx3s.json", freq_mhz: float = 1
     cfg = load_config(config)
     out = Path(build_dir or ROOT / "build" / "fpga" / board)
     t = time.time()
-    plan, top = board_plan(board, config, freq_mhz, out, nextpnr_opts=f"--seed {seed} --router {router} --timing-allow-fail "
-                                                                    f"--report top_report.json {extra_opts}".strip())
+    # (the report with every endpoint's arrival: python -m fpga.timing --routed top_report.json)
+    opts = f"--seed {seed} --router {router} --timing-allow-fail --report top_report.json --detailed-timing-report"
+    plan, top = board_plan(board, config, freq_mhz, out, nextpnr_opts=f"{opts} {extra_opts}".strip())
     pinned = run_plan(out, pin)
     seconds = round(time.time() - t, 1)
     log = (out / "top.tim").read_text() if (out / "top.tim").exists() else ""

@@ -14,6 +14,12 @@ grouped by signal so that a 256-bit bus is one row.
 
 The estimate is a ranking, not a sign-off: nextpnr's routed timing is the measure (``make
 bitstream``). It finds the same worst paths as nextpnr where the logic, not the placement, makes them slow.
+
+    python -m fpga.timing --routed build/fpga/ulx3s/top_report.json      (after a board build)
+
+lists the same for a placed and routed build from nextpnr's own timing: the arrival of every endpoint
+(``--report FILE --detailed-timing-report``, which ``fpga.board`` asks for), where nextpnr's log names
+one critical path per clock; endpoints over the period are counted per unit and listed per signal.
 """
 
 from __future__ import annotations
@@ -25,10 +31,10 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sw.cli import command, run_as_main
+from sw.cli import UsageError, command, run_as_main
 from sw.config import load_config
 
-__all__ = ["Netlist", "analyse", "format_report", "main", "DELAYS"]
+__all__ = ["Netlist", "analyse", "format_report", "routed_endpoints", "format_routed", "main", "DELAYS"]
 
 # ------------------------------------------------------------------------------------------- the model
 # nanoseconds; ECP5 -6 as nextpnr models it (clock-to-out of a DP16KD without its output register is
@@ -321,6 +327,63 @@ def format_report(paths, summary, period, detail: int = 8) -> str:
     return "\n".join(out)
 
 
+# ----------------------------------------------------------------------------- a routed build's endpoints
+def _signal_of(cell):
+    """The signal of a cell from its name in a routed netlist: yosys names a mapped cell after a signal it
+    drives or reads plus the cell type (``<signal>_TRELLIS_FF_Q_<bit>``, ``<signal>_LUT4_Z...``), nextpnr
+    adds ``$<part>`` to cells it splits."""
+    return re.split(r"_(?:TRELLIS_FF|LUT4|CCU2C|PFUMX|L6MUX21)(?:_|$)|\$", cell)[0]
+
+
+def routed_endpoints(report) -> list[tuple[float, str, str]]:
+    """``[(arrival ns, cell, port)]`` of every endpoint of a clock's own paths in a routed build, worst
+    first, from nextpnr's JSON report (a path or the parsed dict) written with ``--report FILE
+    --detailed-timing-report``; the arrival is the latest data arrival after the launching edge
+    (setup not included). Paths from or to ``<async>`` are left out."""
+    if not isinstance(report, dict):
+        with open(report) as f:
+            report = json.load(f)
+    nets = report.get("detailed_net_timings")
+    if nets is None:
+        raise ValueError("the nextpnr report has no detailed_net_timings: run nextpnr with --detailed-timing-report")
+    eps = []
+    for net in nets:
+        for e in net["endpoints"]:
+            if e["event"] != net["event"] or "async" in e["event"]:
+                continue
+            delay = e["delay"]
+            eps.append((max(delay) if isinstance(delay, list) else delay, e["cell"], e["port"]))
+    eps.sort(key=lambda e: -e[0])
+    return eps
+
+
+def format_routed(eps, period: float, top: int = 40, depth: int = 4) -> str:
+    """The endpoints of :func:`routed_endpoints` over ``period``: how many, per unit (the first ``depth``
+    levels of the hierarchy), and the worst ``top`` signals (a bus is one row: its worst bit)."""
+    late = [e for e in eps if e[0] > period]
+    out = [f"{len(eps)} endpoints, {len(late)} over {period:g} ns; worst {eps[0][0] if eps else 0:.2f} ns"
+           + (f" ({1000 / eps[0][0]:.1f} MHz before setup)" if eps else "")]
+    units = defaultdict(lambda: [0, 0.0])
+    for t, cell, _ in late:
+        u = units[".".join(_signal_of(cell).split(".")[:depth])]
+        u[0] += 1
+        u[1] = max(u[1], t)
+    if units:
+        out += ["", "  late  worst ns  unit"]
+        out += [f"{n:6d}  {w:8.2f}  {u}" for u, (n, w) in sorted(units.items(), key=lambda x: (-x[1][0], x[0]))]
+    out += ["", f"{'ns':>6}  signal (port)"]
+    seen = set()
+    for t, cell, port in late:
+        key = (_signal_of(cell), port)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(f"{t:6.2f}  {_short(key[0], 100)} ({port})")
+        if len(seen) >= top:
+            break
+    return "\n".join(out)
+
+
 def synthesise(board="ulx3s", config="configs/ulx3s.json", freq_mhz=100.0, build_dir=None):
     """Elaborate the board design and run only yosys (no place and route): a few minutes. Returns
     the path of the JSON netlist."""
@@ -343,7 +406,14 @@ def main(argv=None) -> int:
     parser.add_argument("--period", type=float, default=10.0, help="clock period, ns")
     parser.add_argument("--top", type=int, default=40, help="signals to list")
     parser.add_argument("--detail", type=int, default=8, help="paths to print in full")
+    parser.add_argument("--routed", metavar="REPORT", help="instead: the endpoints over the period in nextpnr's "
+                        "JSON report of a routed build (--report REPORT --detailed-timing-report)")
     args = parser.parse_args(argv)
+    if args.routed:
+        if args.json:
+            raise UsageError("give either a netlist or --routed REPORT, not both")
+        print(format_routed(routed_endpoints(args.routed), args.period, args.top))
+        return 0
     if not args.json:
         load_config(args.config)            # a wrong config name is an error before anything is imported or run
     path = args.json or synthesise(config=args.config, freq_mhz=1000 / args.period)

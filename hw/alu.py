@@ -8,7 +8,7 @@ from sw.isa import AluOp, alu_opcodes
 
 from .gemm import UopSequencer
 from .isa import insn_layouts, uop_layout
-from .sram import check_config, merge_history, merge_rows, merge_select, read_signature, write_signature
+from .sram import and_or, check_config, fan_out, merge_history, merge_rows, merge_select, read_signature, write_signature
 
 __all__ = ["Alu", "alu_lane", "shift_amount"]
 
@@ -25,21 +25,22 @@ def shift_amount(b):
     return sign, amount
 
 
-def alu_lane(m, ops, a, b, left, amount, *, repeat=False):
+def alu_lane(m, ops, a, b, left, amount, *, less=None):
     """The result of one accumulator lane of MIN, MAX, ADD or SHR applied to signed ``a`` and ``b``. ``ops``:
     one-hot registers ``{"max", "add", "shr"}`` (none set: MIN); ``(left, amount)`` =
     :func:`shift_amount` of ``b`` (computed a stage earlier). MUL is not here (see :class:`Alu`).
 
-    ``repeat``: ``a`` is the result of the same operation with the same ``b`` (a micro-op with an
-    immediate whose row was written by the one just ahead); MIN and MAX are idempotent, so their
-    result is ``a`` itself and the compare drops out of the one-cycle forwarding loop."""
+    ``less``: ``a < b`` (signed), compared a stage earlier (a register), or None when ``a`` is the
+    result of the same operation with the same ``b`` (a micro-op with an immediate whose row was
+    written by the one just ahead): MIN and MAX are idempotent, so their result is ``a`` itself. Either
+    way the lane holds no compare (timing)."""
     sa = a.as_signed()
     sb = b.as_signed()
-    if repeat:
+    if less is None:
         minmax = sa
     else:
         take_a = Signal()
-        m.d.comb += take_a.eq((sa < sb) ^ ops["max"])
+        m.d.comb += take_a.eq(less ^ ops["max"])
         minmax = Mux(take_a, sa, sb)
     w = len(a)
     shifted = Mux(left, (sa << amount)[:w], (sa >> amount)[:w])
@@ -58,8 +59,9 @@ class Alu(wiring.Component):
     Pipeline (for FPGA timing every SRAM read lands in a register before any logic, an ECP5 DP16KD
     has about 6 ns clock-to-out): S0 read uop; S1 register the uop row; S2 add the loop offsets
     into the index registers; S3 read acc[s] (tensor operand only); S4 read acc[d]; S5 register
-    acc[s] (its raw read was registered in S4); S6 register acc[d] (raw read registered in S5) and
-    X with SHR's shift amount; C = S7 compute and register the result; W = S8 write acc[d].
+    acc[s] (its raw read was registered in S4); S6 register acc[d] (raw read registered in S5), X
+    with SHR's shift amount, and MIN/MAX's compare of the two; C = S7 compute and register the
+    result; W = S8 write acc[d].
     An immediate operand runs one micro-op per cycle, a tensor operand one every two cycles (one
     acc read port), except when the source row repeats: with ``src_apart`` high at ``start`` (the
     compute module's footprint found that no micro-op writes a row another reads as acc[s]), a
@@ -164,7 +166,7 @@ class Alu(wiring.Component):
         for port in (self.uop_rd, self.acc_rd):
             m.d.comb += port.en.eq(1)
 
-        C, W = 7, 8
+        W = 8               # (C, the compute stage, is S7)
         # (valid and dst run two stages past W: the merge of missed writes looks at W+1 and W+2)
         valid = {k: Signal(name=f"s{k}_valid") for k in range(1, W + 3)}
         last = {k: Signal(name=f"s{k}_last") for k in range(1, W + 1)}
@@ -213,60 +215,76 @@ class Alu(wiring.Component):
         hist = merge_history(m, wr_q, 3, "alu_wr")
         m.d.sync += raw_q.eq(self.acc_rd.data)
         # S5: register acc[s], read at S3, with the writes presented at S2 .. S5 merged in (compared
-        # at S3 with the micro-ops then in W-2 .. W+1, which present them)
+        # at S2 with the micro-ops then in W-3 .. W, which present them; the selects reach the lanes
+        # through a register tree)
         src_row = Signal(acc_w, reset_less=True)
-        writers = [(valid[k], dst[k]) for k in (W - 2, W - 1, W, W + 1)]
-        s_sel = merge_select(m, "alu_src_merge", lanes_n, src[3], writers)
+        writers = [(valid[k], dst[k]) for k in (W - 3, W - 2, W - 1, W)]
+        s_sel = merge_select(m, "alu_src_merge", lanes_n, (uop.src_idx + o2_s)[:aw], writers, tree=True)
         m.d.sync += src_row.eq(merge_rows(s_sel, [*hist, raw_q], lanes_n))
         # S6: register acc[d], read at S4, with the writes presented at S3 .. S6 merged in (compared
-        # at S4 with the same stages); X (the immediate, acc[s], or the write presented now when it
-        # is to acc[s]: a tensor operand's micro-op one ahead) and SHR's shift amount of X into
-        # registers. The candidates are computed for both sources of acc[s], and the match flag
-        # selects at the end, so its fan-out is not in series with the logic.
+        # at S3 with the same stages); X (the immediate, acc[s], or the write presented now when it
+        # is to acc[s]: a tensor operand's micro-op one ahead), SHR's shift amount of X and
+        # acc[d] < X into registers.
         a_row = Signal(acc_w, reset_less=True)
-        d_sel = merge_select(m, "alu_dst_merge", lanes_n, dst[4], writers)
-        m.d.sync += a_row.eq(merge_rows(d_sel, [*hist, raw_q], lanes_n))
-        s_late = Signal()
-        m.d.sync += s_late.eq(valid[W - 1] & (dst[W - 1] == src[5]))
+        d_sel = merge_select(m, "alu_dst_merge", lanes_n, dst[3], writers, tree=True)
         b_q = [Signal(lane_w, name=f"x_{i}", reset_less=True) for i in range(lanes_n)]
         left_q = [Signal(name=f"shl_{i}", reset_less=True) for i in range(lanes_n)]
         amt_q = [Signal(cfg.LOG_ACC_WIDTH, name=f"sh_{i}", reset_less=True) for i in range(lanes_n)]
         # (copies of the shift controls for the second candidate of C: fan-out, timing)
         left_c = [Signal(name=f"shl_{i}_copy", reset_less=True) for i in range(lanes_n)]
         amt_c = [Signal(cfg.LOG_ACC_WIDTH, name=f"sh_{i}_copy", reset_less=True) for i in range(lanes_n)]
+        # The lanes sit beside their acc slices, which an FPGA spreads over the die: what the ALU's
+        # control sends them crosses a register tree (hw.sram.fan_out) with no logic on the way
+        # (timing): the instruction's constants (the first micro-op reaches S6 seven cycles after
+        # ``start``), and the micro-op's flags, computed two stages ahead.
+        imm_c = fan_out(m, imm, lanes_n, "imm")
+        imm_sh_c = fan_out(m, Cat(imm_left, imm_amount), lanes_n, "imm_sh")
+        use_imm_c = fan_out(m, use_imm, lanes_n, "use_imm")
+        # which X to take, one-hot per lane (imm, the write presented in S6, acc[s]; none: keep X), from
+        # the flags of the micro-op in S3 (it reads acc[s]; the one in W-3 writes that row)
+        flags = fan_out(m, Cat(valid[W - 3] & (dst[W - 3] == src[3]), reads[3]), lanes_n, "x_flags")
+        x_sel = [Signal(3, name=f"x_sel_copy{i}", reset_less=True) for i in range(lanes_n)]
+        for i, (x, (late, rd)) in enumerate(zip(x_sel, flags)):
+            m.d.sync += x.eq(Cat(use_imm_c[i], ~use_imm_c[i] & late, ~use_imm_c[i] & ~late & rd))
+        # MIN/MAX's compare of acc[d] with X, on the values going into a_row and X (C holds no compare)
+        less_q = [Signal(name=f"lt_{i}", reset_less=True) for i in range(lanes_n)]
+        a_next = Signal(acc_w)
+        m.d.comb += a_next.eq(merge_rows(d_sel, [*hist, raw_q], lanes_n))
+        m.d.sync += a_row.eq(a_next)
         for i in range(lanes_n):
             lane = slice(i * lane_w, (i + 1) * lane_w)
-            def take(x, left, amount, i=i):
-                return [b_q[i].eq(x), Cat(left_q[i], amt_q[i]).eq(Cat(left, amount)),
-                        Cat(left_c[i], amt_c[i]).eq(Cat(left, amount))]
-            with m.If(use_imm):
-                m.d.sync += take(imm.as_unsigned(), imm_left, imm_amount)
-            with m.Elif(s_late):
-                m.d.sync += take(wr_f[lane], *shift_amount(wr_f[lane]))
-            with m.Elif(reads[6]):          # (a reused source keeps X)
-                m.d.sync += take(src_row[lane], *shift_amount(src_row[lane]))
-        # the one-hot opcode, one copy per lane (fan-out: timing; registers named *_copy* are
-        # deliberate duplicates, which the FPGA build keeps apart: fpga.board.KEEP_COPIES)
-        lane_ops = [{name: Signal(name=f"op_{name}_copy{i}") for name in ("max", "add", "shr", "mul")}
-                    for i in range(lanes_n)]
+            x_next = Signal(lane_w, name=f"x_{i}_next")
+            m.d.comb += x_next.eq(and_or([(x_sel[i][0], imm_c[i]), (x_sel[i][1], wr_f[lane]),
+                                          (x_sel[i][2], src_row[lane]), (~x_sel[i].any(), b_q[i])], lane_w))
+            m.d.sync += [b_q[i].eq(x_next), less_q[i].eq(a_next[lane].as_signed() < x_next.as_signed())]
+            shift_next = and_or([(x_sel[i][0], imm_sh_c[i]), (x_sel[i][1], Cat(*shift_amount(wr_f[lane]))),
+                                 (x_sel[i][2], Cat(*shift_amount(src_row[lane]))),
+                                 (~x_sel[i].any(), Cat(left_q[i], amt_q[i]))], 1 + cfg.LOG_ACC_WIDTH)
+            m.d.sync += [Cat(left_q[i], amt_q[i]).eq(shift_next), Cat(left_c[i], amt_c[i]).eq(shift_next)]
+        # the one-hot opcode, set at the start, and a copy per lane
+        op_names = ("max", "add", "shr", "mul")
+        op_set = {name: Signal(name=f"op_{name}") for name in op_names}
         with m.If(self.start):
-            for ops in lane_ops:
-                m.d.sync += [ops["max"].eq(op_in == AluOp.MAX), ops["add"].eq(op_in == AluOp.ADD),
-                             ops["shr"].eq(op_in == AluOp.SHR), ops["mul"].eq(op_in == AluOp.MUL)]
+            m.d.sync += [op_set[name].eq(op_in == getattr(AluOp, name.upper())) for name in op_names]
+        op_copies = fan_out(m, Cat(*op_set.values()), lanes_n, "op")
+        lane_ops = [dict(zip(op_names, c)) for c in op_copies]
         # C: compute from registers and register the result. The micro-op just ahead (now in W) may
         # have written acc[d]: the lanes are computed both from its result and from the registered
         # row, and the match flag (one copy per lane) selects at the end. That match is only
         # possible with an immediate (a tensor operand spaces micro-ops two cycles apart), so the
         # operation and X are those of the write ahead: MIN/MAX of its result is the result
-        # (``repeat``), and the one-cycle loop C -> C holds no compare.
-        d_w_lane = [Signal(name=f"d_w_copy{i}") for i in range(lanes_n)]
-        m.d.sync += [d.eq(valid[C] & (dst[C] == dst[6])) for d in d_w_lane]
+        # (``less=None``), and the one-cycle loop C -> C holds no compare. (The match is compared two
+        # stages earlier and reaches the lanes through a register tree; it follows ``valid``, which has
+        # a reset, so it needs none.)
+        d_w = Signal(reset_less=True)
+        m.d.sync += d_w.eq(valid[5] & (dst[5] == dst[4]))
+        d_w_lane = fan_out(m, d_w, lanes_n, "d_w")
         lanes = []
         for i in range(lanes_n):
             lane = slice(i * lane_w, (i + 1) * lane_w)
             ops = lane_ops[i]
-            from_w = alu_lane(m, ops, wr_f[lane], b_q[i], left_c[i], amt_c[i], repeat=True)
-            from_row = alu_lane(m, ops, a_row[lane], b_q[i], left_q[i], amt_q[i])
+            from_w = alu_lane(m, ops, wr_f[lane], b_q[i], left_c[i], amt_c[i])
+            from_row = alu_lane(m, ops, a_row[lane], b_q[i], left_q[i], amt_q[i], less=less_q[i])
             res = Mux(d_w_lane[i], from_w, from_row)
             if cfg.ALU_MUL:     # one multiplier per lane, on the selected operand
                 a_fin = Mux(d_w_lane[i], wr_f[lane], a_row[lane]).as_signed()

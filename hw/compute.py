@@ -335,6 +335,12 @@ class Compute(wiring.Component):
                                  (mem.x_size + mem.x_pad_0 + mem.x_pad_1)[:MEMOP_SIZE_BITS + 1], "ld_rows",
                                  signed_operands=False)
         rows_ok = Signal()               # DRAIN: ``ld_rows`` holds this instruction's count (a cycle late)
+        # a LOAD's rows from its first to the end of that row's acc bank (registered from ``word``, valid
+        # from the first DRAIN cycle: no adder after the row count, timing)
+        ld_first = mem.sram_base[:aw] if aw else Const(0, 1)
+        ld_room = Signal(aw + 1)
+        bank_end = Mux(bank_bit(ld_first), cfg.ACC_DEPTH, cfg.ACC_DEPTH // 2) if nbanks == 2 else Const(cfg.ACC_DEPTH)
+        m.d.sync += ld_room.eq(bank_end - ld_first)
         m.d.sync += rows_ok.eq(0)        # (outside DRAIN)
         ld_side = Signal()
         with m.If(acc_load_done):
@@ -426,12 +432,10 @@ class Compute(wiring.Component):
                 # (the DMA port goes to this load's loader only once an acc load beside the units has ended)
                 with m.If(~ld_taken):
                     m.d.sync += dma_sel.eq(Mux(mt == MemId.UOP, 0, Mux(mt == MemId.ACC, 1, 2)))
-                # (a register too: ``ld_rows`` is ready from the second DRAIN cycle, ``may_go`` from the third)
-                first = mem.sram_base[:aw] if aw else Const(0, 1)
-                last = first + ld_rows - 1
+                # (a register too: ``ld_rows`` is ready from the second DRAIN cycle, ``may_go`` from the third;
+                # the rows fit in the bank of the first when they are no more than ``room``)
                 m.d.sync += ld_side.eq((op == Opcode.LOAD) & ((mt == MemId.ACC) | (mt == MemId.ACC_8BIT)) &
-                                       ~mem.push_prev & ~mem.push_next & (ld_rows != 0) &
-                                       (last < cfg.ACC_DEPTH) & (bank_bit(first) == bank_bit(last)))
+                                       ~mem.push_prev & ~mem.push_next & (ld_rows != 0) & (ld_rows <= ld_room))
                 with m.If(may_go):
                     with m.If(~tokens_ok):
                         m.d.comb += token_wait.eq(1)
@@ -445,7 +449,7 @@ class Compute(wiring.Component):
                                          ld_acc8.start.eq(mt == MemId.ACC_8BIT)]
                             m.d.sync += load_is_acc.eq(mt == MemId.ACC)
                             with m.If(ld_side):
-                                m.d.sync += [ld_taken.eq(1), ld_bank.eq(bank_bit(first))]
+                                m.d.sync += [ld_taken.eq(1), ld_bank.eq(bank_bit(ld_first))]
                                 m.next = "IDLE"
                             with m.Else():
                                 m.next = "LOAD"

@@ -8,7 +8,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .isa import insn_layouts, uop_layout
-from .sram import check_config, merge_history, merge_rows, merge_select, read_signature, write_signature
+from .sram import check_config, fan_out, merge_history, merge_rows, merge_select, read_signature, write_signature
 
 __all__ = ["UopSequencer", "Gemm", "tree_sum", "registered_mul"]
 
@@ -311,8 +311,8 @@ class Gemm(wiring.Component):
         m.d.sync += row_q.eq(merge_rows(sel, [*hist, raw_q], lanes))
         # C: accumulate into the write register. The micro-op just ahead (now in W) may have written
         # the row: both sums are computed and the match selects at the end (its fan-out in parallel).
-        hit_w = [Signal(name=f"hit_w_copy{i}") for i in range(lanes)]
-        m.d.sync += [h.eq(valid[C] & (dst[C] == dst[C - 1])) for h in hit_w]
+        # (compared a stage earlier and copied to the lanes through a register tree: fan-out, timing)
+        hit_w = fan_out(m, valid[C - 1] & (dst[C - 1] == dst[C - 2]), lanes, "hit_w")
         aw_ = cfg.ACC_WIDTH
         from_w = [(wr_f.word_select(i, aw_).as_signed() + dots[i])[:aw_] for i in range(lanes)]
         from_row = [(row_q.word_select(i, aw_).as_signed() + dots[i])[:aw_] for i in range(lanes)]

@@ -141,28 +141,30 @@ class TensorLoad(wiring.Component):
         # ---- SRAM writes in order, zeros in the padding. The position flags of (w_r, w_c) are
         # registers, computed from the next position whenever it changes (for timing: no compare
         # chain between the counters and the write/ready logic).
+        # ``data``: the position holds data, not padding (with a copy per 64 bits of the write data's
+        # zero mux: fan-out)
         def position_flags(r, c, y0, yhi, x0, xhi, pitch, nrows):
-            return {"row_in": (r >= y0) & (r < yhi), "col_in": (c >= x0) & (c < xhi),
+            return {"data": (r >= y0) & (r < yhi) & (c >= x0) & (c < xhi),
                     "first": c == x0, "last": c == xhi - 1, "col_end": c == pitch - 1,
                     "row_end": r == nrows - 1}
-        flag = {name: Signal(name=f"w_{name}") for name in
-                ("row_in", "col_in", "first", "last", "col_end", "row_end")}
+        flag = {name: Signal(name=f"w_{name}") for name in ("data", "first", "last", "col_end", "row_end")}
+        data_copies = [Signal(name=f"w_data_copy{i}") for i in range(-(-eb * 8 // 64))]
+        def set_flags(values):
+            return [flag[k].eq(v) for k, v in values.items()] + [c.eq(values["data"]) for c in data_copies]
         def sum_is_one(*terms):     # t0 + t1 + ... == 1 for unsigned terms, without adders
             return Cat(*((t == 1) & Cat(*(u == 0 for u in terms if u is not t)).all() for t in terms)).any()
         with m.If(start):           # the flags of position (0, 0), from bit tests only (timing)
-            m.d.sync += [
-                flag["row_in"].eq((insn.y_pad_0 == 0) & (insn.y_size != 0)),
-                flag["col_in"].eq((insn.x_pad_0 == 0) & (insn.x_size != 0)),
-                flag["first"].eq(insn.x_pad_0 == 0),
-                flag["last"].eq(sum_is_one(insn.x_pad_0, insn.x_size)),
-                flag["col_end"].eq(sum_is_one(insn.x_pad_0, insn.x_size, insn.x_pad_1)),
-                flag["row_end"].eq(sum_is_one(insn.y_pad_0, insn.y_size, insn.y_pad_1)),
-            ]
-        is_data = Signal()
+            m.d.sync += set_flags({
+                "data": (insn.y_pad_0 == 0) & (insn.y_size != 0) & (insn.x_pad_0 == 0) & (insn.x_size != 0),
+                "first": insn.x_pad_0 == 0,
+                "last": sum_is_one(insn.x_pad_0, insn.x_size),
+                "col_end": sum_is_one(insn.x_pad_0, insn.x_size, insn.x_pad_1),
+                "row_end": sum_is_one(insn.y_pad_0, insn.y_size, insn.y_pad_1),
+            })
+        is_data = flag["data"]
         row_first = Signal()
         row_last = Signal()
         m.d.comb += [
-            is_data.eq(flag["row_in"] & flag["col_in"]),
             row_first.eq(flag["first"]),
             row_last.eq(flag["last"]),
         ]
@@ -174,13 +176,13 @@ class TensorLoad(wiring.Component):
         m.d.comb += [
             self.wr.en.eq(write),
             self.wr.addr.eq(w_addr),
-            self.wr.data.eq(Mux(is_data, elem_data, 0)),
+            self.wr.data.eq(Cat(*(elem_data[i * 64:(i + 1) * 64] & c.replicate(min(64, eb * 8 - i * 64))
+                                  for i, c in enumerate(data_copies)))),
         ]
         with m.If(write):
             next_c = Mux(flag["col_end"], 0, w_c + 1)
             next_r = Mux(flag["col_end"], w_r + 1, w_r)
-            next_flags = position_flags(next_r, next_c, y_pad_0, yd_hi, x_pad_0, xd_hi, row_pitch, rows)
-            m.d.sync += [flag[k].eq(v) for k, v in next_flags.items()]
+            m.d.sync += set_flags(position_flags(next_r, next_c, y_pad_0, yd_hi, x_pad_0, xd_hi, row_pitch, rows))
             m.d.sync += [w_addr.eq(w_addr + 1), w_c.eq(w_c + 1)]
             with m.If(flag["col_end"]):
                 m.d.sync += [w_c.eq(0), w_r.eq(w_r + 1)]

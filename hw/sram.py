@@ -102,6 +102,20 @@ def join_acc(m, unit, mem):
     wiring.connect(m, unit.acc_rd, mem.read_port())
 
 
+def fan_out(m, value, n, name):
+    """``n`` copies of ``value`` two cycles later, through a register tree (registers ``<name>_copy...``,
+    deliberate duplicates that the FPGA build keeps apart): one register per half of the copies, then
+    one per copy. For a signal that the lanes of a unit use where the lanes follow their memory slices
+    across the die: no route from the unit's control to a lane is longer than half the span (timing).
+    The registers have no reset (nor its routes): give it values that have one, or that do not matter
+    until then."""
+    halves = [Signal.like(value, name=f"{name}_copy_h{h}", reset_less=True) for h in range(2)]
+    m.d.sync += [h.eq(value) for h in halves]
+    copies = [Signal.like(value, name=f"{name}_copy{i}", reset_less=True) for i in range(n)]
+    m.d.sync += [c.eq(halves[2 * i // n]) for i, c in enumerate(copies)]
+    return copies
+
+
 def merge_history(m, wr_q, n, name):
     """``[wr_q, wr_q one cycle before, ..., n cycles before]``: the rows a unit presented for writing
     in this cycle and the ``n`` before (reset-less registers named ``<name>_<k>``)."""
@@ -113,21 +127,26 @@ def merge_history(m, wr_q, n, name):
     return hist
 
 
-def merge_select(m, name, lanes, addr, writes):
+def merge_select(m, name, lanes, addr, writes, tree=False):
     """Registered one-hot selects of a merge, one copy per lane (registers ``<name>_copy<i>``, kept
     apart in the FPGA build). ``writes``: (valid, row address) of candidate writes, the most recent
     first; bit k of a select is set when write k is the most recent one to ``addr``, the last bit when
     none is (keep the row as read). The compares are registered, then the selects (timing: compare,
     priority and fan-out in different cycles), so they select two cycles after ``addr`` and
     ``writes`` are given: pass them a stage early (a pipeline without stalls, where the stage
-    before holds what the stage will hold a cycle later)."""
-    hits = Signal(len(writes), name=f"{name}_hits")
+    before holds what the stage will hold a cycle later). ``tree``: the selects reach the lanes through
+    one register per half of them (:func:`fan_out`), three cycles after: pass them two stages early; its
+    registers have no reset (the ``valid`` flags they are computed from have one; timing: the reset's
+    routes)."""
+    hits = Signal(len(writes), name=f"{name}_hits", reset_less=tree)
     m.d.sync += hits.eq(Cat(*(valid & (dst == addr) for valid, dst in writes)))
     onehot, none_yet = [], Const(1, 1)
     for k in range(len(writes)):
         onehot.append(hits[k] & none_yet)
         none_yet = none_yet & ~hits[k]
     onehot.append(none_yet)
+    if tree:
+        return fan_out(m, Cat(*onehot), lanes, name)
     sel = [Signal(len(onehot), name=f"{name}_copy{i}") for i in range(lanes)]
     m.d.sync += [s.eq(Cat(*onehot)) for s in sel]
     return sel

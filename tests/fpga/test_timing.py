@@ -120,3 +120,34 @@ def test_delay_overrides_apply_to_one_call_only():
     again, _ = analyse(net, period=10.0)
     assert slow[0].arrival == pytest.approx(base[0].arrival + 5.0 - DELAYS["lut"])
     assert again[0].arrival == pytest.approx(base[0].arrival)
+
+
+def test_routed_endpoints_of_a_build_report(tmp_path, capsys):
+    import json
+    report = {"detailed_net_timings": [
+        {"net": "a", "event": "posedge clk", "driver": "x", "port": "F", "endpoints": [
+            {"cell": "soc.vta.compute.alu.wr_q_TRELLIS_FF_Q_3", "port": "DI", "event": "posedge clk", "delay": [2.0, 12.5]},
+            {"cell": "soc.vta.compute.alu.wr_q_TRELLIS_FF_Q_7", "port": "DI", "event": "posedge clk", "delay": [2.0, 11.0]},
+            {"cell": "soc.vta.compute.alu.wr_q_TRELLIS_FF_Q_7", "port": "CE", "event": "posedge clk", "delay": [1.0, 10.5]},
+            {"cell": "soc.vta.load.wgt.b_LUT4_Z_TRELLIS_FF", "port": "M", "event": "posedge clk", "delay": [1.0, 10.2]},
+            {"cell": "soc.vta.store.fifo.storage.0.1$DPRAM_COMB0", "port": "WD", "event": "posedge clk",
+             "delay": [1.0, 9.9]}]},
+        {"net": "r", "event": "<async>", "driver": "rst", "port": "Q", "endpoints": [
+            {"cell": "soc.vta.fetch.x_TRELLIS_FF_Q", "port": "LSR", "event": "posedge clk", "delay": [20.0, 30.0]}]},
+    ]}
+    eps = timing.routed_endpoints(report)
+    assert [e[0] for e in eps] == [12.5, 11.0, 10.5, 10.2, 9.9]     # worst first, the async reset left out
+    text = timing.format_routed(eps, 10.0, depth=4)
+    lines = text.splitlines()
+    assert lines[0] == "5 endpoints, 4 over 10 ns; worst 12.50 ns (80.0 MHz before setup)"
+    assert "     3     12.50  soc.vta.compute.alu" in lines and "     1     10.20  soc.vta.load.wgt" in lines
+    # one row per signal and port, the worst bit's arrival; the FIFO under the period is not listed
+    assert [ln for ln in lines if ln.startswith(" 1")] == [
+        " 12.50  soc.vta.compute.alu.wr_q (DI)", " 10.50  soc.vta.compute.alu.wr_q (CE)", " 10.20  soc.vta.load.wgt.b (M)"]
+    path = tmp_path / "top_report.json"
+    path.write_text(json.dumps(report))
+    assert timing.main(["--routed", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("5 endpoints, 4 over 10 ns")
+    path.write_text(json.dumps({"critical_paths": []}))
+    with pytest.raises(ValueError, match="detailed-timing-report"):
+        timing.routed_endpoints(path)
