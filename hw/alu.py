@@ -44,7 +44,9 @@ def alu_lane(m, ops, a, b, left, amount, *, less=None):
         minmax = Mux(take_a, sa, sb)
     w = len(a)
     shifted = Mux(left, (sa << amount)[:w], (sa >> amount)[:w])
-    res = Signal(w)
+    # (``keep``: a boundary for yosys's LUT mapping, so the caller's select of a candidate stays the
+    # last level instead of being mapped into the middle of the lane's logic: timing)
+    res = Signal(w, attrs={"keep": 1})
     m.d.comb += res.eq(Mux(ops["add"], (sa + sb)[:w], Mux(ops["shr"], shifted, minmax)))
     return res
 
