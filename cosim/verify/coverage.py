@@ -381,20 +381,23 @@ def main(argv=None) -> int:
         (out / f"{cfg.name}.md").write_text(text + "\n")
         print(text)
         return 0
-    jobs = Path(tempfile.mkdtemp(prefix="vta-coverage-"))
-    os.environ[COVERAGE_DIR_ENV] = str(jobs)
-    import cosim
-    failures = regress.compare(regress.program_names(cfg), cfg, coverage=True)
-    failures += check_directed(cosim.run_many(directed_calls(), config=cfg, coverage=True, watchdog_cycles=2000))
-    for first in range(0, args.fuzz, 100):
-        failures += regress.fuzz(list(range(first, min(first + 100, args.fuzz))), cfg, coverage=True)
-    for f in failures:
-        print(f)
-    dats = sorted(str(p) for p in jobs.glob("*.dat"))
-    if not dats:
-        raise RuntimeError(f"no coverage was written to {jobs}: is the model built with coverage?")
-    merged, info = out / f"{cfg.name}.dat", out / f"{cfg.name}.info"
-    merge_dat(dats, merged)
+    # the jobs' .dat files (about 350 MB on the default config) live until they are merged
+    with tempfile.TemporaryDirectory(prefix="vta-coverage-") as tmp:
+        jobs = Path(tmp)
+        os.environ[COVERAGE_DIR_ENV] = str(jobs)
+        import cosim
+        failures = regress.compare(regress.program_names(cfg), cfg, coverage=True)
+        failures += check_directed(cosim.run_many(directed_calls(), config=cfg, coverage=True, watchdog_cycles=2000))
+        for first in range(0, args.fuzz, 100):
+            failures += regress.fuzz(list(range(first, min(first + 100, args.fuzz))), cfg, coverage=True)
+        for f in failures:
+            print(f)
+        dats = sorted(str(p) for p in jobs.glob("*.dat"))
+        if not dats:
+            raise RuntimeError(f"no coverage was written to {jobs}: is the model built with coverage?")
+        merged, info = out / f"{cfg.name}.dat", out / f"{cfg.name}.info"
+        merge_dat(dats, merged)
+        os.environ.pop(COVERAGE_DIR_ENV, None)
     verilog = build_model(cfg, coverage=True).build_dir / "src" / "vta_top.v"
     points = parse_dat(merged)
     write_info(points, info, verilog)
