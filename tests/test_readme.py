@@ -107,7 +107,7 @@ MAKE = {
                               f"{PY} -m fpga.resources --report --configs configs/ulx3s.json configs/small.json "
                               "configs/default.json --markdown docs/fpga.md"]),
     "make bitstream BOARD=ulx3s": Make([f"{PY} -m pip install --quiet -e '.[fpga]'",
-                                        f"{PY} -m fpga.board --board ulx3s --config configs/ulx3s.json --freq 75 "
+                                        f"{PY} -m fpga.board --board ulx3s --config configs/ulx3s.json --freq 50 "
                                         "--docs docs/fpga.md"]),
     "make venv-fpga": Make([f"{PY} -m pip install --quiet -e '.[fpga]'"]),
     'make fuzz N=100000 SCHEDULER=tcp://host:8786 FUZZ_CONFIGS="configs/default.json configs/small.json"': Make(
