@@ -198,11 +198,13 @@ class Alu(wiring.Component):
         m.d.sync += [uop_q.eq(self.uop_rd.data), o2_d.eq(o1_d), o2_s.eq(o1_s)]
         # S2: add the offsets into the index registers
         uop = uop_layout(cfg)(uop_q)
-        m.d.sync += [dst[3].eq(uop.dst_idx + o2_d), src[3].eq(uop.src_idx + o2_s)]
+        src2 = Signal(aw)           # (the source row as S2 computes it; S3 holds it in ``src[3]``)
+        m.d.comb += src2.eq(uop.src_idx + o2_s)
+        m.d.sync += [dst[3].eq(uop.dst_idx + o2_d), src[3].eq(src2)]
         # S3 reads acc[s] (tensor operand), S4 acc[d]; with a tensor operand the two never coincide.
         # The read address is a register, chosen a cycle ahead (from what S3 and S4 will hold).
         rd_addr = Signal(aw)
-        m.d.sync += rd_addr.eq(Mux(valid[2] & ~use_imm & reads[2], uop.src_idx + o2_s, dst[3]))
+        m.d.sync += rd_addr.eq(Mux(valid[2] & ~use_imm & reads[2], src2, dst[3]))
         m.d.comb += self.acc_rd.addr.eq(rd_addr)
         acc_w = cfg.ACC_MATRIX_WIDTH
         lanes_n = cfg.BATCH * cfg.BLOCK_OUT
@@ -221,7 +223,7 @@ class Alu(wiring.Component):
         # through a register tree)
         src_row = Signal(acc_w, reset_less=True)
         writers = [(valid[k], dst[k]) for k in (W - 3, W - 2, W - 1, W)]
-        s_sel = merge_select(m, "alu_src_merge", lanes_n, (uop.src_idx + o2_s)[:aw], writers, tree=True)
+        s_sel = merge_select(m, "alu_src_merge", lanes_n, src2, writers, tree=True)
         m.d.sync += src_row.eq(merge_rows(s_sel, [*hist, raw_q], lanes_n))
         # S6: register acc[d], read at S4, with the writes presented at S3 .. S6 merged in (compared
         # at S3 with the same stages); X (the immediate, acc[s], or the write presented now when it
