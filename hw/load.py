@@ -82,44 +82,71 @@ class TensorLoad(wiring.Component):
 
         # ---- the instruction, latched on start (reset-less: set at every start before use)
         x_size = Signal(16, reset_less=True)
-        y_size = Signal(16, reset_less=True)
         x_stride = Signal(16, reset_less=True)
         base = Signal(ADDR_BITS, reset_less=True)
         y_pad_0 = Signal(4, reset_less=True)
         x_pad_0 = Signal(4, reset_less=True)
-        row_pitch = Signal(18, reset_less=True)     # x_pad_0 + x_size + x_pad_1
-        rows = Signal(18, reset_less=True)          # y_pad_0 + y_size + y_pad_1
         yd_hi = Signal(17, reset_less=True)         # y_pad_0 + y_size: first row after the data rows
         xd_hi = Signal(17, reset_less=True)         # x_pad_0 + x_size: first column after the data columns
+        xd_last = Signal(17, reset_less=True)       # xd_hi - 1: the last data column
+        col_last = Signal(18, reset_less=True)      # x_pad_0 + x_size + x_pad_1 - 1: the row pitch - 1
+        row_last_i = Signal(18, reset_less=True)    # y_pad_0 + y_size + y_pad_1 - 1: the last row
 
         c_active = Signal()        # DMA commands still to issue
-        c_y = Signal(16, reset_less=True)
+        c_left = Signal(16, reset_less=True)    # DMA commands after the next one
+        c_last = Signal(reset_less=True)        # c_left == 0, as a register (timing: no compare after the ready)
         c_elem = Signal(ADDR_BITS, reset_less=True)  # DRAM element index of the row of the next command
         w_active = Signal()        # SRAM writes still to do
-        w_r = Signal(18, reset_less=True)
-        w_c = Signal(18, reset_less=True)
+        # (row, column) of the position after the one being written: its flags are compared from
+        # these registers (no adder in series with the compares)
+        a_r = Signal(18, reset_less=True)
+        a_c = Signal(18, reset_less=True)
         w_addr = Signal(max(aw, 1), reset_less=True)
         d_elem = Signal(ADDR_BITS, reset_less=True)  # DRAM element index of the row being written
 
         start = Signal()           # ``start``, one cycle later
         m.d.sync += start.eq(self.start)
-        in_rows = insn.y_pad_0 + insn.y_size + insn.y_pad_1
+        # What the loader derives from the instruction (sums, compares) is registered in the cycle of
+        # ``self.start`` (every cycle: these registers have no enable), so ``start`` only copies
+        # registers (timing: no adder between the instruction and the loader's state)
+        def early(value, width=1):
+            reg = Signal(width, reset_less=True)
+            m.d.sync += reg.eq(value)
+            return reg
+        def sum_is_one(*terms):     # t0 + t1 + ... == 1 for unsigned terms, without adders
+            return Cat(*((t == 1) & Cat(*(u == 0 for u in terms if u is not t)).all() for t in terms)).any()
+        e_yd_hi = early(insn.y_pad_0 + insn.y_size, 17)
+        e_xd_hi = early(insn.x_pad_0 + insn.x_size, 17)
+        e_xd_last = early(insn.x_pad_0 + insn.x_size - 1, 17)
+        e_col_last = early(insn.x_pad_0 + insn.x_size + insn.x_pad_1 - 1, 18)
+        e_row_last = early(insn.y_pad_0 + insn.y_size + insn.y_pad_1 - 1, 18)
+        e_c_left = early(insn.y_size - 1, 16)
+        e_c_last = early(insn.y_size == 1)
+        e_nop = early((insn.x_size == 0) | ((insn.y_pad_0 == 0) & (insn.y_size == 0) & (insn.y_pad_1 == 0)))
+        e_y_data = early(insn.y_size != 0)
+        # the flags of position (0, 0)
+        e_one_col = early(sum_is_one(insn.x_pad_0, insn.x_size, insn.x_pad_1))
+        e_flags = {
+            "data": early((insn.y_pad_0 == 0) & (insn.y_size != 0) & (insn.x_pad_0 == 0) & (insn.x_size != 0)),
+            "first": early(insn.x_pad_0 == 0),
+            "last": early(sum_is_one(insn.x_pad_0, insn.x_size)),
+            "col_end": e_one_col,
+            "row_end": early(sum_is_one(insn.y_pad_0, insn.y_size, insn.y_pad_1)),
+        }
         m.d.sync += self.done.eq(0)
         with m.If(start):
             m.d.sync += [
-                x_size.eq(insn.x_size), y_size.eq(insn.y_size), x_stride.eq(insn.x_stride),
+                x_size.eq(insn.x_size), x_stride.eq(insn.x_stride),
                 base.eq(self.base), y_pad_0.eq(insn.y_pad_0), x_pad_0.eq(insn.x_pad_0),
-                row_pitch.eq(insn.x_pad_0 + insn.x_size + insn.x_pad_1),
-                rows.eq(in_rows),
-                yd_hi.eq(insn.y_pad_0 + insn.y_size),
-                xd_hi.eq(insn.x_pad_0 + insn.x_size),
-                c_y.eq(0), c_elem.eq(insn.dram_base), d_elem.eq(insn.dram_base),
-                w_r.eq(0), w_c.eq(0), w_addr.eq(insn.sram_base),
+                yd_hi.eq(e_yd_hi), xd_hi.eq(e_xd_hi), xd_last.eq(e_xd_last), col_last.eq(e_col_last),
+                row_last_i.eq(e_row_last), c_left.eq(e_c_left), c_last.eq(e_c_last),
+                c_elem.eq(insn.dram_base), d_elem.eq(insn.dram_base),
+                w_addr.eq(insn.sram_base),
             ]
-            with m.If((insn.x_size == 0) | ((insn.y_pad_0 == 0) & (insn.y_size == 0) & (insn.y_pad_1 == 0))):
+            with m.If(e_nop):
                 m.d.sync += self.done.eq(1)
             with m.Else():
-                m.d.sync += [c_active.eq(insn.y_size != 0), w_active.eq(1)]
+                m.d.sync += [c_active.eq(e_y_data), w_active.eq(1)]
         m.d.comb += self.busy.eq(start | c_active | w_active)
 
         # ---- DMA commands, one per DRAM row
@@ -134,33 +161,26 @@ class TensorLoad(wiring.Component):
             m.d.comb += cmd.payload.beats.eq(
                 (c_byte[:log_bb] + (x_size << log_eb) + (bb - 1)) >> log_bb)
         with m.If(cmd.valid & cmd.ready):
-            m.d.sync += [c_y.eq(c_y + 1), c_elem.eq(c_elem + x_stride)]
-            with m.If(c_y == y_size - 1):
+            m.d.sync += [c_left.eq(c_left - 1), c_last.eq(c_left == 1), c_elem.eq(c_elem + x_stride)]
+            with m.If(c_last):
                 m.d.sync += c_active.eq(0)
 
-        # ---- SRAM writes in order, zeros in the padding. The position flags of (w_r, w_c) are
-        # registers, computed from the next position whenever it changes (for timing: no compare
-        # chain between the counters and the write/ready logic).
+        # ---- SRAM writes in order, zeros in the padding. The position flags are registers, set
+        # on each write from the position after it, which (a_r, a_c) hold (for timing: registers
+        # into the compares, and no compare chain between the counters and the write/ready logic).
         # ``data``: the position holds data, not padding (with a copy per 64 bits of the write data's
         # zero mux: fan-out)
-        def position_flags(r, c, y0, yhi, x0, xhi, pitch, nrows):
-            return {"data": (r >= y0) & (r < yhi) & (c >= x0) & (c < xhi),
-                    "first": c == x0, "last": c == xhi - 1, "col_end": c == pitch - 1,
-                    "row_end": r == nrows - 1}
+        def position_flags(r, c):
+            return {"data": (r >= y_pad_0) & (r < yd_hi) & (c >= x_pad_0) & (c < xd_hi),
+                    "first": c == x_pad_0, "last": c == xd_last, "col_end": c == col_last,
+                    "row_end": r == row_last_i}
         flag = {name: Signal(name=f"w_{name}") for name in ("data", "first", "last", "col_end", "row_end")}
         data_copies = [Signal(name=f"w_data_copy{i}") for i in range(-(-eb * 8 // 64))]
         def set_flags(values):
             return [flag[k].eq(v) for k, v in values.items()] + [c.eq(values["data"]) for c in data_copies]
-        def sum_is_one(*terms):     # t0 + t1 + ... == 1 for unsigned terms, without adders
-            return Cat(*((t == 1) & Cat(*(u == 0 for u in terms if u is not t)).all() for t in terms)).any()
-        with m.If(start):           # the flags of position (0, 0), from bit tests only (timing)
-            m.d.sync += set_flags({
-                "data": (insn.y_pad_0 == 0) & (insn.y_size != 0) & (insn.x_pad_0 == 0) & (insn.x_size != 0),
-                "first": insn.x_pad_0 == 0,
-                "last": sum_is_one(insn.x_pad_0, insn.x_size),
-                "col_end": sum_is_one(insn.x_pad_0, insn.x_size, insn.x_pad_1),
-                "row_end": sum_is_one(insn.y_pad_0, insn.y_size, insn.y_pad_1),
-            })
+        with m.If(start):           # the flags of position (0, 0), and the position after it
+            m.d.sync += set_flags(e_flags)
+            m.d.sync += [a_r.eq(e_one_col), a_c.eq(~e_one_col)]
         is_data = flag["data"]
         row_first = Signal()
         row_last = Signal()
@@ -180,14 +200,12 @@ class TensorLoad(wiring.Component):
                                   for i, c in enumerate(data_copies)))),
         ]
         with m.If(write):
-            next_c = Mux(flag["col_end"], 0, w_c + 1)
-            next_r = Mux(flag["col_end"], w_r + 1, w_r)
-            m.d.sync += set_flags(position_flags(next_r, next_c, y_pad_0, yd_hi, x_pad_0, xd_hi, row_pitch, rows))
-            m.d.sync += [w_addr.eq(w_addr + 1), w_c.eq(w_c + 1)]
-            with m.If(flag["col_end"]):
-                m.d.sync += [w_c.eq(0), w_r.eq(w_r + 1)]
-                with m.If(flag["row_end"]):
-                    m.d.sync += [w_active.eq(0), self.done.eq(1)]
+            m.d.sync += set_flags(position_flags(a_r, a_c))
+            m.d.sync += [w_addr.eq(w_addr + 1), a_c.eq(a_c + 1)]
+            with m.If(a_c == col_last):
+                m.d.sync += [a_c.eq(0), a_r.eq(a_r + 1)]
+            with m.If(flag["col_end"] & flag["row_end"]):
+                m.d.sync += [w_active.eq(0), self.done.eq(1)]
         with m.If(consume & row_last):
             m.d.sync += d_elem.eq(d_elem + x_stride)
 
