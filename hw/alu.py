@@ -33,21 +33,35 @@ def alu_lane(m, ops, a, b, left, amount, *, less=None):
     ``less``: ``a < b`` (signed), compared a stage earlier (a register), or None when ``a`` is the
     result of the same operation with the same ``b`` (a micro-op with an immediate whose row was
     written by the one just ahead): MIN and MAX are idempotent, so their result is ``a`` itself. Either
-    way the lane holds no compare (timing)."""
+    way the lane holds no compare (timing).
+
+    ``ops``, ``left``, ``amount`` and ``less`` may instead be lists of equal copies, one per equal slice
+    of the result (low bits first): each copy then drives only its slice's logic (fan-out, timing)."""
+    def per_slice(x):
+        return list(x) if isinstance(x, (list, tuple)) else [x]
+    ops, left, amount = per_slice(ops), per_slice(left), per_slice(amount)
+    less = per_slice(less) if less is not None else None
     sa = a.as_signed()
     sb = b.as_signed()
-    if less is None:
-        minmax = sa
-    else:
-        take_a = Signal()
-        m.d.comb += take_a.eq(less ^ ops["max"])
-        minmax = Mux(take_a, sa, sb)
     w = len(a)
-    shifted = Mux(left, (sa << amount)[:w], (sa >> amount)[:w])
+    n = len(ops)
+    sw = w // n
+    total = (sa + sb)[:w]
+    parts = []
+    for j in range(n):
+        bits = slice(j * sw, (j + 1) * sw)
+        if less is None:
+            minmax = sa[bits]
+        else:
+            take_a = Signal(name=f"take_a_{j}")
+            m.d.comb += take_a.eq(less[j] ^ ops[j]["max"])
+            minmax = Mux(take_a, sa, sb)[bits]
+        shifted = Mux(left[j], (sa << amount[j])[:w], (sa >> amount[j])[:w])[bits]
+        parts.append(Mux(ops[j]["add"], total[bits], Mux(ops[j]["shr"], shifted, minmax)))
     # (``keep``: a boundary for yosys's LUT mapping, so the caller's select of a candidate stays the
     # last level instead of being mapped into the middle of the lane's logic: timing)
     res = Signal(w, attrs={"keep": 1})
-    m.d.comb += res.eq(Mux(ops["add"], (sa + sb)[:w], Mux(ops["shr"], shifted, minmax)))
+    m.d.comb += res.eq(Cat(*parts))
     return res
 
 
@@ -234,9 +248,14 @@ class Alu(wiring.Component):
         b_q = [Signal(lane_w, name=f"x_{i}", reset_less=True) for i in range(lanes_n)]
         left_q = [Signal(name=f"shl_{i}", reset_less=True) for i in range(lanes_n)]
         amt_q = [Signal(cfg.LOG_ACC_WIDTH, name=f"sh_{i}", reset_less=True) for i in range(lanes_n)]
-        # (copies of the shift controls for the second candidate of C: fan-out, timing)
-        left_c = [Signal(name=f"shl_{i}_copy", reset_less=True) for i in range(lanes_n)]
-        amt_c = [Signal(cfg.LOG_ACC_WIDTH, name=f"sh_{i}_copy", reset_less=True) for i in range(lanes_n)]
+        # C's controls have a copy per slice of a lane (``k`` slices) for each of its two candidates,
+        # each driving only that slice's logic (fan-out, timing): the shift, MIN/MAX's compare, the
+        # opcode and the forwarding match
+        k = 4 if lane_w % 4 == 0 else 1
+        left_c = [[Signal(name=f"shl_{i}_copy{j}{c}", reset_less=True) for j in range(k)] for c in "rw"
+                  for i in range(lanes_n)]
+        amt_c = [[Signal(cfg.LOG_ACC_WIDTH, name=f"sh_{i}_copy{j}{c}", reset_less=True) for j in range(k)]
+                 for c in "rw" for i in range(lanes_n)]
         # The lanes sit beside their acc slices, which an FPGA spreads over the die: what the ALU's
         # control sends them crosses a register tree (hw.sram.fan_out) with no logic on the way
         # (timing): the instruction's constants (the first micro-op reaches S6 seven cycles after
@@ -251,7 +270,7 @@ class Alu(wiring.Component):
         for i, (x, (late, rd)) in enumerate(zip(x_sel, flags)):
             m.d.sync += x.eq(Cat(use_imm_c[i], ~use_imm_c[i] & late, ~use_imm_c[i] & ~late & rd))
         # MIN/MAX's compare of acc[d] with X, on the values going into a_row and X (C holds no compare)
-        less_q = [Signal(name=f"lt_{i}", reset_less=True) for i in range(lanes_n)]
+        less_q = [[Signal(name=f"lt_{i}_copy{j}", reset_less=True) for j in range(k)] for i in range(lanes_n)]
         a_next = Signal(acc_w)
         m.d.comb += a_next.eq(merge_rows(d_sel, [*hist, raw_q], lanes_n))
         m.d.sync += a_row.eq(a_next)
@@ -260,18 +279,22 @@ class Alu(wiring.Component):
             x_next = Signal(lane_w, name=f"x_{i}_next")
             m.d.comb += x_next.eq(and_or([(x_sel[i][0], imm_c[i]), (x_sel[i][1], wr_f[lane]),
                                           (x_sel[i][2], src_row[lane]), (~x_sel[i].any(), b_q[i])], lane_w))
-            m.d.sync += [b_q[i].eq(x_next), less_q[i].eq(a_next[lane].as_signed() < x_next.as_signed())]
+            less_next = Signal(name=f"lt_{i}_next")
+            m.d.comb += less_next.eq(a_next[lane].as_signed() < x_next.as_signed())
+            m.d.sync += [b_q[i].eq(x_next), *(c.eq(less_next) for c in less_q[i])]
             shift_next = and_or([(x_sel[i][0], imm_sh_c[i]), (x_sel[i][1], Cat(*shift_amount(wr_f[lane]))),
                                  (x_sel[i][2], Cat(*shift_amount(src_row[lane]))),
                                  (~x_sel[i].any(), Cat(left_q[i], amt_q[i]))], 1 + cfg.LOG_ACC_WIDTH)
-            m.d.sync += [Cat(left_q[i], amt_q[i]).eq(shift_next), Cat(left_c[i], amt_c[i]).eq(shift_next)]
+            m.d.sync += Cat(left_q[i], amt_q[i]).eq(shift_next)
+            for c in (i, lanes_n + i):
+                m.d.sync += [Cat(left_c[c][j], amt_c[c][j]).eq(shift_next) for j in range(k)]
         # the one-hot opcode, set at the start, and a copy per lane
         op_names = ("max", "add", "shr", "mul")
         op_set = {name: Signal(name=f"op_{name}") for name in op_names}
         with m.If(self.start):
             m.d.sync += [op_set[name].eq(op_in == getattr(AluOp, name.upper())) for name in op_names]
-        op_copies = fan_out(m, Cat(*op_set.values()), lanes_n, "op")
-        lane_ops = [dict(zip(op_names, c)) for c in op_copies]
+        op_copies = fan_out(m, Cat(*op_set.values()), 2 * lanes_n * k, "op")
+        slice_ops = [dict(zip(op_names, c)) for c in op_copies]
         # C: compute from registers and register the result. The micro-op just ahead (now in W) may
         # have written acc[d]: the lanes are computed both from its result and from the registered
         # row, and the match flag (one copy per lane) selects at the end. That match is only
@@ -282,17 +305,20 @@ class Alu(wiring.Component):
         # a reset, so it needs none.)
         d_w = Signal(reset_less=True)
         m.d.sync += d_w.eq(valid[5] & (dst[5] == dst[4]))
-        d_w_lane = fan_out(m, d_w, lanes_n, "d_w")
+        d_w_slice = fan_out(m, d_w, lanes_n * k, "d_w")
         lanes = []
+        sw = lane_w // k
         for i in range(lanes_n):
             lane = slice(i * lane_w, (i + 1) * lane_w)
-            ops = lane_ops[i]
-            from_w = alu_lane(m, ops, wr_f[lane], b_q[i], left_c[i], amt_c[i])
-            from_row = alu_lane(m, ops, a_row[lane], b_q[i], left_q[i], amt_q[i], less=less_q[i])
-            res = Mux(d_w_lane[i], from_w, from_row)
+            row_ops = slice_ops[i * k:(i + 1) * k]
+            from_w = alu_lane(m, slice_ops[(lanes_n + i) * k:(lanes_n + i + 1) * k], wr_f[lane], b_q[i],
+                              left_c[lanes_n + i], amt_c[lanes_n + i])
+            from_row = alu_lane(m, row_ops, a_row[lane], b_q[i], left_c[i], amt_c[i], less=less_q[i])
+            sel = d_w_slice[i * k:(i + 1) * k]
+            res = Cat(*(Mux(sel[j], from_w[j * sw:(j + 1) * sw], from_row[j * sw:(j + 1) * sw]) for j in range(k)))
             if cfg.ALU_MUL:     # one multiplier per lane, on the selected operand
-                a_fin = Mux(d_w_lane[i], wr_f[lane], a_row[lane]).as_signed()
-                res = Mux(ops["mul"], (a_fin * b_q[i].as_signed())[:lane_w], res)
+                a_fin = Mux(sel[0], wr_f[lane], a_row[lane]).as_signed()
+                res = Mux(row_ops[0]["mul"], (a_fin * b_q[i].as_signed())[:lane_w], res)
             lanes.append(res[:lane_w])
         m.d.sync += [wr_q.eq(Cat(*lanes)), wr_f.eq(Cat(*lanes))]
         # W: write acc[d]
