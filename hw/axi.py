@@ -119,7 +119,8 @@ class AxiMaster(wiring.Component):
     other transfer completes as usual, so the bus is left with nothing outstanding.
     ``read_busy``/``write_busy`` (out) are high while a command is being split or has bursts in
     flight. ``read_beats[i]``/``write_beats`` (out, 32) count the words moved for each client since
-    reset (free-running, wrapping; :class:`hw.control.ControlRegs` reports their increase per run).
+    reset (free-running, wrapping; a word counts a cycle after it moves; :class:`hw.control.ControlRegs`
+    reports their increase per run).
 
     Latency: a read command is accepted one cycle after ``cmd.valid`` at the earliest (the grant is
     decided a cycle ahead, so ``cmd.ready`` is a function of registers), when the one-entry command
@@ -263,8 +264,11 @@ class AxiMaster(wiring.Component):
         r_fire = Signal()
         m.d.comb += r_fire.eq(r_valid & route.r_rdy & readies[head_client])
         m.d.comb += [r_slice.r_en.eq(r_fire), route.r_en.eq(r_fire & r_last)]
+        # (the counters count a cycle after the beat, from a register: the clients' ready is late)
         for i, r in enumerate(self.read):
-            with m.If(r.data.valid & r.data.ready):
+            beat = Signal(name=f"rd_beat_{i}")
+            m.d.sync += beat.eq(r.data.valid & r.data.ready)
+            with m.If(beat):
                 m.d.sync += self.read_beats[i].eq(self.read_beats[i] + 1)
         m.d.comb += self.read_busy.eq(pend_valid | rd_active | route.r_rdy)
 
@@ -311,7 +315,9 @@ class AxiMaster(wiring.Component):
             w_slice.r_en.eq(w_active & axi.wready),
         ]
         w_fire = axi.wvalid & axi.wready
-        with m.If(w_fire):
+        w_beat = Signal()       # (counted a cycle later, from a register, as the reads)
+        m.d.sync += w_beat.eq(w_fire)
+        with m.If(w_beat):
             m.d.sync += self.write_beats.eq(self.write_beats + 1)
         w_burst_end = w_fire & (w_count == 0)
         with m.If(w_fire):

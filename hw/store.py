@@ -112,7 +112,10 @@ class Store(wiring.Component):
         room = Signal(init=1)
         row_end, last_row = Signal(), Signal()
         m.d.comb += issue.eq(r_active & room)
-        m.d.sync += room.eq(q.level + pending + issue - (q.r_en & q.r_rdy) < _FIFO_DEPTH)
+        # (both outcomes from registers; the FIFO's pop, which the bus drives late, only selects)
+        held = Signal(range(_FIFO_DEPTH + 3))
+        m.d.comb += held.eq(q.level + pending + issue)
+        m.d.sync += room.eq(Mux(q.r_en & q.r_rdy, held <= _FIFO_DEPTH, held < _FIFO_DEPTH))
         if eb < bb:
             k = bb // eb
             j = Signal(slot_bits)

@@ -71,6 +71,7 @@ def run_reads(bus_width, n_readers, cmds_per_client, *, seed, max_burst=256, rea
 
         async def sink(ctx, i=i, total=total, crng=crng):
             await receive(ctx, dut.read[i], total, random.Random(crng.random()), ready_prob, results[i])
+            await ctx.tick().repeat(2)      # (read_beats counts a word a cycle after it moves)
 
         sim.add_testbench(client)
         sim.add_testbench(sink)
