@@ -281,3 +281,13 @@ def test_run_plan_pins_between_yosys_and_nextpnr(tmp_path, monkeypatch):
     assert fpga.run_plan(tmp_path, pin=False) == 0
     seen = json.loads((tmp_path / "seen_by_nextpnr.json").read_text())["modules"]["top"]["cells"]
     assert not any("BEL" in c["attributes"] for c in seen.values())
+
+
+def test_nextpnr_options():
+    """The board build routes with the timing-driven rip-up unless told not to, and always asks for
+    the report with every endpoint's arrival (fpga.timing --routed)."""
+    assert fpga.nextpnr_options() == ("--seed 1 --router router2 --tmg-ripup --timing-allow-fail "
+                                      "--report top_report.json --detailed-timing-report")
+    opts = fpga.nextpnr_options(seed=3, router="router1", ripup=False, extra="--placer-heap-timingweight 30")
+    assert opts.split() == ["--seed", "3", "--router", "router1", "--timing-allow-fail", "--report", "top_report.json",
+                            "--detailed-timing-report", "--placer-heap-timingweight", "30"]
