@@ -288,7 +288,7 @@ class Alu(wiring.Component):
             m.d.sync += Cat(left_q[i], amt_q[i]).eq(shift_next)
             for c in (i, lanes_n + i):
                 m.d.sync += [Cat(left_c[c][j], amt_c[c][j]).eq(shift_next) for j in range(k)]
-        # the one-hot opcode, set at the start, and a copy per lane
+        # the one-hot opcode, set at the start, and a copy per quarter lane and candidate of C
         op_names = ("max", "add", "shr", "mul")
         op_set = {name: Signal(name=f"op_{name}") for name in op_names}
         with m.If(self.start):
@@ -297,7 +297,7 @@ class Alu(wiring.Component):
         slice_ops = [dict(zip(op_names, c)) for c in op_copies]
         # C: compute from registers and register the result. The micro-op just ahead (now in W) may
         # have written acc[d]: the lanes are computed both from its result and from the registered
-        # row, and the match flag (one copy per lane) selects at the end. That match is only
+        # row, and the match flag (a copy per quarter lane) selects at the end. That match is only
         # possible with an immediate (a tensor operand spaces micro-ops two cycles apart), so the
         # operation and X are those of the write ahead: MIN/MAX of its result is the result
         # (``less=None``), and the one-cycle loop C -> C holds no compare. (The match is compared two

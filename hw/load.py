@@ -32,9 +32,10 @@ class TensorLoad(wiring.Component):
 
     Pulse ``start`` for one cycle with ``insn`` (a memory instruction) and ``base`` (the base
     pointer of this memory type, a byte address ORed into every DRAM address) valid, and hold both
-    for one more cycle: the loader takes them in the cycle after ``start``, from a registered copy of
-    it (``start`` fans out to every register of the loader; this way the caller's decision logic
-    does not run in series with that fan-out). Row ``y`` is
+    for one more cycle: the loader registers the sums and flags it derives from the instruction in
+    the cycle of ``start`` and takes everything in the cycle after, from a registered copy of ``start``
+    (which fans out to every register of the loader; this way neither the caller's decision logic nor
+    an adder runs in series with that fan-out). Row ``y`` is
     read from byte address ``((dram_base + y*x_stride) * elem_bytes) | base``; the DMA command reads
     the bus words covering the row (aligned start, offset = address mod bus bytes) and the loader
     extracts the elements (several per bus word when ``elem_bytes`` is smaller than the bus, or
