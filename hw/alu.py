@@ -29,18 +29,13 @@ def alu_lane(m, ops, a, b, left, amount, *, less=None):
     """The result of one accumulator lane of MIN, MAX, ADD or SHR applied to signed ``a`` and ``b``. ``ops``:
     one-hot registers ``{"max", "add", "shr"}`` (none set: MIN); ``(left, amount)`` =
     :func:`shift_amount` of ``b`` (computed a stage earlier). MUL is not here (see :class:`Alu`).
+    Every control is a list of equal copies, one per equal slice of the result (low bits first): each
+    copy drives only its slice's logic (fan-out, timing).
 
     ``less``: ``a < b`` (signed), compared a stage earlier (a register), or None when ``a`` is the
     result of the same operation with the same ``b`` (a micro-op with an immediate whose row was
     written by the one just ahead): MIN and MAX are idempotent, so their result is ``a`` itself. Either
-    way the lane holds no compare (timing).
-
-    ``ops``, ``left``, ``amount`` and ``less`` may instead be lists of equal copies, one per equal slice
-    of the result (low bits first): each copy then drives only its slice's logic (fan-out, timing)."""
-    def per_slice(x):
-        return list(x) if isinstance(x, (list, tuple)) else [x]
-    ops, left, amount = per_slice(ops), per_slice(left), per_slice(amount)
-    less = per_slice(less) if less is not None else None
+    way the lane holds no compare (timing)."""
     sa = a.as_signed()
     sb = b.as_signed()
     w = len(a)
@@ -246,11 +241,10 @@ class Alu(wiring.Component):
         a_row = Signal(acc_w, reset_less=True)
         d_sel = merge_select(m, "alu_dst_merge", lanes_n, dst[3], writers, tree=True)
         b_q = [Signal(lane_w, name=f"x_{i}", reset_less=True) for i in range(lanes_n)]
-        left_q = [Signal(name=f"shl_{i}", reset_less=True) for i in range(lanes_n)]
-        amt_q = [Signal(cfg.LOG_ACC_WIDTH, name=f"sh_{i}", reset_less=True) for i in range(lanes_n)]
         # C's controls have a copy per slice of a lane (``k`` slices) for each of its two candidates,
         # each driving only that slice's logic (fan-out, timing): the shift, MIN/MAX's compare, the
-        # opcode and the forwarding match
+        # opcode and the forwarding match (the first copy of the shift is also X's, kept by a micro-op that
+        # keeps X)
         k = 4 if lane_w % 4 == 0 else 1
         left_c = [[Signal(name=f"shl_{i}_copy{j}{c}", reset_less=True) for j in range(k)] for c in "rw"
                   for i in range(lanes_n)]
@@ -284,8 +278,7 @@ class Alu(wiring.Component):
             m.d.sync += [b_q[i].eq(x_next), *(c.eq(less_next) for c in less_q[i])]
             shift_next = and_or([(x_sel[i][0], imm_sh_c[i]), (x_sel[i][1], Cat(*shift_amount(wr_f[lane]))),
                                  (x_sel[i][2], Cat(*shift_amount(src_row[lane]))),
-                                 (~x_sel[i].any(), Cat(left_q[i], amt_q[i]))], 1 + cfg.LOG_ACC_WIDTH)
-            m.d.sync += Cat(left_q[i], amt_q[i]).eq(shift_next)
+                                 (~x_sel[i].any(), Cat(left_c[i][0], amt_c[i][0]))], 1 + cfg.LOG_ACC_WIDTH)
             for c in (i, lanes_n + i):
                 m.d.sync += [Cat(left_c[c][j], amt_c[c][j]).eq(shift_next) for j in range(k)]
         # the one-hot opcode, set at the start, and a copy per quarter lane and candidate of C

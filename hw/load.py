@@ -175,14 +175,14 @@ class TensorLoad(wiring.Component):
             return {"data": (r >= y_pad_0) & (r < yd_hi) & (c >= x_pad_0) & (c < xd_hi),
                     "first": c == x_pad_0, "last": c == xd_last, "col_end": c == col_last,
                     "row_end": r == row_last_i}
-        flag = {name: Signal(name=f"w_{name}") for name in ("data", "first", "last", "col_end", "row_end")}
+        flag = {name: Signal(name=f"w_{name}") for name in ("first", "last", "col_end", "row_end")}
         data_copies = [Signal(name=f"w_data_copy{i}") for i in range(-(-eb * 8 // 64))]
         def set_flags(values):
-            return [flag[k].eq(v) for k, v in values.items()] + [c.eq(values["data"]) for c in data_copies]
+            return [flag[k].eq(v) for k, v in values.items() if k != "data"] + [c.eq(values["data"]) for c in data_copies]
         with m.If(start):           # the flags of position (0, 0), and the position after it
             m.d.sync += set_flags(e_flags)
             m.d.sync += [a_r.eq(e_one_col), a_c.eq(~e_one_col)]
-        is_data = flag["data"]
+        is_data = data_copies[0]
         row_first = Signal()
         row_last = Signal()
         m.d.comb += [
