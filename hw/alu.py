@@ -1,6 +1,6 @@
 """The tensor ALU: runs one ALU instruction over the micro-op loop nest (docs/architecture.md §2.8)."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -25,17 +25,17 @@ def shift_amount(b):
     return sign, amount
 
 
-def alu_lane(m, ops, a, b, left, amount, *, less=None):
+def alu_lane(m, ops, a, b, left, amount, less, a_pre=None):
     """The result of one accumulator lane of MIN, MAX, ADD or SHR applied to signed ``a`` and ``b``. ``ops``:
     one-hot registers ``{"max", "add", "shr"}`` (none set: MIN); ``(left, amount)`` =
     :func:`shift_amount` of ``b`` (computed a stage earlier). MUL is not here (see :class:`Alu`).
     Every control is a list of equal copies, one per equal slice of the result (low bits first): each
     copy drives only its slice's logic (fan-out, timing).
 
-    ``less``: ``a < b`` (signed), compared a stage earlier (a register), or None when ``a`` is the
-    result of the same operation with the same ``b`` (a micro-op with an immediate whose row was
-    written by the one just ahead): MIN and MAX are idempotent, so their result is ``a`` itself. Either
-    way the lane holds no compare (timing)."""
+    ``less``: per slice, ``a < b`` (signed), compared a stage earlier (a register): the lane holds no
+    compare (timing). ``a_pre``: SHR's operand, ``a`` already shifted a stage earlier (in the direction
+    ``left``) by the high bits of the amount; ``amount`` then holds only the low bits (timing: the lane
+    holds the last levels of the shifter)."""
     sa = a.as_signed()
     sb = b.as_signed()
     w = len(a)
@@ -45,19 +45,13 @@ def alu_lane(m, ops, a, b, left, amount, *, less=None):
     parts = []
     for j in range(n):
         bits = slice(j * sw, (j + 1) * sw)
-        if less is None:
-            minmax = sa[bits]
-        else:
-            take_a = Signal(name=f"take_a_{j}")
-            m.d.comb += take_a.eq(less[j] ^ ops[j]["max"])
-            minmax = Mux(take_a, sa, sb)[bits]
-        shifted = Mux(left[j], (sa << amount[j])[:w], (sa >> amount[j])[:w])[bits]
+        take_a = Signal(name=f"take_a_{j}")
+        m.d.comb += take_a.eq(less[j] ^ ops[j]["max"])
+        minmax = Mux(take_a, sa, sb)[bits]
+        sp = sa if a_pre is None else a_pre.as_signed()
+        shifted = Mux(left[j], (sp << amount[j])[:w], (sp >> amount[j])[:w])[bits]
         parts.append(Mux(ops[j]["add"], total[bits], Mux(ops[j]["shr"], shifted, minmax)))
-    # (``keep``: a boundary for yosys's LUT mapping, so the caller's select of a candidate stays the
-    # last level instead of being mapped into the middle of the lane's logic: timing)
-    res = Signal(w, attrs={"keep": 1})
-    m.d.comb += res.eq(Cat(*parts))
-    return res
+    return Cat(*parts)
 
 
 class Alu(wiring.Component):
@@ -70,33 +64,36 @@ class Alu(wiring.Component):
     Pipeline (for FPGA timing every SRAM read lands in a register before any logic, an ECP5 DP16KD
     has about 6 ns clock-to-out): S0 read uop; S1 register the uop row; S2 add the loop offsets
     into the index registers; S3 read acc[s] (tensor operand only); S4 read acc[d]; S5 register
-    acc[s] (its raw read was registered in S4); S6 register acc[d] (raw read registered in S5), X
-    with SHR's shift amount, and MIN/MAX's compare of the two; C = S7 compute and register the
-    result; W = S8 write acc[d].
-    An immediate operand runs one micro-op per cycle, a tensor operand one every two cycles (one
-    acc read port), except when the source row repeats: with ``src_apart`` high at ``start`` (the
-    compute module's footprint found that no micro-op writes a row another reads as acc[s]), a
-    one-micro-op kernel and ``src_factor_in`` = 0, acc[s] is the same row through each inner
-    iteration, so only the first of them reads it (two cycles) and the others reuse X (one cycle:
-    a per-channel vector over the rows of its channel block).
+    acc[s] (its raw read was registered in S4) and its SHR shift amount; S6 register acc[d] (raw
+    read registered in S5), X with SHR's shift amount, and MIN/MAX's compare of the two; C = S7
+    compute and register the result; W = S8 write acc[d].
+
+    Throughput: an immediate operand runs one micro-op per cycle when ``dst_distinct`` is high at
+    ``start`` (the compute module's footprint found that no micro-op writes the row the one just
+    before it wrote), otherwise one every two cycles; a tensor operand one every two cycles (one
+    acc read port; SHR one every three), except when the source row repeats: with ``src_apart`` and
+    ``dst_distinct`` high at ``start`` (the footprint also found that no micro-op writes a row
+    another reads as acc[s]), a one-micro-op kernel and ``src_factor_in`` = 0, acc[s] is the same row
+    through each inner iteration, so only the first of them reads it (two cycles) and the others
+    reuse X (one cycle: a per-channel vector over the rows of its channel block).
 
     Hazards: the acc memory takes writes through a register and its read port is not transparent
     (hw/sram.py, :func:`~hw.sram.join_acc`), so a row read at t holds the writes presented up to
     t-2; those presented later are merged in while the row waits in its registers (acc[s] at S5,
-    acc[d] at S6, the latest write winning; acc[s] again at S6 from the write presented then),
-    and the write of the micro-op just ahead (in W while this one is in C) is forwarded: the lanes
-    are computed both from that write and from the registered row and the match selects the
-    result (so the match's fan-out is not in series with the lane logic). So there are no hazards
-    at any distance.
+    acc[d] at S6, the latest write winning; acc[s] again at S6 from the write presented then:
+    a tensor operand's micro-op two cycles ahead). The write of the micro-op just ahead (in W while
+    this one is in C) is never needed: micro-ops one cycle apart write different rows (above). So
+    there are no hazards at any distance, and C computes from registers alone (timing: no
+    forwarding loop C -> C).
 
-    Latency: ``done`` N + 9 cycles after ``start`` for N micro-ops with an immediate, 2N + 8
-    with a tensor operand, N + R + 8 with a reused one (R = iter_out: the rows read)
-    (:attr:`latency` = 8: the first acc write comes ``latency`` cycles after the start of its
+    Latency: ``done`` N + 9 cycles after ``start`` for N micro-ops one per cycle, 2N + 8 two
+    cycles apart (3N + 7 three apart), N + R + 8 with a reused operand (R = iter_out: the rows
+    read) (:attr:`latency` = 8: the first acc write comes ``latency`` cycles after the start of its
     micro-op's S0).
 
-    Members: ``start``, ``src_apart`` In(1), ``insn`` In(alu layout), ``busy``, ``done``, ``error``, ``uop_fire``
-    Out(1), driven memory ports ``uop_rd``, ``acc_rd`` (In(ReadPort.Signature)), ``acc_wr``
-    (In(WritePort.Signature)).
+    Members: ``start``, ``src_apart``, ``dst_distinct`` In(1), ``insn`` In(alu layout), ``busy``,
+    ``done``, ``error``, ``uop_fire`` Out(1), driven memory ports ``uop_rd``, ``acc_rd``
+    (In(ReadPort.Signature)), ``acc_wr`` (In(WritePort.Signature)).
     """
 
     latency = 8
@@ -107,6 +104,7 @@ class Alu(wiring.Component):
         super().__init__({
             "start": In(1),
             "src_apart": In(1),
+            "dst_distinct": In(1),
             "insn": In(insn_layouts(cfg)["alu"]),
             "busy": Out(1),
             "done": Out(1),
@@ -139,13 +137,23 @@ class Alu(wiring.Component):
         lane_w = cfg.ACC_WIDTH
         imm = Signal(signed(lane_w))
         active = Signal()
-        toggle = Signal()
+        # ``spaced``: a micro-op every two cycles (``phase`` counts them): a tensor operand (one acc read
+        # port), or an immediate whose micro-ops may write the row the one just ahead wrote (without
+        # ``dst_distinct``: then that write reaches acc[d] through the merge of S6, and C never takes
+        # its operand from the write ahead: timing). Three for SHR with a tensor operand (``slow``:
+        # then the row written by the micro-op ahead reaches acc[s] through the merge of S5, so X's
+        # shift amount is computed there, never from the write presented in S6: timing)
+        phase = Signal(2)
+        spaced = Signal()
+        slow = Signal()
+        last_phase = Signal()
+        m.d.comb += last_phase.eq(phase == Mux(slow, 2, 1))
         ok = Signal()
         op_in = insn.alu_opcode
         m.d.comb += ok.eq(op_in.matches(*alu_opcodes(cfg)))
         m.d.comb += seq.start.eq(self.start & ok)
         m.d.sync += [self.done.eq(0), self.error.eq(0)]
-        # ``may_step`` = use_imm | ~toggle, kept as a register (the step fans out to the sequencer);
+        # ``may_step`` = ~spaced | (phase == 0), kept as a register (the step fans out to the sequencer);
         # SHR's shift of the immediate is computed once, at the start
         may_step = Signal()
         # ``reuse``: a tensor operand whose row repeats through each inner iteration (see above); then
@@ -157,8 +165,10 @@ class Alu(wiring.Component):
         m.d.comb += imm_in.eq(insn.imm)
         imm_left, imm_amount = Signal(), Signal(cfg.LOG_ACC_WIDTH)
         with m.If(self.start):
-            m.d.sync += [use_imm.eq(insn.use_imm), imm.eq(insn.imm), toggle.eq(0), may_step.eq(1),
-                         reuse.eq(self.src_apart & ~insn.use_imm & (insn.src_factor_in == 0)
+            m.d.sync += [use_imm.eq(insn.use_imm), imm.eq(insn.imm), phase.eq(0), may_step.eq(1),
+                         spaced.eq(~insn.use_imm | ~self.dst_distinct),
+                         slow.eq(~insn.use_imm & (op_in == AluOp.SHR)),
+                         reuse.eq(self.src_apart & self.dst_distinct & ~insn.use_imm & (insn.src_factor_in == 0)
                                   & (insn.uop_end == insn.uop_bgn + 1) & (insn.iter_in > 1))]
             m.d.sync += Cat(imm_left, imm_amount).eq(Cat(*shift_amount(imm_in.as_unsigned())))
             with m.If(~ok):
@@ -167,8 +177,8 @@ class Alu(wiring.Component):
                 m.d.sync += self.done.eq(1)
             with m.Else():
                 m.d.sync += active.eq(1)
-        with m.Elif(seq.valid & ~use_imm):
-            m.d.sync += [toggle.eq(~toggle), may_step.eq(toggle)]
+        with m.Elif(seq.valid & spaced):
+            m.d.sync += [phase.eq(Mux(last_phase, 0, phase + 1)), may_step.eq(last_phase)]
         step = Signal()
         m.d.comb += step.eq(seq.valid & Mux(reuse, ~seq.first_in | ~stepped, may_step))
         m.d.sync += stepped.eq(step)
@@ -219,9 +229,6 @@ class Alu(wiring.Component):
         lanes_n = cfg.BATCH * cfg.BLOCK_OUT
         raw_q = Signal(acc_w, reset_less=True)      # the row read in the cycle before
         wr_q = Signal(acc_w, reset_less=True)       # the result of C, written in W
-        # (a copy of it for the forwarding into C and S6, so the placer can keep the loop C -> C
-        # tight while wr_q itself goes towards the acc banks)
-        wr_f = Signal(acc_w, name="alu_wr_fwd_copy", reset_less=True)
         # A write reaches the SRAM a cycle after it is presented (the owner's write register) and
         # the read is not transparent: a row read at t holds the writes presented up to t-2. The
         # ones it missed are merged from ``hist`` (wr_q now and 1, 2, 3 cycles before).
@@ -233,7 +240,13 @@ class Alu(wiring.Component):
         src_row = Signal(acc_w, reset_less=True)
         writers = [(valid[k], dst[k]) for k in (W - 3, W - 2, W - 1, W)]
         s_sel = merge_select(m, "alu_src_merge", lanes_n, src2, writers, tree=True)
-        m.d.sync += src_row.eq(merge_rows(s_sel, [*hist, raw_q], lanes_n))
+        src_next = Signal(acc_w)
+        m.d.comb += src_next.eq(merge_rows(s_sel, [*hist, raw_q], lanes_n))
+        m.d.sync += src_row.eq(src_next)
+        # SHR's shift amount of each lane of acc[s], beside it
+        src_sh = [Signal(1 + cfg.LOG_ACC_WIDTH, name=f"src_sh_{i}", reset_less=True) for i in range(lanes_n)]
+        for i, sh in enumerate(src_sh):
+            m.d.sync += sh.eq(Cat(*shift_amount(src_next[i * lane_w:(i + 1) * lane_w])))
         # S6: register acc[d], read at S4, with the writes presented at S3 .. S6 merged in (compared
         # at S3 with the same stages); X (the immediate, acc[s], or the write presented now when it
         # is to acc[s]: a tensor operand's micro-op one ahead), SHR's shift amount of X and
@@ -241,15 +254,13 @@ class Alu(wiring.Component):
         a_row = Signal(acc_w, reset_less=True)
         d_sel = merge_select(m, "alu_dst_merge", lanes_n, dst[3], writers, tree=True)
         b_q = [Signal(lane_w, name=f"x_{i}", reset_less=True) for i in range(lanes_n)]
-        # C's controls have a copy per slice of a lane (``k`` slices) for each of its two candidates,
-        # each driving only that slice's logic (fan-out, timing): the shift, MIN/MAX's compare, the
-        # opcode and the forwarding match (the first copy of the shift is also X's, kept by a micro-op that
-        # keeps X)
+        # C's controls have a copy per slice of a lane (``k`` slices), each driving only that slice's
+        # logic (fan-out, timing): the shift, MIN/MAX's compare and the opcode (the first copy of the
+        # shift is also X's, kept by a micro-op that keeps X)
         k = 4 if lane_w % 4 == 0 else 1
-        left_c = [[Signal(name=f"shl_{i}_copy{j}{c}", reset_less=True) for j in range(k)] for c in "rw"
-                  for i in range(lanes_n)]
-        amt_c = [[Signal(cfg.LOG_ACC_WIDTH, name=f"sh_{i}_copy{j}{c}", reset_less=True) for j in range(k)]
-                 for c in "rw" for i in range(lanes_n)]
+        left_c = [[Signal(name=f"shl_{i}_copy{j}", reset_less=True) for j in range(k)] for i in range(lanes_n)]
+        amt_c = [[Signal(cfg.LOG_ACC_WIDTH, name=f"sh_{i}_copy{j}", reset_less=True) for j in range(k)]
+                 for i in range(lanes_n)]
         # The lanes sit beside their acc slices, which an FPGA spreads over the die: what the ALU's
         # control sends them crosses a register tree (hw.sram.fan_out) with no logic on the way
         # (timing): the instruction's constants (the first micro-op reaches S6 seven cycles after
@@ -265,55 +276,48 @@ class Alu(wiring.Component):
             m.d.sync += x.eq(Cat(use_imm_c[i], ~use_imm_c[i] & late, ~use_imm_c[i] & ~late & rd))
         # MIN/MAX's compare of acc[d] with X, on the values going into a_row and X (C holds no compare)
         less_q = [[Signal(name=f"lt_{i}_copy{j}", reset_less=True) for j in range(k)] for i in range(lanes_n)]
+        fine = min(3, cfg.LOG_ACC_WIDTH)
+        a_pre = [Signal(lane_w, name=f"a_pre_{i}", reset_less=True) for i in range(lanes_n)]
         a_next = Signal(acc_w)
         m.d.comb += a_next.eq(merge_rows(d_sel, [*hist, raw_q], lanes_n))
         m.d.sync += a_row.eq(a_next)
         for i in range(lanes_n):
             lane = slice(i * lane_w, (i + 1) * lane_w)
             x_next = Signal(lane_w, name=f"x_{i}_next")
-            m.d.comb += x_next.eq(and_or([(x_sel[i][0], imm_c[i]), (x_sel[i][1], wr_f[lane]),
+            m.d.comb += x_next.eq(and_or([(x_sel[i][0], imm_c[i]), (x_sel[i][1], wr_q[lane]),
                                           (x_sel[i][2], src_row[lane]), (~x_sel[i].any(), b_q[i])], lane_w))
             less_next = Signal(name=f"lt_{i}_next")
             m.d.comb += less_next.eq(a_next[lane].as_signed() < x_next.as_signed())
             m.d.sync += [b_q[i].eq(x_next), *(c.eq(less_next) for c in less_q[i])]
-            shift_next = and_or([(x_sel[i][0], imm_sh_c[i]), (x_sel[i][1], Cat(*shift_amount(wr_f[lane]))),
-                                 (x_sel[i][2], Cat(*shift_amount(src_row[lane]))),
+            # (no shift for X from the write presented now: that happens only with a tensor operand's
+            # micro-op two cycles ahead, and SHR spaces its tensor micro-ops three apart)
+            shift_next = and_or([(x_sel[i][0], imm_sh_c[i]), (x_sel[i][2], src_sh[i]),
                                  (~x_sel[i].any(), Cat(left_c[i][0], amt_c[i][0]))], 1 + cfg.LOG_ACC_WIDTH)
-            for c in (i, lanes_n + i):
-                m.d.sync += [Cat(left_c[c][j], amt_c[c][j]).eq(shift_next) for j in range(k)]
-        # the one-hot opcode, set at the start, and a copy per quarter lane and candidate of C
+            m.d.sync += [Cat(left_c[i][j], amt_c[i][j]).eq(shift_next) for j in range(k)]
+            # SHR's first levels: acc[d] shifted by the amount's bits above ``fine`` (C does the rest)
+            coarse = Cat(Const(0, fine), shift_next[1 + fine:])
+            m.d.sync += a_pre[i].eq(Mux(shift_next[0], a_next[lane] << coarse, a_next[lane].as_signed() >> coarse))
+        # the one-hot opcode, set at the start, and a copy per quarter lane of C
         op_names = ("max", "add", "shr", "mul")
         op_set = {name: Signal(name=f"op_{name}") for name in op_names}
         with m.If(self.start):
             m.d.sync += [op_set[name].eq(op_in == getattr(AluOp, name.upper())) for name in op_names]
-        op_copies = fan_out(m, Cat(*op_set.values()), 2 * lanes_n * k, "op")
+        op_copies = fan_out(m, Cat(*op_set.values()), lanes_n * k, "op")
         slice_ops = [dict(zip(op_names, c)) for c in op_copies]
-        # C: compute from registers and register the result. The micro-op just ahead (now in W) may
-        # have written acc[d]: the lanes are computed both from its result and from the registered
-        # row, and the match flag (a copy per quarter lane) selects at the end. That match is only
-        # possible with an immediate (a tensor operand spaces micro-ops two cycles apart), so the
-        # operation and X are those of the write ahead: MIN/MAX of its result is the result
-        # (``less=None``), and the one-cycle loop C -> C holds no compare. (The match is compared two
-        # stages earlier and reaches the lanes through a register tree; it follows ``valid``, which has
-        # a reset, so it needs none.)
-        d_w = Signal(reset_less=True)
-        m.d.sync += d_w.eq(valid[5] & (dst[5] == dst[4]))
-        d_w_slice = fan_out(m, d_w, lanes_n * k, "d_w")
+        # C: compute from registers and register the result. No micro-op here takes its row from the
+        # one just ahead (now in W): an immediate's micro-ops run one per cycle only with
+        # ``dst_distinct``, and otherwise two cycles apart, as a tensor operand's, so that write
+        # reaches a_row through S6's merge. So the lanes compute from registers only.
         lanes = []
-        sw = lane_w // k
         for i in range(lanes_n):
             lane = slice(i * lane_w, (i + 1) * lane_w)
             row_ops = slice_ops[i * k:(i + 1) * k]
-            from_w = alu_lane(m, slice_ops[(lanes_n + i) * k:(lanes_n + i + 1) * k], wr_f[lane], b_q[i],
-                              left_c[lanes_n + i], amt_c[lanes_n + i])
-            from_row = alu_lane(m, row_ops, a_row[lane], b_q[i], left_c[i], amt_c[i], less=less_q[i])
-            sel = d_w_slice[i * k:(i + 1) * k]
-            res = Cat(*(Mux(sel[j], from_w[j * sw:(j + 1) * sw], from_row[j * sw:(j + 1) * sw]) for j in range(k)))
-            if cfg.ALU_MUL:     # one multiplier per lane, on the selected operand
-                a_fin = Mux(sel[0], wr_f[lane], a_row[lane]).as_signed()
-                res = Mux(row_ops[0]["mul"], (a_fin * b_q[i].as_signed())[:lane_w], res)
+            res = alu_lane(m, row_ops, a_row[lane], b_q[i], left_c[i], [a[:fine] for a in amt_c[i]], less_q[i],
+                           a_pre=a_pre[i])
+            if cfg.ALU_MUL:     # one multiplier per lane
+                res = Mux(row_ops[0]["mul"], (a_row[lane].as_signed() * b_q[i].as_signed())[:lane_w], res)
             lanes.append(res[:lane_w])
-        m.d.sync += [wr_q.eq(Cat(*lanes)), wr_f.eq(Cat(*lanes))]
+        m.d.sync += wr_q.eq(Cat(*lanes))
         # W: write acc[d]
         m.d.comb += [
             self.acc_wr.en.eq(valid[W]),

@@ -176,10 +176,12 @@ class Compute(wiring.Component):
                    for n in ("gemm", "alu")]
         ends = [Signal(name=f"ends_{n}") for n in ("gemm", "alu")]
         run = taken
-        alu_apart = Signal()            # the ALU may read a repeated source row once (hw.footprint ``apart``)
+        # the ALU may read a repeated source row once (hw.footprint ``apart``) and run micro-ops one per
+        # cycle (``distinct``)
+        alu_apart, alu_distinct = Signal(), Signal()
         with m.If(issue[1]):
-            m.d.sync += alu_apart.eq(fp.apart)
-        m.d.comb += alu.src_apart.eq(alu_apart)
+            m.d.sync += [alu_apart.eq(fp.apart), alu_distinct.eq(fp.distinct)]
+        m.d.comb += [alu.src_apart.eq(alu_apart), alu.dst_distinct.eq(alu_distinct)]
         for k, u in enumerate(units):
             # the unit starts in the cycle after its issue, from a register (its start fans out to
             # the whole loop sequencer: timing); ``word`` still holds the instruction then
@@ -205,15 +207,21 @@ class Compute(wiring.Component):
         for port, flags, fe_flag, name in ((self.g2l, push_p, mem.push_prev, "g2l"),
                                            (self.g2s, push_n, mem.push_next, "g2s")):
             # (as wide as a token queue can count: more held pushes than that would overflow the queue)
+            # (``due_held`` = due + held, kept as a register: each count then takes one adder, not two
+            # in series after the units' ``done``: timing)
             held, due = Signal(9, name=f"held_{name}"), Signal(9, name=f"due_{name}")
+            due_held = Signal(9, name=f"due_held_{name}")
             head_flag = Mux(head, flags[1], flags[0])
             other_flag = Mux(head, flags[0], flags[1])
             other_ends = Mux(head, ends[0], ends[1])
             # the head ends: its push, the held ones and a younger one ending in the same cycle leave
-            leave = Mux(head_ends, head_flag + held + (other_ends & other_flag), 0) + (fe_push & fe_flag)
+            # (``step``: the due count's change besides the held ones, -1 .. 3)
+            step = (Mux(head_ends, head_flag + (other_ends & other_flag), 0) + (fe_push & fe_flag)
+                    - (due != 0))
             hold = Mux(~head_ends & other_ends, other_flag, 0)
             m.d.comb += port.push.eq(due != 0)
-            m.d.sync += [due.eq(due + leave - (due != 0)), held.eq(Mux(head_ends, 0, held + hold))]
+            m.d.sync += [due.eq(Mux(head_ends, due_held, due) + step), held.eq(Mux(head_ends, 0, held + hold)),
+                         due_held.eq(due_held + step + hold)]
             pushes_out = pushes_out | (due != 0) | (held != 0)
         # ------------------------------------------------------------ acc and out banks
         # Two banks, the halves of the acc (and out) row space, each one read and one write port.

@@ -39,11 +39,16 @@ class AccFootprint(wiring.Component):
     * ``apart``: an ALU instruction with a tensor operand whose source rows and destination rows
       (each bounded as above, both below D) cannot meet: no micro-op writes a row another reads as
       acc[s], so the ALU may read a repeated source row once (:class:`~hw.alu.Alu`, ``src_apart``).
+    * ``distinct``: no micro-op of the nest writes the row (modulo D) the micro-op just before it wrote:
+      consecutive micro-ops of the kernel, the last and the first of consecutive inner iterations
+      (``uop_e[last] != uop_e[first] + f_in``) and of consecutive outer ones (``uop_e[last] +
+      (iter_in-1)*f_in != uop_e[first] + f_out``). Then the ALU runs an immediate's micro-ops one per
+      cycle with no write to forward from one to the next (:class:`~hw.alu.Alu`, ``dst_distinct``).
 
     With one bank (acc depth 1) ``single`` is never high.
 
     Members: ``start`` In(1), ``insn`` In(128), ``uop_rd`` In(ReadPort.Signature) (driven),
-    ``done``, ``empty``, ``single``, ``bank``, ``apart`` Out(1), ``lo``, ``hi`` Out(32).
+    ``done``, ``empty``, ``single``, ``bank``, ``apart``, ``distinct`` Out(1), ``lo``, ``hi`` Out(32).
     """
 
     def __init__(self, cfg):
@@ -58,6 +63,7 @@ class AccFootprint(wiring.Component):
             "single": Out(1),
             "bank": Out(1),
             "apart": Out(1),
+            "distinct": Out(1),
             "lo": Out(32),
             "hi": Out(32),
         })
@@ -82,8 +88,9 @@ class AccFootprint(wiring.Component):
         # registered products (on an ECP5 in MULT18X18D registers), then their sums, ready four
         # cycles after ``start`` (``age``), before the bounds need them
         off_d, off_s = Signal(32, reset_less=True), Signal(32, reset_less=True)
+        span_d1 = span(gem.iter_in, gem.dst_factor_in, "span_d1")
         m.d.sync += [
-            off_d.eq(span(gem.iter_out, gem.dst_factor_out, "span_d0") + span(gem.iter_in, gem.dst_factor_in, "span_d1")),
+            off_d.eq(span(gem.iter_out, gem.dst_factor_out, "span_d0") + span_d1),
             off_s.eq(span(alu.iter_out, alu.src_factor_out, "span_s0") + span(alu.iter_in, alu.src_factor_in, "span_s1")),
         ]
         age = Signal(3)                 # cycles since start, up to 4
@@ -94,6 +101,9 @@ class AccFootprint(wiring.Component):
         min_s, max_s = Signal(32), Signal(32)
         reading, rd_valid, summing = Signal(), Signal(), Signal()
         row_valid = Signal()
+        # ``distinct``: the first and the latest micro-op's destination (modulo D), a repeat seen so far
+        first_d, prev_d = Signal(aw, reset_less=True), Signal(aw, reset_less=True)
+        seen, repeat = Signal(), Signal()
         row = Signal.like(self.uop_rd.data, reset_less=True)         # the micro-op row, registered as it leaves the SRAM
         m.d.comb += [self.uop_rd.en.eq(1), self.uop_rd.addr.eq(u)]
         m.d.sync += row.eq(self.uop_rd.data)
@@ -105,7 +115,7 @@ class AccFootprint(wiring.Component):
                 u.eq(gem.uop_bgn), end.eq(gem.uop_end),
                 tensor.eq(is_alu & ~alu.use_imm),
                 self.empty.eq((gem.uop_end <= gem.uop_bgn) | (gem.iter_out == 0) | (gem.iter_in == 0)),
-                min_d.eq(~0), max_d.eq(0), min_s.eq(~0), max_s.eq(0),
+                min_d.eq(~0), max_d.eq(0), min_s.eq(~0), max_s.eq(0), seen.eq(0), repeat.eq(0),
                 reading.eq(1), rd_valid.eq(0), row_valid.eq(0), summing.eq(0), self.done.eq(0), age.eq(0),
             ]
         with m.Else():
@@ -122,7 +132,12 @@ class AccFootprint(wiring.Component):
                     max_d.eq(Mux(uop.dst_idx > max_d, uop.dst_idx, max_d)),
                     min_s.eq(Mux(uop.src_idx < min_s, uop.src_idx, min_s)),
                     max_s.eq(Mux(uop.src_idx > max_s, uop.src_idx, max_s)),
+                    prev_d.eq(uop.dst_idx), seen.eq(1),
                 ]
+                with m.If(~seen):
+                    m.d.sync += first_d.eq(uop.dst_idx)
+                with m.If(seen & (uop.dst_idx[:aw] == prev_d)):
+                    m.d.sync += repeat.eq(1)
             # S3: the bounds, once the last micro-op is in
             m.d.sync += summing.eq(0)
             with m.If(age != 4):
@@ -135,6 +150,10 @@ class AccFootprint(wiring.Component):
                     self.hi.eq(Mux(tensor & (hi_s > hi_d), hi_s, hi_d)),
                     self.apart.eq(tensor & ~self.empty & (hi_d < (1 << aw)) & (hi_s < (1 << aw))
                                   & ((hi_s < min_d) | (min_s > hi_d))),
+                    self.distinct.eq(~repeat
+                                     & ((gem.iter_in <= 1) | ((prev_d - first_d - gem.dst_factor_in)[:aw] != 0))
+                                     & ((gem.iter_out <= 1)
+                                        | ((prev_d + span_d1 - first_d - gem.dst_factor_out)[:aw] != 0))),
                     summing.eq(1),
                 ]
             # S4: the bank, into registers with done

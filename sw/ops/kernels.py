@@ -107,7 +107,8 @@ def _alu_tensor(dst, src, loops, op=AluOp.ADD, **kw):
     vector over its channel block's rows: the ALU reads it once per inner iteration when the compute
     module finds the source rows apart from the destination rows)."""
     e, _, sf = loops[-1]
-    return Alu(_k_alu(int(op), 0, 0, dst, src, loops), passes=1 if (sf == 0 and e > 1) else 2, **kw)
+    return Alu(_k_alu(int(op), 0, 0, dst, src, loops), passes=1 if (sf == 0 and e > 1) else 3 if op == AluOp.SHR else 2,
+               **kw)
 
 
 def _zero_rows(base, rows):

@@ -59,10 +59,19 @@ def ref_alu(cfg, acc, uops, f):
                 acc[d] = ref_op(f["alu_opcode"], acc[d], b)
 
 
+def dst_rows_distinct(cfg, uops, f):
+    """No micro-op of the loop nest writes the acc row (modulo the depth) the one just before it wrote
+    (hw.footprint ``distinct``), by enumerating the nest."""
+    rows = [(uops[u][0] + i * f["dst_factor_out"] + j * f["dst_factor_in"]) % cfg.ACC_DEPTH
+            for i in range(f["iter_out"]) for j in range(f["iter_in"]) for u in range(f["uop_bgn"], f["uop_end"])]
+    return all(a != b for a, b in zip(rows, rows[1:]))
+
+
 def run_alu(cfg, insns, uops, acc, *, expect_error=False, src_apart=0):
     """Run ALU instructions on acc rows ``acc`` ([rows, BATCH, BLOCK_OUT]); check against numpy;
     return the cycles from each start to its done. ``src_apart``: the compute module's promise that no
-    micro-op writes a row read as acc[s]."""
+    micro-op writes a row read as acc[s]; ``dst_distinct`` (hw.footprint ``distinct``) is computed here
+    for each instruction, as the compute module's footprint scan gives it."""
     isa = isa_for(cfg)
     rows = len(acc)
     m = Module()
@@ -80,6 +89,7 @@ def run_alu(cfg, insns, uops, acc, *, expect_error=False, src_apart=0):
             ctx.set(dut.insn.as_value(), isa.encode(**f))
             ctx.set(dut.start, 1)
             ctx.set(dut.src_apart, src_apart)
+            ctx.set(dut.dst_distinct, dst_rows_distinct(cfg, uops, f))
             await ctx.tick()
             ctx.set(dut.start, 0)
             n = 1
@@ -156,11 +166,12 @@ def test_dependent_chain():
 
 
 def test_throughput():
-    """Immediate: N micro-ops in N + 9 cycles; tensor operand: 2N + 8."""
+    """Immediate: N micro-ops in N + 9 cycles; tensor operand: 2N + 8, SHR 3N + 7."""
     acc = random_acc(SMALL, 32, 22)
+    acc[16:] %= 64
     uops = [(i, 31 - i, 0) for i in range(16)]
-    cycles = run_alu(SMALL, [alu_insn(use_imm=1, imm=3, uop_end=16), alu_insn(uop_end=16)], uops, acc)
-    assert cycles == [16 + 9, 2 * 16 + 8]
+    insns = [alu_insn(use_imm=1, imm=3, uop_end=16), alu_insn(uop_end=16), alu_insn(alu_opcode=AluOp.SHR, uop_end=16)]
+    assert run_alu(SMALL, insns, uops, acc) == [16 + 9, 2 * 16 + 8, 3 * 16 + 7]
 
 
 def test_mul_not_built():
@@ -192,23 +203,30 @@ def test_random_hazards(use_imm):
     run_alu(SMALL, insns, uops, acc)
 
 
+@pytest.mark.parametrize("op", [AluOp.ADD, AluOp.SHR], ids=["ADD", "SHR"])
 @pytest.mark.parametrize("dist", [1, 2, 3, 4])
-def test_tensor_source_written_ahead(dist):
-    """A tensor micro-op reads (as acc[s]) the row written by the micro-op ``dist`` ahead of it."""
+def test_tensor_source_written_ahead(dist, op):
+    """A tensor micro-op reads (as acc[s]) the row written by the micro-op ``dist`` ahead of it (SHR: its
+    shift amounts; SHR's micro-ops are three cycles apart, the others' two)."""
     acc = random_acc(SMALL, 8, 26 + dist) % 1000
+    if op == AluOp.SHR:     # row 0 (shifted right by 0-3 by row 6) gives row 7's shifts, left and right
+        acc[0] = acc[0] % 41 - 20
+        acc[6] %= 4
     uops = [(i, 7, 0) for i in range(dist)] + [(7, 0, 0)]
     uops = [(d, 0 if j == dist else 6, 0) for j, (d, _, _) in enumerate(uops)]
-    run_alu(SMALL, [alu_insn(alu_opcode=AluOp.ADD, uop_end=len(uops), iter_out=2, dst_factor_out=0)],
-            uops, acc)
+    run_alu(SMALL, [alu_insn(alu_opcode=op, uop_end=len(uops), iter_out=2, dst_factor_out=0)], uops, acc)
 
 
 @pytest.mark.parametrize("dist", [1, 2, 3, 4, 5, 6])
 def test_immediate_row_written_ahead(dist):
     """Immediate micro-ops whose row was last written by the micro-op ``dist`` ahead (rows cycle
-    with period ``dist``): every stage of the merge of missed writes, and the SRAM after it."""
+    with period ``dist``): every stage of the merge of missed writes, and the SRAM after it (``dist``
+    = 1: two cycles apart, the write ahead merged in S6)."""
     acc = random_acc(SMALL, 8, 40 + dist) % 1000
     uops = [(i % dist, 0, 0) for i in range(4 * dist)]
-    run_alu(SMALL, [alu_insn(alu_opcode=AluOp.ADD, use_imm=1, imm=3, uop_end=len(uops))], uops, acc)
+    cycles = run_alu(SMALL, [alu_insn(alu_opcode=AluOp.ADD, use_imm=1, imm=3, uop_end=len(uops))], uops, acc)
+    # one micro-op per cycle when the one just ahead wrote another row, else two cycles apart
+    assert cycles == [len(uops) + 9 if dist > 1 else 2 * len(uops) + 8]
 
 
 @pytest.mark.parametrize("op", OPS, ids=[o.name for o in OPS])
@@ -225,9 +243,10 @@ def test_tensor_source_reused_through_the_inner_loop(op):
         uops = [(0, 24, 0)]
         cycles = run_alu(cfg, [alu_insn(**f)], uops, acc, src_apart=1)
         n = n_in * n_out
-        assert cycles == [(n + n_out + 8) if n_in > 1 else (2 * n + 8)], (n_in, n_out, cycles)
-        # the same instruction without the promise: two cycles per micro-op, the same result
-        assert run_alu(cfg, [alu_insn(**f)], uops, acc) == [2 * n + 8]
+        spaced = 3 * n + 7 if op == AluOp.SHR else 2 * n + 8      # two cycles per micro-op, SHR three
+        assert cycles == [(n + n_out + 8) if n_in > 1 else spaced], (n_in, n_out, cycles)
+        # the same instruction without the promise: spaced, the same result
+        assert run_alu(cfg, [alu_insn(**f)], uops, acc) == [spaced]
 
 
 def test_reused_source_with_rows_written_back_to_back():

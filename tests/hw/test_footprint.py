@@ -10,7 +10,7 @@ from hw.footprint import AccFootprint
 from hw.sram import make_memory
 from sw.config import load_config
 from sw.isa import AluOp, isa_for
-from tests.hw.test_alu import alu_insn
+from tests.hw.test_alu import alu_insn, dst_rows_distinct
 from tests.hw.test_gemm import gemm_insn
 
 SMALL = load_config("small")
@@ -37,7 +37,8 @@ def scan(cfg, uops, f):
             await ctx.tick()
             if ctx.get(dut.done):
                 break
-        out.update(cycles=cycle, **{k: ctx.get(getattr(dut, k)) for k in ("empty", "single", "bank", "lo", "hi", "apart")})
+        out.update(cycles=cycle, **{k: ctx.get(getattr(dut, k)) for k in ("empty", "single", "bank", "lo", "hi", "apart",
+                                                                             "distinct")})
 
     sim.add_testbench(bench)
     sim.run()
@@ -82,6 +83,7 @@ def test_bounds_cover_every_row(kind, seed):
     if fits:
         assert got["bank"] == min(rows) // half
     assert got["cycles"] <= f["uop_end"] - f["uop_bgn"] + 4
+    assert got["distinct"] == dst_rows_distinct(cfg, uops, f)
     # apart (sound): a tensor operand whose source rows and destination rows cannot meet
     if got["apart"]:
         assert kind == "alu_tensor" and max(rows) < cfg.ACC_DEPTH
@@ -120,3 +122,24 @@ def test_empty_nest():
     assert got["empty"] and not got["single"]
     got = scan(SMALL, [(3, 0, 0)], alu_insn(alu_opcode=AluOp.MIN, uop_bgn=1, uop_end=1))
     assert got["empty"] and not got["single"]
+
+
+@pytest.mark.parametrize("case", ["kernel", "one_uop", "inner_wrap", "outer_wrap", "modulo", "distinct", "single"])
+def test_consecutive_destinations(case):
+    """``distinct``: no micro-op writes the row the one just before it wrote, within the kernel, across
+    an inner and an outer iteration, and modulo the acc depth."""
+    depth = SMALL.ACC_DEPTH
+    uops, loops = {
+        "kernel": ([(3, 0, 0), (5, 0, 0), (5, 0, 0)], dict(uop_end=3)),                  # u1, u2: row 5
+        "one_uop": ([(4, 0, 0)], dict(iter_in=3, dst_factor_in=0)),                        # row 4 three times
+        "inner_wrap": ([(3, 0, 0), (6, 0, 0)], dict(uop_end=2, iter_in=2, dst_factor_in=3)),    # 6, then 3 + 3
+        "outer_wrap": ([(3, 0, 0), (6, 0, 0)], dict(uop_end=2, iter_out=2, iter_in=2, dst_factor_in=10,
+                                                    dst_factor_out=13)),                  # 6 + 10, then 3 + 13
+        "modulo": ([(depth - 1, 0, 0), (2, 0, 0)], dict(uop_end=2, iter_in=2, dst_factor_in=3)),   # 2, then D + 2
+        "distinct": ([(3, 0, 0), (6, 0, 0)], dict(uop_end=2, iter_out=2, iter_in=2, dst_factor_in=1,
+                                                  dst_factor_out=2)),                     # 3 6 4 7 5 8 6 9
+        "single": ([(2, 0, 0)], {}),
+    }[case]
+    f = alu_insn(alu_opcode=AluOp.ADD, use_imm=1, imm=1, **loops)
+    assert dst_rows_distinct(SMALL, uops, f) == (case in ("distinct", "single"))
+    assert scan(SMALL, uops, f)["distinct"] == (case in ("distinct", "single"))
