@@ -65,8 +65,9 @@ class Alu(wiring.Component):
     has about 6 ns clock-to-out): S0 read uop; S1 register the uop row; S2 add the loop offsets
     into the index registers; S3 read acc[s] (tensor operand only); S4 read acc[d]; S5 register
     acc[s] (its raw read was registered in S4) and its SHR shift amount; S6 register acc[d] (raw
-    read registered in S5), X with SHR's shift amount, and MIN/MAX's compare of the two; C = S7
-    compute and register the result; W = S8 write acc[d].
+    read registered in S5), X with SHR's shift amount, MIN/MAX's compare of the two, and acc[d]
+    shifted by the amount's high bits (SHR's first levels); C = S7 compute and register the result;
+    W = S8 write acc[d].
 
     Throughput: an immediate operand runs one micro-op per cycle when ``dst_distinct`` is high at
     ``start`` (the compute module's footprint found that no micro-op writes the row the one just
