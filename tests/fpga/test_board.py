@@ -7,9 +7,10 @@ from amaranth.sim import Simulator
 
 from cosim.model.verilog import verilog_text
 from fpga import board as fpga
-from fpga.board import BoardSoC, parse_nextpnr_report, pll_params, report_markdown
+from fpga.board import BoardSoC, UlX3STop, parse_nextpnr_report, pll_params, report_markdown
 from fpga.board import test_program as program_image
 from fpga.resources import DEVICES, FAMILIES, fits, parse_cells, parse_stat, report_table
+from sw.cli import UsageError
 from sw.config import load_config
 
 ULX3S = load_config("configs/ulx3s.json")
@@ -291,3 +292,18 @@ def test_nextpnr_options():
     opts = fpga.nextpnr_options(seed=3, router="router1", ripup=False, extra="--placer-heap-timingweight 30")
     assert opts.split() == ["--seed", "3", "--router", "router1", "--timing-allow-fail", "--report", "top_report.json",
                             "--detailed-timing-report", "--placer-heap-timingweight", "30"]
+
+
+def test_timing_target_above_the_pll():
+    """``--timing``: nextpnr closes timing for a clock above the PLL's (a margin); the report judges the
+    Fmax against both, and a target below the PLL's frequency is refused before anything is built."""
+    top = UlX3STop("configs/ulx3s.json", 95, timing_mhz=100)
+    assert (top.pll["freq_mhz"], top.timing_mhz) == (95.0, 100.0)
+    assert UlX3STop("configs/ulx3s.json", 95).timing_mhz == 95.0
+    with pytest.raises(UsageError, match=r"timing target 90 MHz is below the PLL's 95 MHz; allowed: >= the PLL"):
+        UlX3STop("configs/ulx3s.json", 95, timing_mhz=90)
+    rep = parse_nextpnr_report(NEXTPNR_LOG.replace("104.25 MHz (PASS", "99.50 MHz (FAIL"))
+    assert "**99.5 MHz** (target 100 MHz, FAIL; the PLL's 95 MHz: PASS)" in report_markdown({**rep, "pll_mhz": 95.0})
+    assert "**99.5 MHz** (target 100 MHz, FAIL)\n" in report_markdown({**rep, "pll_mhz": 100.0})
+    rep["fmax"]["$glbnet$clk"]["fmax_mhz"] = 94.7
+    assert "the PLL's 95 MHz: FAIL" in report_markdown({**rep, "pll_mhz": 95.0})
