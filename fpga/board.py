@@ -326,7 +326,8 @@ class UlX3STop(wiring.Component):
     def __init__(self, cfg, freq_mhz: float = 100.0, timing_mhz: float | None = None):
         self.cfg = load_config(cfg)
         self.pll = pll_params(freq_mhz)
-        #: the clock nextpnr closes timing for (the PLL's output unless given: a higher one leaves a margin)
+        #: the clock nextpnr closes timing for (the PLL's output unless given: a higher one leaves a margin;
+        #: set by :func:`board_plan` in the constraint file)
         self.timing_mhz = float(timing_mhz or self.pll["freq_mhz"])
         if self.timing_mhz < self.pll["freq_mhz"]:
             raise UsageError(f"timing target {self.timing_mhz:g} MHz is below the PLL's {self.pll['freq_mhz']:g} MHz; "
@@ -349,13 +350,12 @@ class UlX3STop(wiring.Component):
             i_RST=0, i_STDBY=0, i_CLKI=clk25.i, o_CLKOP=clk, i_CLKFB=clk, o_CLKINTFB=Signal(),
             i_PHASESEL0=0, i_PHASESEL1=0, i_PHASEDIR=1, i_PHASESTEP=1, i_PHASELOADREG=1,
             i_PLLWAKESYNC=0, i_ENCLKOP=0, o_LOCK=locked,
-            # (nextpnr takes the output clock's constraint from this attribute, not the dividers)
-            a_FREQUENCY_PIN_CLKI="25", a_FREQUENCY_PIN_CLKOP=f"{self.timing_mhz:g}", a_ICP_CURRENT="12",
+            a_FREQUENCY_PIN_CLKI="25", a_FREQUENCY_PIN_CLKOP=f"{p['freq_mhz']:g}", a_ICP_CURRENT="12",
             a_LPF_RESISTOR="8", a_MFG_ENABLE_FILTEROPAMP="1", a_MFG_GMCREF_SEL="2",
         )
         m.domains.sync = cd = ClockDomain("sync")
         m.d.comb += cd.clk.eq(clk)
-        platform.add_clock_constraint(clk, self.timing_mhz * 1e6)
+        platform.add_clock_constraint(clk, p["freq_mhz"] * 1e6)
         # reset: held while the PLL is unlocked or button 1 pressed, released synchronously
         btn = platform.request("button_fire", 0)
         m.domains.por = por = ClockDomain("por", reset_less=True)
@@ -528,6 +528,15 @@ def board_plan(board, config, freq_mhz, out, nextpnr_opts="", debug_verilog=Fals
                                       ecppack_opts="--compress", script_after_read=KEEP_COPIES,
                                       debug_verilog=debug_verilog)
     plan.extract(str(out))
+    if top.timing_mhz != top.pll["freq_mhz"]:
+        # nextpnr derives the PLL output's clock from the input's constraint and the dividers, so the
+        # timing target is set by scaling the oscillator's constraint (the PLL itself is unchanged)
+        lpf = out / "top.lpf"
+        osc = 25e6 * top.timing_mhz / top.pll["freq_mhz"]
+        text, n = re.subn(r'(FREQUENCY PORT "clk25_0__io") [\d.]+ HZ;', rf"\1 {osc:.1f} HZ;", lpf.read_text())
+        if n != 1:
+            raise RuntimeError(f"{lpf}: no oscillator clock constraint to scale for the timing target")
+        lpf.write_text(text)
     return plan, top
 
 

@@ -307,3 +307,13 @@ def test_timing_target_above_the_pll():
     assert "**99.5 MHz** (target 100 MHz, FAIL)\n" in report_markdown({**rep, "pll_mhz": 100.0})
     rep["fmax"]["$glbnet$clk"]["fmax_mhz"] = 94.7
     assert "the PLL's 95 MHz: FAIL" in report_markdown({**rep, "pll_mhz": 95.0})
+
+
+def test_timing_target_scales_the_oscillator_constraint(tmp_path):
+    """nextpnr derives the PLL output's clock from the oscillator's constraint and the dividers: a
+    timing target of 100 MHz for a 95 MHz PLL (25 / 5 x 19) constrains the oscillator to 25 x 100 / 95 MHz,
+    and leaves the PLL's dividers as they are."""
+    fpga.board_plan("ulx3s", "configs/ulx3s.json", 95, tmp_path, timing_mhz=100)
+    lpf = (tmp_path / "top.lpf").read_text()
+    assert 'FREQUENCY PORT "clk25_0__io" 26315789.5 HZ;' in lpf and "25000000.0 HZ" not in lpf
+    assert "CLKFB_DIV 19" in (tmp_path / "top.il").read_text()
