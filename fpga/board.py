@@ -500,8 +500,8 @@ def report_markdown(rep: dict) -> str:
 #: yosys commands run after reading the design: the flip-flops of registers named ``*_copy*`` are
 #: deliberate duplicates (to split a fan-out, e.g. ``hw.alu``'s per-lane opcode); ``keep`` stops
 #: opt_merge from merging them back into one. (It still folds an unmarked register into a marked one
-#: with the same input: ``hw.alu``'s and ``hw.gemm``'s result registers and their forwarding copies
-#: are one register in the netlist; docs/fpga.md, "What is left before 100 MHz".)
+#: with the same input: ``hw.gemm``'s result register and its forwarding copy are one register in
+#: the netlist; docs/fpga.md, steps 20-22. The ALU has had no forwarding copy since step 23.)
 KEEP_COPIES = "setattr -set keep 1 w:*_copy* %ci1:+$dff[Q] t:$dff %i"
 
 
