@@ -103,7 +103,7 @@ def _alu_rows(opcode, imm, base, rows):
 
 def _alu_tensor(dst, src, loops, op=AluOp.ADD, **kw):
     """A tensor ALU operation: acc[dst] = op(acc[dst], acc[src]) under ``loops`` (``kw``: more :class:`Alu`
-    fields). Two cycles per micro-op, or one where the inner loop keeps the source row (a per-channel
+    fields). Two cycles per micro-op (SHR three), or one where the inner loop keeps the source row (a per-channel
     vector over its channel block's rows: the ALU reads it once per inner iteration when the compute
     module finds the source rows apart from the destination rows)."""
     e, _, sf = loops[-1]
