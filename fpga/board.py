@@ -532,8 +532,9 @@ def board_plan(board, config, freq_mhz, out, nextpnr_opts="", debug_verilog=Fals
         # nextpnr derives the PLL output's clock from the input's constraint and the dividers, so the
         # timing target is set by scaling the oscillator's constraint (the PLL itself is unchanged)
         lpf = out / "top.lpf"
-        osc = 25e6 * top.timing_mhz / top.pll["freq_mhz"]
-        text, n = re.subn(r'(FREQUENCY PORT "clk25_0__io") [\d.]+ HZ;', rf"\1 {osc:.1f} HZ;", lpf.read_text())
+        scale = top.timing_mhz / top.pll["freq_mhz"]
+        text, n = re.subn(r'(FREQUENCY PORT "clk25_0__io") ([\d.]+) HZ;',
+                          lambda mt: f"{mt[1]} {float(mt[2]) * scale:.1f} HZ;", lpf.read_text())
         if n != 1:
             raise RuntimeError(f"{lpf}: no oscillator clock constraint to scale for the timing target")
         lpf.write_text(text)

@@ -25,7 +25,7 @@ def shift_amount(b):
     return sign, amount
 
 
-def alu_lane(m, ops, a, b, left, amount, less, a_pre=None):
+def alu_lane(m, ops, a, b, left, amount, less, a_pre):
     """The result of one accumulator lane of MIN, MAX, ADD or SHR applied to signed ``a`` and ``b``. ``ops``:
     one-hot registers ``{"max", "add", "shr"}`` (none set: MIN); ``(left, amount)`` =
     :func:`shift_amount` of ``b`` (computed a stage earlier). MUL is not here (see :class:`Alu`).
@@ -34,8 +34,8 @@ def alu_lane(m, ops, a, b, left, amount, less, a_pre=None):
 
     ``less``: per slice, ``a < b`` (signed), compared a stage earlier (a register): the lane holds no
     compare (timing). ``a_pre``: SHR's operand, ``a`` already shifted a stage earlier (in the direction
-    ``left``) by the high bits of the amount; ``amount`` then holds only the low bits (timing: the lane
-    holds the last levels of the shifter)."""
+    ``left``) by the high bits of the amount; ``amount`` holds only the low bits (timing: the lane holds
+    the last levels of the shifter)."""
     sa = a.as_signed()
     sb = b.as_signed()
     w = len(a)
@@ -48,7 +48,7 @@ def alu_lane(m, ops, a, b, left, amount, less, a_pre=None):
         take_a = Signal(name=f"take_a_{j}")
         m.d.comb += take_a.eq(less[j] ^ ops[j]["max"])
         minmax = Mux(take_a, sa, sb)[bits]
-        sp = sa if a_pre is None else a_pre.as_signed()
+        sp = a_pre.as_signed()
         shifted = Mux(left[j], (sp << amount[j])[:w], (sp >> amount[j])[:w])[bits]
         parts.append(Mux(ops[j]["add"], total[bits], Mux(ops[j]["shr"], shifted, minmax)))
     return Cat(*parts)
@@ -314,7 +314,7 @@ class Alu(wiring.Component):
             lane = slice(i * lane_w, (i + 1) * lane_w)
             row_ops = slice_ops[i * k:(i + 1) * k]
             res = alu_lane(m, row_ops, a_row[lane], b_q[i], left_c[i], [a[:fine] for a in amt_c[i]], less_q[i],
-                           a_pre=a_pre[i])
+                           a_pre[i])
             if cfg.ALU_MUL:     # one multiplier per lane
                 res = Mux(row_ops[0]["mul"], (a_row[lane].as_signed() * b_q[i].as_signed())[:lane_w], res)
             lanes.append(res[:lane_w])
