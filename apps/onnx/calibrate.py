@@ -17,12 +17,19 @@ import numpy as np
 
 from .ir import OnnxImportError
 
-__all__ = ["is_float_model", "input_shapes", "load_samples", "split_samples", "quantize_model", "quantize_file"]
+__all__ = ["is_float_model", "input_shapes", "load_samples", "split_samples", "quantize_model", "quantize_file",
+           "FORMATS"]
+
+
+QUANTIZED_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger"}
 
 
 def is_float_model(model) -> bool:
-    """True when the model has no QuantizeLinear / DequantizeLinear (nothing is quantized yet)."""
-    return not any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in model.graph.node)
+    """True when nothing in the model is quantized yet: no QDQ bracket, no QOperator node, no dynamic
+    quantization (DynamicQuantizeLinear, MatMulInteger, ConvInteger)."""
+    from .qoperator import QOPERATOR
+
+    return not any(n.op_type in QUANTIZED_OPS or n.op_type in QOPERATOR for n in model.graph.node)
 
 
 def input_shapes(model) -> dict[str, tuple]:
@@ -77,14 +84,27 @@ def split_samples(arrays: dict[str, np.ndarray], shapes: dict[str, tuple]) -> li
     return [{name: per[name][i] for name in arrays} for i in range(n)]
 
 
-def quantize_model(model, samples: list[dict[str, np.ndarray]], per_channel: bool = False):
+FORMATS = ("qdq", "qoperator", "dynamic")
+
+
+def quantize_model(model, samples: list[dict[str, np.ndarray]] | None, per_channel: bool = False,
+                   fmt: str = "qdq"):
     """onnxruntime's recommended pre-processing (``quant_pre_process``: shape inference, and its basic
-    graph optimizations, which fold BatchNormalization into the convolution before it), then
-    ``quantize_static`` with its defaults (QDQ, QInt8 activations and weights, MinMax), per-channel
-    weight scales when asked, calibrated on ``samples``; returns the QDQ ``onnx.ModelProto``."""
+    graph optimizations, which fold BatchNormalization into the convolution before it), then its quantizer
+    with its defaults, per-channel weight scales when asked; returns the quantized ``onnx.ModelProto``.
+
+    ``fmt``: 'qdq' (``quantize_static``, QDQ, QInt8 activations and weights, MinMax, calibrated on
+    ``samples``), 'qoperator' (``quantize_static`` with ``QuantFormat.QOperator``: QLinearConv, QGemm, ...;
+    its default QUInt8 activations), or 'dynamic' (``quantize_dynamic``: DynamicQuantizeLinear and
+    MatMulInteger / ConvInteger; no samples)."""
     import onnx
-    from onnxruntime.quantization import CalibrationDataReader, quantize_static
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt = {fmt!r}; allowed: {', '.join(FORMATS)}")
+    if fmt != "dynamic" and not samples:
+        raise ValueError(f"fmt = {fmt!r} calibrates on samples: give at least one")
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -95,10 +115,15 @@ def quantize_model(model, samples: list[dict[str, np.ndarray]], per_channel: boo
 
     logging.getLogger().setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory(prefix="openvta-q-") as tmp:
-        src, pre, dst = (os.path.join(tmp, f) for f in ("float.onnx", "pre.onnx", "qdq.onnx"))
+        src, pre, dst = (os.path.join(tmp, f) for f in ("float.onnx", "pre.onnx", "q.onnx"))
         onnx.save(model, src)
         quant_pre_process(src, pre, skip_symbolic_shape=True)
-        quantize_static(pre, dst, Reader(), per_channel=per_channel)
+        if fmt == "dynamic":
+            quantize_dynamic(pre, dst, per_channel=per_channel)
+        else:
+            quantize_static(pre, dst, Reader(), per_channel=per_channel,
+                            quant_format=QuantFormat.QDQ if fmt == "qdq" else QuantFormat.QOperator,
+                            **({} if fmt == "qdq" else {"activation_type": QuantType.QUInt8}))
         return onnx.load(dst)
 
 

@@ -24,6 +24,7 @@ from .handlers.base import Unsupported
 from .handlers.island import make_island
 from .ir import OnnxImportError, QGraph, QNode
 from .numerics import QParams
+from .qoperator import is_qoperator, to_qdq
 
 __all__ = ["OnnxImportError", "QNode", "QGraph", "load", "Context", "read_model"]
 
@@ -233,9 +234,12 @@ def load(model) -> QGraph:
     model = read_model(model)
     if is_float_model(model):
         shapes = ", ".join(f"{k} {list(v)}" for k, v in input_shapes(model).items())
-        raise OnnxImportError(f"a float model (no QuantizeLinear / DequantizeLinear): quantize it first with "
+        raise OnnxImportError(f"a float model (nothing quantized: no QDQ, QOperator or dynamic quantization): "
+                              f"quantize it first with "
                               f"--calibrate DATA.npy (N samples of the input: {shapes}) [--per-channel], or "
                               f"apps.onnx.calibrate.quantize_file(path, data)")
+    if is_qoperator(model):
+        model = to_qdq(model)
     ctx = Context(model)
     nodes: list[QNode] = []
     island: list = []

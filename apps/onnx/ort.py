@@ -1,4 +1,5 @@
-"""onnxruntime as the independent check: the same QDQ file, every quantized tensor, layer by layer.
+"""onnxruntime as the independent check: the user's own file (QDQ or QOperator), every quantized tensor,
+layer by layer.
 
 onnxruntime runs with graph optimizations disabled, so each QDQ bracket is computed as written
 (dequantize to float32, the float operator, QuantizeLinear: round half to even, saturate). Its
@@ -11,13 +12,18 @@ import numpy as np
 
 from .ir import QGraph
 from .layers import Layer, from_onnx_dtype
+from .qoperator import quantized_tensors
 
-__all__ = ["session", "run_all", "layer_agreement", "Agreement"]
+__all__ = ["session", "run_all", "layer_agreement", "Agreement", "INTEGER_OPS"]
+
+INTEGER_OPS = ("DynamicQuantizeLinear", "MatMulInteger", "ConvInteger")
 
 
 def session(model, all_tensors: bool = True):
     """An onnxruntime CPU session of ``model`` (path or ModelProto) with graph optimizations off;
-    with ``all_tensors`` every QuantizeLinear output is also a graph output."""
+    with ``all_tensors`` every quantized tensor (a QuantizeLinear's output, or a QOperator node's) and every
+    exact integer product (MatMulInteger, ConvInteger) and its dynamically quantized input is also a graph
+    output."""
     import onnx
     import onnxruntime as ort
 
@@ -25,9 +31,10 @@ def session(model, all_tensors: bool = True):
         model.SerializeToString())
     if all_tensors:
         have = {o.name for o in m.graph.output}
-        for n in m.graph.node:
-            if n.op_type == "QuantizeLinear" and n.output[0] not in have:
-                m.graph.output.append(onnx.ValueInfoProto(name=n.output[0]))
+        integer = [o for n in m.graph.node if n.op_type in INTEGER_OPS for o in n.output if o]
+        for name in quantized_tensors(m) + integer:
+            if name not in have:
+                m.graph.output.append(onnx.ValueInfoProto(name=name))
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.log_severity_level = 3
@@ -46,13 +53,13 @@ def run_all(sess, inputs: dict, graph: QGraph) -> dict:
 
 
 class Agreement:
-    """Per-layer agreement of int8 outputs: equal fraction and the largest difference in LSB."""
+    """Per-layer agreement of int8 outputs (and exact int32 products): equal fraction, largest difference in LSB."""
 
     def __init__(self):
         self.rows = []
 
     def add(self, layer: str, kind: str, ours: np.ndarray, theirs: np.ndarray):
-        d = np.abs(ours.astype(np.int32) - theirs.astype(np.int32))
+        d = np.abs(ours.astype(np.int64) - theirs.astype(np.int64))
         self.rows.append((layer, kind, int(d.size), int((d == 0).sum()), int(d.max(initial=0))))
 
     @property

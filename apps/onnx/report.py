@@ -40,7 +40,8 @@ def rows(records, cfg, dram_bytes_per_cycle: float = 8) -> list[dict]:
                     "utilization": r["macs"] / (cycles * peak) if cycles else float("nan"),
                     "bound_cycles": bound if r["where"] == "vta" else 0.0,
                     "roofline_fraction": bound / cycles if cycles else float("nan"),
-                    "dram_bytes": nbytes, "seconds": r["seconds"], "group": _group(r)})
+                    "dram_bytes": nbytes, "seconds": r["seconds"], "group": _group(r),
+                    "ops": r.get("ops", r["kind"])})
     return out
 
 
@@ -118,9 +119,15 @@ def format_groups(report_rows, cfg, markdown: bool = False) -> str:
 def format_table(report_rows, cfg) -> str:
     lines = [_table(report_rows, TABLE)]
     t = totals(report_rows, cfg)
+    share = f"of which {t['mac_share']:.1%} on the accelerator" if t["macs"] else "(no convolution or matrix product)"
     lines.append(f"total: {t['layers']} layers ({t['vta_layers']} on VTA, {t['islands']} CPU islands), "
-                 f"{t['macs'] / 1e9:.3f} G MAC of which {t['mac_share']:.1%} on the accelerator, "
+                 f"{t['macs'] / 1e9:.3f} G MAC {share}, "
                  f"{t['dram_bytes'] / 1e6:.1f} MB DRAM, {t['seconds']:.2f} s in layers")
+    islands = [r for r in report_rows if r["kind"] == "island"]
+    if islands:
+        secs = sum(r["seconds"] for r in islands)
+        lines.append(f"CPU islands (onnxruntime): {len(islands)}, {secs:.3f} s = {secs / max(t['seconds'], 1e-12):.1%} "
+                     f"of the time in layers: " + ", ".join(f"{r['layer']} ({r['ops']})" for r in islands))
     if t["cycles"]:
         lines.append(f"cycles {t['cycles']:,}; {t['inferences_per_s_100MHz']:.2f} inferences/s at 100 MHz, "
                      f"{t['inferences_per_s_200MHz']:.2f} at 200 MHz; MAC utilization over the offloaded "

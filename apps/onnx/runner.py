@@ -28,7 +28,8 @@ def placement(lay: Layer, xs) -> tuple[str, str]:
 
 
 class Record(dict):
-    """One layer's row: name, kind, where, reason, in/out shapes, macs, counters, seconds."""
+    """One layer's row: name, kind, where, reason, in/out shapes, macs, counters, seconds, ops (an island's
+    ONNX operators)."""
 
 
 def _fusable(layers: list[Layer], keep, reader_of: dict) -> dict:
@@ -129,7 +130,8 @@ def run(layers: list[Layer], inputs: dict, virtual_threads: int = 2, progress: b
             bind(env, lay, y)
             records.append(Record(name=lay.name, kind=lay.kind, where=where, reason=reason,
                                   in_shape=tuple(np.shape(xs[0])) if xs else (), out_shape=tuple(np.shape(first)),
-                                  macs=macs, counters=counters, seconds=dt))
+                                  macs=macs, counters=counters, seconds=dt,
+                                  ops=" ".join(lay.params["island"].ops) if lay.kind == "island" else lay.kind))
         if bar is not None:
             bar.set_postfix_str(f"{lay.kind} {lay.name[:40]} on {where}", refresh=False)
             bar.update()

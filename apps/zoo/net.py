@@ -85,8 +85,38 @@ class Net:
     def add(self, a: str, b: str, act: str | None = None) -> str:
         return self.act(self.node("Add", [a, b]), act)
 
-    def maxpool(self, x: str, k: int, stride: int, pads=(0, 0, 0, 0)) -> str:
-        return self.node("MaxPool", [x], kernel_shape=[k, k], strides=[stride, stride], pads=list(pads))
+    def maxpool(self, x: str, k: int, stride: int, pads=(0, 0, 0, 0), ceil: bool = False) -> str:
+        """MaxPool; ``ceil``: ceil_mode (torchvision's SqueezeNet and GoogLeNet)."""
+        return self.node("MaxPool", [x], kernel_shape=[k, k], strides=[stride, stride], pads=list(pads),
+                         **({"ceil_mode": 1} if ceil else {}))
+
+    def avgpool(self, x: str, k: int, stride: int) -> str:
+        return self.node("AveragePool", [x], kernel_shape=[k, k], strides=[stride, stride])
+
+    def batchnorm(self, x: str, c: int, act: str | None = "relu") -> str:
+        """BatchNormalization with seeded statistics (one that no convolution precedes, so nothing folds it),
+        then ``act``."""
+        n = self._name("bn")
+        params = [self.const(f"{n}.{k}", v) for k, v in (
+            ("weight", self.rng.uniform(0.8, 1.2, c)), ("bias", self.rng.normal(0.0, 0.1, c)),
+            ("running_mean", self.rng.normal(0.0, 0.1, c)), ("running_var", self.rng.uniform(0.5, 1.5, c)))]
+        return self.act(self.node("BatchNormalization", [x] + params, n), act)
+
+    def split(self, x: str, sizes: list[int], axis: int = 1) -> list[str]:
+        """Split into parts of ``sizes`` along ``axis`` (PyTorch's ``chunk`` as opset 17 writes it)."""
+        from onnx import helper
+
+        n = self._name("split")
+        outs = [f"{n}.{i}" for i in range(len(sizes))]
+        self.nodes.append(helper.make_node("Split", [x, self.const(n + ".sizes", sizes, np.int64)], outs, name=n,
+                                           axis=axis))
+        return outs
+
+    def channel_shuffle(self, x: str, groups: int, c: int, h: int, w: int) -> str:
+        """ShuffleNet's channel shuffle as PyTorch exports it: Reshape (N, g, c / g, h, w), Transpose (0, 2, 1, 3,
+        4), Reshape (N, c, h, w)."""
+        y = self.reshape(x, [0, groups, c // groups, h, w])
+        return self.reshape(self.transpose(y, (0, 2, 1, 3, 4)), [0, c, h, w])
 
     def gap(self, x: str) -> str:
         return self.node("GlobalAveragePool", [x], "avgpool")
@@ -101,6 +131,15 @@ class Net:
         b = self.rng.normal(0.0, 0.02, cout)
         y = self.node("Gemm", [x, self.const(n + ".weight", w), self.const(n + ".bias", b)], n, transB=1)
         return self.act(y, act)
+
+    def linear(self, x: str, cin: int, cout: int, act: str | None = None, gain: float = 1.0, tag: str = "fc") -> str:
+        """``nn.Linear`` on an input of any rank as PyTorch exports it: MatMul by the (cin, cout) transposed
+        weight, then Add of the bias."""
+        n = self._name(tag)
+        w = self.rng.normal(0.0, gain / np.sqrt(cin), (cin, cout))
+        b = self.rng.normal(0.0, 0.02, cout)
+        y = self.node("MatMul", [x, self.const(n + ".weight", w)], n + ".matmul")
+        return self.act(self.node("Add", [y, self.const(n + ".bias", b)], n), act)
 
     def resize2x(self, x: str) -> str:
         return self.node("Resize", [x, "", self.const(self._name("scales."), [1.0, 1.0, 2.0, 2.0])], mode="nearest")

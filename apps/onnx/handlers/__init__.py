@@ -13,6 +13,7 @@ module                 ONNX                            integer node (kind)
 ``quantize``           QuantizeLinear of a graph input  ``quantize`` (numpy, CPU)
 ``dequantize``         DequantizeLinear to an output    ``dequantize`` (numpy, CPU)
 ``conv``               Conv (any group count)           ``conv``: GEMMs and requantization on VTA
+``batchnorm``          BatchNormalization (+ Relu)      ``batchnorm``: a depthwise 1x1 conv on VTA
 ``deconv``             ConvTranspose (group 1)          ``deconv``: per output phase a conv on VTA
 ``dense``              Gemm, MatMul with a constant     ``dense``: on VTA
 ``matmul``             MatMul of two activations        ``matmul``: one GEMM per head on VTA
@@ -20,8 +21,17 @@ module                 ONNX                            integer node (kind)
 ``relu``               Relu                             ``relu`` (numpy, CPU)
 ``maxpool``            MaxPool (floor mode)             ``maxpool`` (numpy, CPU)
 ``avgpool``            GlobalAveragePool, AveragePool   ``gap``, ``avgpool``: window sums on VTA's ALU
-``flatten``            Flatten                          ``flatten`` (numpy, CPU)
+``layout``             Reshape, Flatten, Transpose,     ``reshape``, ``flatten``, ``transpose``,
+                       Squeeze, Unsqueeze, Identity     ``squeeze``, ``unsqueeze``, ``identity``: the int8
+                       (constant shape / axes / perm)   codes moved (numpy, CPU), rescaled where the
+                                                        output's quantization differs
+``layout``             Slice, Gather, Pad, Split,       ``slice``, ``gather``, ``pad``, ``split``,
+                       DepthToSpace, SpaceToDepth       ``depth_to_space``, ``space_to_depth``: the same
+                       (constant starts, indices, ...)  (Pad: the padding is the code of its value)
+``layout``             Concat                           ``concat``: each input rescaled to the output's
+                                                        quantization (none where they agree)
 ``requantize``         a second QuantizeLinear          ``requantize`` (numpy, CPU)
+``integer``            MatMulInteger, ConvInteger       ``matmul_integer``, ``conv_integer``: exact int32 on VTA
 ``island``             anything else                    ``island``: onnxruntime on the sub-graph
 =====================  ==============================  =============================================
 """
@@ -58,6 +68,6 @@ def for_kind(kind: str) -> Handler:
     return HANDLERS[kind]
 
 
-for _m in ("quantize", "dequantize", "conv", "deconv", "dense", "matmul", "add", "relu", "maxpool", "avgpool", "flatten",
-           "requantize", "island"):
+for _m in ("quantize", "dequantize", "conv", "batchnorm", "deconv", "dense", "matmul", "add", "relu", "maxpool", "avgpool",
+           "layout", "requantize", "integer", "island"):
     import_module(f"{__name__}.{_m}")

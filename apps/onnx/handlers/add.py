@@ -1,4 +1,4 @@
-"""Add of two quantized tensors: the rescaled residual add on the accelerator's ALU."""
+"""Add of two quantized tensors, or of a tensor and a quantized constant: the rescaled add on the accelerator's ALU."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from sw import ops
 from sw.isa import AluOp
 
 from ..ir import QNode
-from ..numerics import rescale_reference, rescale_steps
+from ..layers import canonical, from_onnx_dtype
+from ..numerics import QParams, rescale_reference, rescale_steps
 from . import register
-from .base import Handler
+from .base import Handler, Unsupported
 
 
 @register
@@ -54,3 +55,51 @@ class Add(Handler):
     def lower(self, lay, xs, vt):
         pre = self.operand_steps(lay)
         return ops.add_rescaled(xs[0], xs[1], pre[0], pre[1], lay.steps, virtual_threads=vt, return_counters=True)
+
+
+@register
+class AddConstant(Add):
+    """Add of a quantized activation and a quantized constant (a bias after a MatMul, as PyTorch exports
+    ``nn.Linear`` on a rank-3 input): the constant's codes broadcast to the activation's shape and the same
+    rescaled add on the ALU (the MatMul's own rounding stays as written, so the values are onnxruntime's).
+    ``lay.inp`` holds both operands' quantization, the constant's included."""
+    kind = "add_const"
+
+    def match(self, node, ctx):
+        ctx.only_output(node)
+        consts = [i for i in (0, 1) if node.input[i] in ctx.dq_const]
+        if len(consts) != 1:
+            raise Unsupported("not one activation and one constant")
+        pos = consts[0]
+        codes, scale, zp, _ = ctx.const_input(node, pos, "addend")
+        if scale.size != 1 or codes.dtype not in (np.int8, np.uint8):
+            raise Unsupported(f"a constant of type {codes.dtype} with {scale.size} scales; taken: int8/uint8, one scale")
+        qp = QParams(float(scale[0]), int(zp[0]), "int8" if codes.dtype == np.int8 else "uint8")
+        x = ctx.act_input(node, 1 - pos)
+        return QNode(self.kind, node.name or node.output[0], [x], [ctx.output_q(node)],
+                     dict(position=pos, constant=from_onnx_dtype(codes, qp), constant_q=canonical(qp)))
+
+    def _operands(self, lay, x) -> tuple:
+        c = lay.node.attrs["constant"]
+        return (c, x) if lay.node.attrs["position"] == 0 else (x, c)
+
+    def prepare(self, lay, graph, alu_mul):
+        q = lay.node.attrs["constant_q"]
+        lay.inp = [q, lay.inp[0]] if lay.node.attrs["position"] == 0 else [lay.inp[0], q]
+        super().prepare(lay, graph, alu_mul)
+
+    def reference(self, lay, x):
+        return super().reference(lay, *self._operands(lay, x))
+
+    def placement(self, lay, xs):
+        if lay.cpu_reason:
+            return "cpu", lay.cpu_reason
+        if np.broadcast_shapes(np.shape(xs[0]), lay.node.attrs["constant"].shape) != np.shape(xs[0]):
+            return "cpu", "the constant broadcasts the activation to a larger shape"
+        return "vta", "the constant's codes broadcast to the activation's shape"
+
+    def lower(self, lay, xs, vt):
+        x = xs[0]
+        c = np.ascontiguousarray(np.broadcast_to(lay.node.attrs["constant"], x.shape))
+        a, b = (c, x) if lay.node.attrs["position"] == 0 else (x, c)
+        return super().lower(lay, [a, b], vt)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Handler", "Unsupported", "pool_window"]
+__all__ = ["Handler", "Unsupported", "pool_window", "ceil_pads"]
 
 
 class Unsupported(Exception):
@@ -45,15 +45,33 @@ class Handler:
         return 0
 
 
-def pool_window(node) -> tuple[dict, dict]:
-    """(kernel, strides, pads [top, left, bottom, right]) of a 2-D MaxPool or AveragePool in floor mode without
-    dilation, and all its attributes; :class:`Unsupported` otherwise."""
+def pool_window(node, ceil_ok: bool = False) -> tuple[dict, dict]:
+    """(kernel, strides, pads [top, left, bottom, right], ceil) of a 2-D MaxPool or AveragePool without dilation
+    in floor mode (or ceil mode, with ``ceil_ok``), and all its attributes; :class:`Unsupported` otherwise."""
     from ..graph import attrs_of
 
     a = attrs_of(node)
     k = list(a["kernel_shape"])
     if len(k) != 2:
         raise Unsupported(f"a {len(k)}-D pool (taken: 2-D)")
-    if a.get("ceil_mode", 0) or any(d != 1 for d in a.get("dilations", [1, 1])):
-        raise Unsupported("ceil_mode or dilations (taken: floor mode, dilation 1)")
-    return dict(kernel=k, strides=list(a.get("strides", [1, 1])), pads=list(a.get("pads", [0, 0, 0, 0]))), a
+    if any(d != 1 for d in a.get("dilations", [1, 1])):
+        raise Unsupported("dilations (taken: 1)")
+    if a.get("ceil_mode", 0) and not ceil_ok:
+        raise Unsupported("ceil_mode (taken: floor mode)")
+    if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
+        raise Unsupported(f"auto_pad = {a['auto_pad']!r}; taken: NOTSET, VALID")
+    return dict(kernel=k, strides=list(a.get("strides", [1, 1])), pads=list(a.get("pads", [0, 0, 0, 0])),
+                ceil=bool(a.get("ceil_mode", 0))), a
+
+
+def ceil_pads(hw, kernel, strides, pads) -> list[int]:
+    """``pads`` with the bottom and right grown for a ceil-mode pool of input ``hw``: one more window where the
+    stride leaves input over, unless it would start in the padding after the input (ONNX's rule)."""
+    pads = list(pads)
+    for axis in (0, 1):
+        n = hw[axis] + pads[axis] + pads[axis + 2]
+        out = -(-(n - kernel[axis]) // strides[axis]) + 1
+        if (out - 1) * strides[axis] >= hw[axis] + pads[axis]:
+            out -= 1
+        pads[axis + 2] += max(0, (out - 1) * strides[axis] + kernel[axis] - n)
+    return pads

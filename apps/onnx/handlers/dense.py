@@ -1,4 +1,7 @@
-"""Gemm and MatMul with a constant weight: a dense layer on the accelerator."""
+"""Gemm and MatMul with a constant weight: a dense layer on the accelerator.
+
+A MatMul's input may have any rank >= 2 (a transformer's (batch, sequence, hidden) activation, as PyTorch
+exports ``nn.Linear``): its leading dimensions are the dense layer's rows."""
 
 from __future__ import annotations
 
@@ -39,28 +42,40 @@ class Dense(Handler):
         if w.ndim != 2:
             raise Unsupported(f"weight of rank {w.ndim}; the accelerator's dense takes 2")
         shape = ctx.shapes.get(node.input[0])
-        if shape is not None and len(shape) != 2:
-            raise Unsupported(f"input of rank {len(shape)}; the accelerator's dense takes (N, K)")
+        if shape is not None and node.op_type == "Gemm" and len(shape) != 2:
+            raise Unsupported(f"input of rank {len(shape)}; Gemm takes (N, K)")
         out = ctx.output_q(node)
         return QNode(self.kind, node.name or node.output[0], [x], [out],
-                     dict(weight=np.ascontiguousarray(w), w_scale=sw, bias=b, b_scale=sb))
+                     dict(weight=np.ascontiguousarray(w), w_scale=sw, bias=b, b_scale=sb,
+                          leading_rows=node.op_type == "MatMul"))
 
     def prepare(self, lay, graph, alu_mul):
         prepare_gemm(lay, alu_mul)
 
+    @staticmethod
+    def _rows(lay, x) -> np.ndarray:
+        """The (N, K) matrix of the input: a MatMul's leading dimensions flattened into rows, a Gemm's input
+        as it is."""
+        return x.reshape(-1, x.shape[-1]) if lay.node.attrs.get("leading_rows") else x.reshape(x.shape[0], -1)
+
+    @staticmethod
+    def _shaped(lay, x, y) -> np.ndarray:
+        return y.reshape(*x.shape[:-1], y.shape[-1]) if lay.node.attrs.get("leading_rows") else y
+
     def reference(self, lay, x):
-        acc = ops.gemm_ref(x.reshape(x.shape[0], -1), lay.params["weight"])
-        return lay.epilogue.reference(acc, lay.params["vectors"], 1)
+        acc = ops.gemm_ref(self._rows(lay, x), lay.params["weight"])
+        return self._shaped(lay, x, lay.epilogue.reference(acc, lay.params["vectors"], 1))
 
     def placement(self, lay, xs):
-        return "vta", describe_split(lay)
+        return "vta", "; ".join(n for n in ("leading dimensions as rows" if np.ndim(xs[0]) > 2 else "",
+                                            describe_split(lay)) if n)
 
     def lower(self, lay, xs, vt):
-        x = xs[0].reshape(xs[0].shape[0], -1)
+        x = self._rows(lay, xs[0])
         epi, vecs = compact_epilogue(lay, keep_bias=ops.spare_lanes(x.shape[1]) >= 2)   # (the GEMM may take the bias)
         y, counters = ops.dense(x, lay.params["weight"], vecs, epilogue=epi,
                                 virtual_threads=vt, return_counters=True)
-        return run_epilogue(lay, y), counters
+        return self._shaped(lay, xs[0], run_epilogue(lay, y)), counters
 
     def macs(self, lay, xs, y):
-        return y.shape[0] * lay.params["weight"].size
+        return int(np.prod(y.shape[:-1])) * lay.params["weight"].size

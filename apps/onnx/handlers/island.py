@@ -133,21 +133,25 @@ def _pull_producers(nodes: list, producer: dict) -> list:
     return [order[i] for i in sorted(order)]
 
 
+# the weight's input of each convolution operator (its MACs: output elements x the weight's C/g x kh x kw)
+_CONV_WEIGHT = {"Conv": 1, "ConvInteger": 1, "QLinearConv": 3}
+
+
 def node_macs(node, shapes: dict[str, tuple]) -> int:
-    """Multiply-accumulates of a Conv, ConvTranspose, MatMul or Gemm node from inferred shapes (0 for
-    other operators or unknown shapes)."""
+    """Multiply-accumulates of a convolution or matrix product node (Conv, ConvTranspose, MatMul, Gemm, and
+    their integer and QOperator forms) from inferred shapes (0 for other operators or unknown shapes)."""
     def shape(name):
         s = shapes.get(name)
         return s if s is not None and all(isinstance(d, int) and d > 0 for d in s) else None
 
     op = node.op_type
     out = shape(node.output[0]) if node.output else None
-    if op in ("MatMul", "MatMulInteger", "Gemm") and out is not None:
+    if op in ("MatMul", "MatMulInteger", "QLinearMatMul", "Gemm", "QGemm") and out is not None:
         a = shape(node.input[0])
         trans_a = next((at.i for at in node.attribute if at.name == "transA"), 0)
         return int(np.prod(out, dtype=np.int64)) * (a[-2] if trans_a else a[-1]) if a else 0
-    if op in ("Conv", "ConvInteger") and out is not None:
-        w = shape(node.input[1])
+    if op in _CONV_WEIGHT and out is not None:
+        w = shape(node.input[_CONV_WEIGHT[op]])
         return int(np.prod(out, dtype=np.int64)) * int(np.prod(w[1:], dtype=np.int64)) if w else 0
     if op == "ConvTranspose":
         x, w = shape(node.input[0]), shape(node.input[1])

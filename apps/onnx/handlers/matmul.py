@@ -25,6 +25,26 @@ from .base import Handler, Unsupported
 from .gemm import accelerator_epilogue, describe_split, run_epilogue, set_requant, vectors
 
 
+def zero_point_gemm(a, b, za: int, zb: int, epi: ops.Epilogue, extra, vt: int):
+    """``sum_k (a - za)(b - zb)`` of int8 A (M, K) and B (K, N) on the accelerator, then ``epi`` (whose v0 holds
+    the zero-point term, ``extra`` the other vectors: :func:`~apps.onnx.handlers.gemm.vectors`), in the three
+    ways of the module's docstring. Returns (what the accelerator read back, counters, the vectors, transposed):
+    the result is (M, N), or (N, M) when ``transposed``, and the vectors run along its columns."""
+    if zb == 0 or za != 0:
+        vec = vectors(-za * (b.astype(np.int64).sum(axis=0) - b.shape[0] * zb), extra, b.shape[1])
+        if zb:                              # [A, A] x [B; -zb]: sum_k a (b - zb)
+            parts = [np.full_like(b, -zb)] if zb != -128 else [np.full_like(b, 64)] * 2
+            a = np.concatenate([a] * (1 + len(parts)), axis=1)
+            b = np.concatenate([b] + parts, axis=0)
+        y, counters = ops.dense(a, np.ascontiguousarray(b.T), vec, epilogue=epi, virtual_threads=vt,
+                                return_counters=True)
+        return y, counters, vec, False
+    # za == 0, zb != 0: (B^T A^T)^T; the per-column term of the transposed product is -zb sum_k a
+    vec = vectors(-zb * a.astype(np.int64).sum(axis=1), extra, a.shape[0])
+    y, counters = ops.dense(np.ascontiguousarray(b.T), a, vec, epilogue=epi, virtual_threads=vt, return_counters=True)
+    return y, counters, vec, True
+
+
 @register
 class MatMulActivations(Handler):
     kind = "matmul"
@@ -48,12 +68,6 @@ class MatMulActivations(Handler):
         lay.params["extra"] = set_requant(lay, qa.scale * qb.scale / lay.out.scale, bound, alu_mul,
                                           np.array([-v0_max, v0_max]))
 
-    def _vectors(self, lay, b):
-        """The per-run vectors of one GEMM of B (K, N): v0 = -z_a sum_k (b - z_b), then the extras."""
-        za, zb = lay.inp[0].zero_point, lay.inp[1].zero_point
-        v0 = -za * (b.astype(np.int64).sum(axis=0) - b.shape[0] * zb)
-        return vectors(v0, lay.params["extra"], b.shape[1])
-
     def reference(self, lay, a, b):
         za, zb = lay.inp[0].zero_point, lay.inp[1].zero_point
         acc = np.matmul(a.astype(np.int64) - za, b.astype(np.int64) - zb)
@@ -73,21 +87,10 @@ class MatMulActivations(Handler):
 
     def _gemm(self, lay, a, b, epi, vt):
         """One (M, K) x (K, N) product on the accelerator; returns ((M, N) result, counters)."""
-        za, zb = lay.inp[0].zero_point, lay.inp[1].zero_point
-        if zb == 0 or za != 0:
-            vec = self._vectors(lay, b)
-            if zb:                          # [A, A] x [B; -zb]: sum_k a (b - zb)
-                parts = [np.full_like(b, -zb)] if zb != -128 else [np.full_like(b, 64)] * 2
-                a = np.concatenate([a] * (1 + len(parts)), axis=1)
-                b = np.concatenate([b] + parts, axis=0)
-            y, counters = ops.dense(a, np.ascontiguousarray(b.T), vec, epilogue=epi, virtual_threads=vt,
-                                    return_counters=True)
-            return run_epilogue(lay, y, vec), counters
-        # za == 0, zb != 0: (B^T A^T)^T; the per-column term of the transposed product is -zb sum_k a
-        vec = vectors(-zb * a.astype(np.int64).sum(axis=1), lay.params["extra"], a.shape[0])
-        y, counters = ops.dense(np.ascontiguousarray(b.T), a, vec, epilogue=epi, virtual_threads=vt,
-                                return_counters=True)
-        return run_epilogue(lay, y, vec).T, counters
+        y, counters, vec, transposed = zero_point_gemm(a, b, lay.inp[0].zero_point, lay.inp[1].zero_point, epi,
+                                                       lay.params["extra"], vt)
+        y = run_epilogue(lay, y, vec)
+        return (y.T if transposed else y), counters
 
     def lower(self, lay, xs, vt):
         a, b = xs

@@ -66,6 +66,23 @@ def single_op(op: str, rng, **kw):
             n = helper.make_node("MatMul", ["x", "w"], ["y"])
             inits = {"w": rng.normal(0, 0.2, (k, m))}
         return _model([n], inits, [3, k], [3, m]), [3, k]
+    if op == "linear3d":        # nn.Linear on (batch, seq, k) as PyTorch exports it: MatMul, then Add of the bias
+        k, m, seq = kw.get("k", 40), kw.get("m", 24), kw.get("seq", 5)
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["t"]), helper.make_node("Add", ["t", "b"], ["y"])]
+        return _model(nodes, {"w": rng.normal(0, 0.2, (k, m)), "b": rng.normal(0, 0.3, m)}, [2, seq, k],
+                      [2, seq, m]), [2, seq, k]
+    if op == "bn_concat":       # two convs, Concat, BatchNormalization (nothing to fold it into), ReLU, conv
+        c2 = 2 * c
+        inits = {**w1, "w2": rng.normal(0, 0.3, (c, c, 3, 3)), "b2": rng.normal(0, 0.1, c),
+                 "g": rng.uniform(0.5, 1.5, c2) * np.where(np.arange(c2) % 5 == 0, -1, 1), "be": rng.normal(0, 0.1, c2),
+                 "mu": rng.normal(0, 0.1, c2), "var": rng.uniform(0.5, 2, c2),
+                 "w3": rng.normal(0, 0.3, (c, c2, 3, 3)), "b3": rng.normal(0, 0.1, c)}
+        nodes = [pre, helper.make_node("Conv", ["x", "w2", "b2"], ["u"], pads=[1, 1, 1, 1]),
+                 helper.make_node("Concat", ["t", "u"], ["cat"], axis=1),
+                 helper.make_node("BatchNormalization", ["cat", "g", "be", "mu", "var"], ["n"]),
+                 helper.make_node("Relu", ["n"], ["r"]),
+                 helper.make_node("Conv", ["r", "w3", "b3"], ["y"], pads=[1, 1, 1, 1])]
+        return _model(nodes, inits, shape, shape), shape
     if op == "add":
         n = helper.make_node("Add", ["t", "x"], ["y"])
         return _model([pre, n], w1, shape, shape), shape
@@ -135,7 +152,7 @@ def quantized(op: str, seed: int = 0, calib: int = 8, **kw):
     """(QDQ model, input shape, rng for test inputs)."""
     rng = np.random.default_rng(seed)
     extra = kw.pop("extra_options", None)
-    kwargs = {k: kw.pop(k) for k in ("activation_type", "per_channel") if k in kw}
+    kwargs = {k: kw.pop(k) for k in ("activation_type", "per_channel", "quant_format") if k in kw}
     model, shape = single_op(op, rng, **kw)
     cal = rng.normal(0, 1, (calib, *shape[1:])) if shape[0] == 1 else rng.normal(0, 1, (calib, *shape))
     return quantize_with(model, cal.astype(np.float32), shape, extra, **kwargs), shape, rng
@@ -165,6 +182,23 @@ def quantize_with(model, cal, shape, extra=None, **kwargs):
         onnx.save(model, src)
         quantize_static(src, dst, Reader(), extra_options=extra, **kwargs)
         return onnx.load(dst)
+
+
+def dynamic(op: str, seed: int = 0, **kw):
+    """(model quantized by onnxruntime's quantize_dynamic, input shape, rng): MatMulInteger / ConvInteger."""
+    import os
+    import tempfile
+
+    import onnx
+    from onnxruntime.quantization import quantize_dynamic
+
+    rng = np.random.default_rng(seed)
+    model, shape = single_op(op, rng, **kw)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "f.onnx"), os.path.join(tmp, "q.onnx")
+        onnx.save(model, src)
+        quantize_dynamic(src, dst)
+        return onnx.load(dst), shape, rng
 
 
 def with_custom_op(q):

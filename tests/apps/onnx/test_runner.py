@@ -2,13 +2,13 @@
 
 import numpy as np
 import pytest
-from onnxruntime.quantization import QuantType
+from onnxruntime.quantization import QuantFormat, QuantType
 
 from apps.onnx import graph, layers, runner
 from sw import runtime
 from sw.config import load_config
 
-from .qdq import quantized, with_custom_op, with_zero_point
+from .qdq import dynamic, quantized, with_custom_op, with_zero_point
 
 ISLANDS = ["between:Softmax", "between:LayerNormalization", "between:Resize", "custom"]
 
@@ -26,7 +26,7 @@ OPS = [("conv", {}), ("conv", {"stride": 2, "k": 1, "pad": 0}), ("conv", {"k": 7
        ("conv", {"group": 16, "c": 16, "o": 32, "stride": 2}),
        ("deconv", {}), ("deconv", {"k": 3, "stride": 2, "pad": 1, "out_pad": 1}),
        ("deconv", {"k": 3, "stride": 1, "pad": 1}),
-       ("deconv", {"h": 1, "k": 4, "stride": 1, "pad": 0, "c": 16})]
+       ("deconv", {"h": 1, "k": 4, "stride": 1, "pad": 0, "c": 16}), ("linear3d", {}), ("bn_concat", {})]
 
 
 def _run(q, shape, rng, cfg="default", vt=2):
@@ -54,7 +54,7 @@ def test_golden_model_equals_reference(op, kw, vt):
     q, shape, rng = quantized(op, **kw)
     records = _run(q, shape, rng, vt=vt)
     where = {r["kind"]: r["where"] for r in records}
-    for kind in ("conv", "deconv", "dense", "add", "gap", "avgpool"):
+    for kind in ("conv", "deconv", "dense", "add", "add_const", "batchnorm", "gap", "avgpool"):
         if kind in where:
             assert where[kind] == "vta"
     for kind in ("maxpool", "flatten", "quantize", "dequantize"):
@@ -159,6 +159,8 @@ def test_every_offloaded_op_on_the_rtl():
                                                        quantized("conv", per_channel=True),
                                                        quantized("gemm", per_channel=True)]
     cases += [_islanded(name) for name in ISLANDS] + [_attention(z) for z in ATTENTION]
+    cases += [quantized("conv", quant_format=QuantFormat.QOperator, activation_type=QuantType.QUInt8),
+              dynamic("linear3d"), dynamic("conv", group=2, o=8)]
     calls, refs = [], []
     for q, shape, rng in cases:
         lays = layers.prepare(graph.load(q))
