@@ -1,9 +1,11 @@
 """python -m apps.onnx MODEL.onnx: run an ONNX model on VTA (the accelerator taking what it can, the CPU
 the rest) with its placement, the per-layer report and the agreement with onnxruntime.
 
-A float model is quantized first with ``--calibrate DATA.npy`` (onnxruntime's quantize_static; the QDQ
-file is written beside the model). ``--input`` takes a .npy / .npz of one input or N of them; N inputs
-run one after the other (on the RTL in one simulator launch) and top-1 is compared over all.
+An int8 model runs as it is: QDQ, QOperator or dynamically quantized. A float model is quantized first with
+``--calibrate DATA.npy`` (onnxruntime's quantize_static; the QDQ file is written beside the model;
+``--format qoperator`` for its QOperator form), or with ``--format dynamic`` (quantize_dynamic, no data).
+``--input`` takes a .npy / .npz of one input or N of them; N inputs run one after the other (on the RTL in one
+simulator launch) and top-1 is compared over all.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 
 from sw.cli import command, run_as_main
 
-from .calibrate import load_samples, quantize_file, split_samples
+from .calibrate import FORMATS, load_samples, quantize_file, split_samples
 from .ir import OnnxImportError
 from .model import TARGETS, Model
 from .report import format_groups, format_table, rows, write_csv, write_png
@@ -92,7 +94,7 @@ def _compare(model: Model, batch, results, out):
 @command(errors=(OnnxImportError,))
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", help="an ONNX model: int8 QDQ (onnxruntime quantize_static), or float with --calibrate")
+    parser.add_argument("model", help="an ONNX model: int8 (QDQ, QOperator, dynamic), or float with --calibrate / --format")
     parser.add_argument("--config", default=None)
     parser.add_argument("--target", default="fsim", choices=TARGETS)
     parser.add_argument("--vt", type=int, default=2, choices=(1, 2))
@@ -101,18 +103,23 @@ def main(argv=None) -> int:
     parser.add_argument("--calibrate", default=None, metavar="DATA",
                         help="quantize a float model first on these samples (.npy / .npz), written beside it")
     parser.add_argument("--per-channel", action="store_true", help="with --calibrate: per-channel weight scales")
+    parser.add_argument("--format", default=None, choices=FORMATS,
+                        help="quantize a float model first in this format: qdq (the default with --calibrate), "
+                             "qoperator (QLinearConv, QGemm, ...: with --calibrate) or dynamic (quantize_dynamic: "
+                             "no data)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--csv", default=None)
     parser.add_argument("--png", default=None)
     parser.add_argument("--no-ort", action="store_true", help="skip the onnxruntime comparison")
     args = parser.parse_args(argv)
     path = args.model
-    if args.calibrate:
-        path = quantize_file(path, args.calibrate, args.per_channel)
-        print(f"quantized with onnxruntime quantize_static{' (per-channel weights)' if args.per_channel else ''}: "
-              f"wrote {path}")
+    if args.calibrate or args.format:
+        fmt = args.format or "qdq"
+        path = quantize_file(path, args.calibrate, args.per_channel, fmt)
+        how = "quantize_dynamic" if fmt == "dynamic" else f"quantize_static ({'QDQ' if fmt == 'qdq' else 'QOperator'})"
+        print(f"quantized with onnxruntime {how}{' (per-channel weights)' if args.per_channel else ''}: wrote {path}")
     elif args.per_channel:
-        parser.error("--per-channel applies with --calibrate")
+        parser.error("--per-channel applies with --calibrate or --format")
     model = Model(path, args.config)
     res, _ = report_run(model, _inputs(model, args.input, args.seed), args.target, args.vt, args.csv, args.png,
                         not args.no_ort)

@@ -127,20 +127,30 @@ def quantize_model(model, samples: list[dict[str, np.ndarray]] | None, per_chann
         return onnx.load(dst)
 
 
-def quantize_file(path, data_path, per_channel: bool = False) -> Path:
-    """Quantize the float model at ``path`` on the samples in ``data_path``; writes and returns
-    ``<stem>.qdq.onnx`` (``.qdq-pc.onnx`` with per-channel scales) beside it."""
+SUFFIX = {"qdq": ".qdq", "qoperator": ".qop", "dynamic": ".dyn"}
+
+
+def quantize_file(path, data_path=None, per_channel: bool = False, fmt: str = "qdq") -> Path:
+    """Quantize the float model at ``path`` in format ``fmt`` (:func:`quantize_model`; 'qdq' and 'qoperator'
+    calibrate on the samples in ``data_path``, 'dynamic' needs none); writes and returns ``<stem>.qdq.onnx``
+    (``.qop.onnx``, ``.dyn.onnx``; ``-pc`` before ``.onnx`` with per-channel scales) beside it."""
     import onnx
 
     from .graph import read_model
 
+    if fmt not in FORMATS:
+        raise OnnxImportError(f"format {fmt!r}; allowed: {', '.join(FORMATS)}")
     model = read_model(path)
     if not is_float_model(model):
-        raise OnnxImportError(f"{path} is already quantized (it has QuantizeLinear / DequantizeLinear nodes); "
-                              f"run it without --calibrate")
-    shapes = input_shapes(model)
-    samples = split_samples(load_samples(data_path, shapes), shapes)
-    q = quantize_model(model, samples, per_channel)
-    out = Path(path).with_suffix(".qdq-pc.onnx" if per_channel else ".qdq.onnx")
+        raise OnnxImportError(f"{path} is already quantized (it has QDQ, QOperator or dynamically quantized nodes); "
+                              f"run it without --calibrate / --format")
+    samples = None
+    if fmt != "dynamic":
+        if data_path is None:
+            raise OnnxImportError(f"format {fmt!r} calibrates on samples of the input: give --calibrate DATA.npy")
+        shapes = input_shapes(model)
+        samples = split_samples(load_samples(data_path, shapes), shapes)
+    q = quantize_model(model, samples, per_channel, fmt)
+    out = Path(path).with_suffix(SUFFIX[fmt] + ("-pc" if per_channel else "") + ".onnx")
     onnx.save(q, out)
     return out

@@ -348,7 +348,7 @@ def _factor(target: float, m2max: int):
 
 
 def rescale_steps(multipliers, zero_points, out: QParams):
-    """Integer rescaling of one or two int8 inputs into ``out`` (Add, or a ReLU / pool / flatten whose
+    """Integer rescaling of one or more int8 inputs into ``out`` (Add, Sum, or a ReLU / pool / flatten whose
     output quantization differs): ``round(sum_i (q_i - z_i) * M_i) + zp_out``, saturated.
 
     Returns (factors, steps_tail): input i is offset by ``-z_i`` and multiplied by ``m1_i`` then

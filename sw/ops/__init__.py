@@ -37,6 +37,7 @@ epilogue=None)``
 ``dense_packed``, ``conv2d_packed``                 the same on already packed operands
 ``add_rescaled(a, b, a_alu, b_alu, alu)``           int8 a, b of one shape -> int8: ALU steps on
                                                     each, a + b, ALU steps (a residual add)
+``sum_rescaled(operands, operand_alu, alu)``        the same for two or more operands (Sum)
 ``pool2d(x, kernel, stride=1, padding=0,            int8 (N, C, H, W) -> int8 (N, C, Ho, Wo): the
 pad_value=0, mode="max", epilogue=None,             max or sum of each window on the ALU, then
 vectors=None)``                                     the epilogue (an average's requantization)
@@ -73,7 +74,7 @@ from .base import TileError
 from .compact import compact, with_operands
 from .conv2d import conv2d, conv2d_packed
 from .dense import dense, dense_packed, gemm, spare_lanes
-from .elementwise import add_bias, add_rescaled, relu, requantize, vadd
+from .elementwise import add_bias, add_rescaled, relu, requantize, sum_rescaled, vadd
 from .epilogue import Epilogue
 from .layout import (
     block_groups,
@@ -92,8 +93,8 @@ from .reference import add_bias_ref, conv2d_nchw, conv2d_ref, dense_ref, gemm_re
 
 __all__ = [
     # operators
-    "vadd", "relu", "add_bias", "requantize", "add_rescaled", "dense", "gemm", "dense_packed", "conv2d", "conv2d_packed",
-    "pool2d",
+    "vadd", "relu", "add_bias", "requantize", "add_rescaled", "sum_rescaled", "dense", "gemm", "dense_packed", "conv2d",
+    "conv2d_packed", "pool2d",
     # numpy references
     "vadd_ref", "relu_ref", "add_bias_ref", "requantize_ref", "gemm_ref", "dense_ref", "conv2d_nchw", "pool2d_ref",
     "conv2d_ref",

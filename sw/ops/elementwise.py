@@ -138,7 +138,15 @@ def add_rescaled(a: np.ndarray, b: np.ndarray, a_alu: Sequence[AluStep] = (), b_
     """A residual add at two scales on the ALU: int8 a and b of one shape (any); ALU steps ``a_alu`` on
     a and ``b_alu`` on b (e.g. subtract the zero point, multiply), then a + b, then ``alu`` (rounding
     shift, zero point, saturation); returns the int8 that STORE writes (the low 8 bits), in the shape
-    of a. Steps are (AluOp, immediate) (:mod:`sw.ops.epilogue`).
+    of a. Steps are (AluOp, immediate) (:mod:`sw.ops.epilogue`). :func:`sum_rescaled` of two operands."""
+    return sum_rescaled([a, b], [a_alu, b_alu], alu, virtual_threads, return_counters)
+
+
+def sum_rescaled(operands: Sequence[np.ndarray], operand_alu: Sequence[Sequence[AluStep]], alu: Sequence[AluStep] = (),
+                 virtual_threads: int = 1, return_counters: bool = False):
+    """An add of two or more int8 tensors of one shape at their own scales on the ALU: the steps
+    ``operand_alu[i]`` on operand i, the sum, then ``alu``; returns the int8 that STORE writes, in the
+    operands' shape.
 
     The operands travel as int8: the load module brings them into the inp SRAM and one GEMM with an
     identity weight block copies them, exact, into the accumulators (a GEMM micro-op per row and
@@ -146,17 +154,22 @@ def add_rescaled(a: np.ndarray, b: np.ndarray, a_alu: Sequence[AluStep] = (), b_
     the DMA time. The ALU steps follow while the next tile loads."""
     _check_vt(virtual_threads)
     cfg = config()
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape:
-        raise ValueError(f"operands have shapes {a.shape} and {b.shape}; add_rescaled needs one shape")
+    xs = [np.asarray(x) for x in operands]
+    k = len(xs)
+    if k < 2 or len(operand_alu) != k:
+        raise ValueError(f"{k} operands and {len(operand_alu)} lists of their steps; sum_rescaled takes two or more "
+                         f"operands, one list each")
+    if any(x.shape != xs[0].shape for x in xs):
+        raise ValueError(f"operands have shapes {[x.shape for x in xs]}; sum_rescaled needs one shape")
     if cfg.BLOCK_IN != cfg.BLOCK_OUT:
-        raise ValueError(f"add_rescaled copies through an identity block: BLOCK_IN ({cfg.BLOCK_IN}) must equal "
+        raise ValueError(f"sum_rescaled copies through an identity block: BLOCK_IN ({cfg.BLOCK_IN}) must equal "
                          f"BLOCK_OUT ({cfg.BLOCK_OUT})")
-    epis = [Epilogue(tuple(s)) for s in (a_alu, b_alu, alu)]
+    epis = [Epilogue(tuple(s)) for s in list(operand_alu) + [alu]]
     for e in epis:
         e.check(cfg, 0)
     B, blk = cfg.BATCH, cfg.BLOCK_OUT
-    n = max(2, cdiv(a.size, B * blk))         # at least 2 blocks: the GEMM's 3-row hazard cycle over both
+    size = xs[0].size
+    n = max(2, cdiv(size, B * blk))         # at least 2 blocks: the GEMM's 3-row hazard cycle over both
 
     def grid(x):
         g = np.zeros(n * B * blk, np.int8)
@@ -164,14 +177,14 @@ def add_rescaled(a: np.ndarray, b: np.ndarray, a_alu: Sequence[AluStep] = (), b_
         return g.reshape(n, B, blk)
 
     h = _halves(cfg, virtual_threads)
-    tr = min(n, h["inp"][0] // 2, h["acc"][0] // 2)
+    tr = min(n, h["inp"][0] // k, h["acc"][0] // k)
     if tr < 2:
         raise TileError(f"the inp and acc SRAMs ({cfg.INP_DEPTH}, {cfg.ACC_DEPTH} rows) cannot hold two rows of "
-                        f"each operand per virtual thread")
+                        f"each of {k} operands per virtual thread")
     INP, WGT = int(MemId.INP), int(MemId.WGT)
     cmd = rt.command_handle()
-    handles = [_to_device(cmd, grid(a)), _to_device(cmd, grid(b)), _to_device(cmd, np.eye(blk, dtype=np.int8))]
-    ad, bd, wd = handles
+    handles = [_to_device(cmd, grid(x)) for x in xs] + [_to_device(cmd, np.eye(blk, dtype=np.int8))]
+    wd = handles[-1]
     yd = rt.buffer_alloc(n * cfg.OUT_ELEM_BYTES)
     handles.append(yd)
     tiles = []
@@ -181,21 +194,20 @@ def add_rescaled(a: np.ndarray, b: np.ndarray, a_alu: Sequence[AluStep] = (), b_
             if nr < 2:                          # a last tile of one row: end at the last row instead
                 r0, nr = n - 2, 2
             half = ti % virtual_threads
-            base, other = h["acc"][1][half], h["acc"][1][half] + nr
+            base = h["acc"][1][half]
             inp, wgt = h["inp"][1][half], h["wgt"][1][half]
-            loads = [Load(ad, r0, nr, 1, nr, inp, INP), Load(bd, r0, nr, 1, nr, inp + nr, INP),
-                     Load(wd, 0, 1, 1, 1, wgt, WGT)]
-            comps = [_alu_rows(op, v, base, nr) for op, v in epis[0].steps]
-            comps += [_alu_rows(op, v, other, nr) for op, v in epis[1].steps]
-            comps.append(_alu_tensor(base, other, ((nr, 1, 1),)))
-            comps += [_alu_rows(op, v, base, nr) for op, v in epis[2].steps]
-            tiles.append(_Tile(acc=half, steps=[_Step(half, loads, [Gemm(_k_dense(base, inp, wgt, 2 * nr, 1, 1))])],
-                               computes=comps, stores=[Store(base, yd, r0, nr, 1, nr)], reset=(base, 2 * nr),
-                               gemm_uops=2 * nr))
+            loads = [Load(handles[i], r0, nr, 1, nr, inp + i * nr, INP) for i in range(k)]
+            loads.append(Load(wd, 0, 1, 1, 1, wgt, WGT))
+            comps = [_alu_rows(op, v, base + i * nr, nr) for i in range(k) for op, v in epis[i].steps]
+            comps += [_alu_tensor(base, base + i * nr, ((nr, 1, 1),)) for i in range(1, k)]
+            comps += [_alu_rows(op, v, base, nr) for op, v in epis[k].steps]
+            tiles.append(_Tile(acc=half, steps=[_Step(half, loads, [Gemm(_k_dense(base, inp, wgt, k * nr, 1, 1))])],
+                               computes=comps, stores=[Store(base, yd, r0, nr, 1, nr)], reset=(base, k * nr),
+                               gemm_uops=k * nr))
         counters = run_tiles(tiles)
         counters["tiles"] = len(tiles)
         y = _from_device(cmd, yd, (n * B * blk,), np.int8)
     finally:
         for h_ in handles:
             rt.buffer_free(h_)
-    return _finish(y[:a.size].reshape(a.shape), counters, return_counters)
+    return _finish(y[:size].reshape(xs[0].shape), counters, return_counters)

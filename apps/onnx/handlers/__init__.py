@@ -13,13 +13,16 @@ module                 ONNX                            integer node (kind)
 ``quantize``           QuantizeLinear of a graph input  ``quantize`` (numpy, CPU)
 ``dequantize``         DequantizeLinear to an output    ``dequantize`` (numpy, CPU)
 ``conv``               Conv (any group count)           ``conv``: GEMMs and requantization on VTA
-``batchnorm``          BatchNormalization (+ Relu)      ``batchnorm``: a depthwise 1x1 conv on VTA
+``batchnorm``          BatchNormalization (+ Relu),     ``batchnorm``, ``mul_channels``: a depthwise 1x1
+                       Mul by a per-channel constant    conv on VTA
 ``deconv``             ConvTranspose (group 1)          ``deconv``: per output phase a conv on VTA
-``dense``              Gemm, MatMul with a constant     ``dense``: on VTA
+``dense``              Gemm, MatMul with a constant     ``dense``: on VTA (a MatMul's leading dimensions
+                       weight                           as rows)
 ``matmul``             MatMul of two activations        ``matmul``: one GEMM per head on VTA
-``add``                Add of two same-shape tensors    ``add``: the rescaled add on VTA's ALU
+``add``                Add of two same-shape tensors,   ``add``, ``add_const``: the rescaled add on VTA's
+                       or of one and a constant         ALU (the constant's codes broadcast)
 ``relu``               Relu                             ``relu`` (numpy, CPU)
-``maxpool``            MaxPool (floor mode)             ``maxpool`` (numpy, CPU)
+``maxpool``            MaxPool (floor or ceil mode)           ``maxpool`` (numpy, CPU)
 ``avgpool``            GlobalAveragePool, AveragePool   ``gap``, ``avgpool``: window sums on VTA's ALU
 ``layout``             Reshape, Flatten, Transpose,     ``reshape``, ``flatten``, ``transpose``,
                        Squeeze, Unsqueeze, Identity     ``squeeze``, ``unsqueeze``, ``identity``: the int8

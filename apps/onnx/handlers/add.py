@@ -26,21 +26,20 @@ class Add(Handler):
         return QNode(self.kind, node.name or node.output[0], xs, [ctx.output_q(node)])
 
     def prepare(self, lay, graph, alu_mul):
-        a, b = lay.inp
-        lay.params["factors"], lay.steps = rescale_steps([a.scale / lay.out.scale, b.scale / lay.out.scale],
-                                                         [a.zero_point, b.zero_point], lay.out)
+        lay.params["factors"], lay.steps = rescale_steps([q.scale / lay.out.scale for q in lay.inp],
+                                                         [q.zero_point for q in lay.inp], lay.out)
         if not alu_mul:
-            lay.cpu_reason = "the rescaled add needs the ALU's MUL, which the config has not"
+            lay.cpu_reason = f"the rescaled {self.kind} needs the ALU's MUL, which the config has not"
 
-    def reference(self, lay, a, b):
-        a, b = np.broadcast_arrays(a, b)
-        return rescale_reference([a, b], [q.zero_point for q in lay.inp], lay.params["factors"], lay.steps)
+    def reference(self, lay, *xs):
+        return rescale_reference(np.broadcast_arrays(*xs), [q.zero_point for q in lay.inp], lay.params["factors"],
+                                 lay.steps)
 
     def placement(self, lay, xs):
         if lay.cpu_reason:
             return "cpu", lay.cpu_reason
-        if xs[0].shape != xs[1].shape:
-            return "cpu", "add with broadcasting"
+        if any(x.shape != xs[0].shape for x in xs):
+            return "cpu", f"{self.kind} with broadcasting"
         return "vta", ""
 
     @staticmethod
@@ -55,6 +54,24 @@ class Add(Handler):
     def lower(self, lay, xs, vt):
         pre = self.operand_steps(lay)
         return ops.add_rescaled(xs[0], xs[1], pre[0], pre[1], lay.steps, virtual_threads=vt, return_counters=True)
+
+
+@register
+class Sum(Add):
+    """Sum of two or more quantized tensors of one shape: each rescaled to the sum's fixed point, added, and the
+    one rounding of the output (:func:`sw.ops.sum_rescaled`), as onnxruntime's float sum and QuantizeLinear."""
+    kind = "sum"
+    op_types = ("Sum",)
+
+    def match(self, node, ctx):
+        ctx.only_output(node)
+        if len(node.input) < 2:
+            raise Unsupported(f"a Sum of {len(node.input)} input (taken: two or more)")
+        xs = [ctx.act_input(node, i) for i in range(len(node.input))]
+        return QNode(self.kind, node.name or node.output[0], xs, [ctx.output_q(node)])
+
+    def lower(self, lay, xs, vt):
+        return ops.sum_rescaled(xs, self.operand_steps(lay), lay.steps, virtual_threads=vt, return_counters=True)
 
 
 @register

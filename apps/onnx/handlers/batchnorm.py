@@ -10,8 +10,9 @@ rounding shift) and the largest ``s`` that keeps ``255 A_c + |B_c|`` in 31 bits:
 an output LSB against the 2^-8 of a requantization of a conv's wide accumulators. Every path of a grouped
 conv (placement, lowering, configs without MUL: the CPU does the steps from the MUL on) serves it unchanged.
 
-A ReLU between the node and its QuantizeLinear is the saturation when that quantization's zero point is its
-type's minimum (what a calibration of a ReLU output gives), and is taken into the node then.
+A Mul by a per-channel constant (``mul_channels``) runs the same way. A ReLU between the node and its
+QuantizeLinear is the saturation when that quantization's zero point is its type's minimum (what a calibration
+of a ReLU output gives), and is taken into the node then.
 """
 
 from __future__ import annotations
@@ -85,6 +86,36 @@ class BatchNorm(Conv):
     def placement(self, lay, xs):
         where, why = super().placement(lay, xs)
         return where, "as a depthwise 1x1 conv" + (f"; {why}" if why else "") if where == "vta" else why
+
+
+@register
+class MulChannels(BatchNorm):
+    """Mul of an NCHW activation by a per-channel constant (shape (C, 1, 1) or (1, C, 1, 1): a batch norm an
+    exporter wrote as Mul and Add): the same depthwise conv with ``g`` the constant and ``b`` 0. A scalar
+    constant stays a pointwise table (which the conv before it may take into its epilogue)."""
+    kind = "mul_channels"
+    op_types = ("Mul",)
+
+    def match(self, node, ctx):
+        ctx.only_output(node)
+        consts = [i for i in (0, 1) if _constant(ctx, node, i) is not None]
+        if len(consts) != 1:
+            raise Unsupported("not one activation and one constant")
+        g = _constant(ctx, node, consts[0])
+        x = ctx.act_input(node, 1 - consts[0])
+        shape = ctx.shapes.get(x)
+        if shape is None or len(shape) != 4 or g.size < 2 or g.size != g.shape[-3 if g.ndim >= 3 else 0] or (
+                g.ndim > 4 or any(d != 1 for d in g.shape[-2:] if g.ndim >= 3)):
+            raise Unsupported(f"a constant of shape {g.shape} on an input of shape {shape}; taken: one value per "
+                              f"channel of an NCHW input")
+        g = g.ravel()
+        return QNode(self.kind, node.name or node.output[0], [x], [self._output(node, ctx)],
+                     dict(weight=np.where(g < 0, -1, 1).astype(np.int8).reshape(-1, 1, 1, 1), g=g, b=np.zeros_like(g),
+                          pads=[0, 0, 0, 0], strides=[1, 1], groups=g.size))
+
+    def placement(self, lay, xs):
+        where, why = super().placement(lay, xs)
+        return where, why.replace("as a depthwise", "per-channel multiply as a depthwise", 1)
 
 
 def _constant(ctx, node, idx: int):

@@ -83,6 +83,19 @@ def single_op(op: str, rng, **kw):
                  helper.make_node("Relu", ["n"], ["r"]),
                  helper.make_node("Conv", ["r", "w3", "b3"], ["y"], pads=[1, 1, 1, 1])]
         return _model(nodes, inits, shape, shape), shape
+    if op == "mul_channels":    # conv -> Mul by a per-channel constant (1, C, 1, 1) -> conv
+        inits = {**w1, "s": rng.uniform(-1.5, 1.5, (1, c, 1, 1)), "w2": rng.normal(0, 0.3, (c, c, 3, 3)),
+                 "b2": rng.normal(0, 0.1, c)}
+        nodes = [pre, helper.make_node("Mul", ["t", "s"], ["m"]),
+                 helper.make_node("Conv", ["m", "w2", "b2"], ["y"], pads=[1, 1, 1, 1])]
+        return _model(nodes, inits, shape, shape), shape
+    if op == "sum":             # Sum of three tensors (two convs and the input), then a conv
+        inits = {**w1, "w2": rng.normal(0, 0.3, (c, c, 3, 3)), "b2": rng.normal(0, 0.1, c),
+                 "w3": rng.normal(0, 0.3, (c, c, 3, 3)), "b3": rng.normal(0, 0.1, c)}
+        nodes = [pre, helper.make_node("Conv", ["x", "w2", "b2"], ["u"], pads=[1, 1, 1, 1]),
+                 helper.make_node("Sum", ["t", "u", "x"], ["s"]),
+                 helper.make_node("Conv", ["s", "w3", "b3"], ["y"], pads=[1, 1, 1, 1])]
+        return _model(nodes, inits, shape, shape), shape
     if op == "add":
         n = helper.make_node("Add", ["t", "x"], ["y"])
         return _model([pre, n], w1, shape, shape), shape

@@ -42,3 +42,16 @@ def test_a_relu_the_saturation_does_not_imply_is_not_taken():
     g = graph.load(q)
     reasons = " ".join(v for n in g.nodes if n.kind == "island" for v in n.attrs["island"].reasons.values())
     assert "is not its type's minimum" in reasons
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_a_per_channel_mul_runs_as_the_same_depthwise_conv(fmt):
+    q, shape, rng = quantized("mul_channels", **FORMATS[fmt])
+    m = Model(q)
+    x = {"x": rng.normal(0, 1.2, shape).astype(np.float32)}
+    res = m.run(x)
+    assert res.exact and not [r for r in res.records if r["kind"] == "island"]
+    mul = next(r for r in res.records if r["kind"] == "mul_channels")
+    assert mul["where"] == "vta" and mul["reason"].startswith("per-channel multiply as a depthwise 1x1 conv")
+    ag, _ = m.compare_ort(x)
+    assert ag.max_diff <= 1 and ag.equal_fraction >= 0.999, ag.table()

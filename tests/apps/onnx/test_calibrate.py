@@ -76,3 +76,19 @@ def test_calibrate_and_a_batch_of_inputs_from_the_command_line(float_model, tmp_
     assert "placement (before the run):" in out and "island" in out
     assert "(3 inputs); equal to the numpy int8 reference: PASS" in out
     assert "top-1 identical True (3/3)" in out
+
+
+@pytest.mark.parametrize("fmt,suffix,node", [("qoperator", "qop", "QLinearConv"), ("dynamic", "dyn", "ConvInteger")])
+def test_the_other_formats_from_the_command_line(float_model, tmp_path, capsys, fmt, suffix, node):
+    path, _ = float_model
+    argv = [str(path), "--format", fmt] + (["--calibrate", str(tmp_path / "cal.npy")] if fmt != "dynamic" else [])
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"f.{suffix}.onnx" in out and "equal to the numpy int8 reference: PASS" in out
+    q = onnx.load(path.with_suffix(f".{suffix}.onnx"))
+    assert node in {n.op_type for n in q.graph.node}
+
+
+def test_a_calibrated_format_without_data_is_an_error(float_model):
+    with pytest.raises(OnnxImportError, match="format 'qoperator' calibrates on samples"):
+        calibrate.quantize_file(float_model[0], None, fmt="qoperator")

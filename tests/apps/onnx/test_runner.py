@@ -26,7 +26,8 @@ OPS = [("conv", {}), ("conv", {"stride": 2, "k": 1, "pad": 0}), ("conv", {"k": 7
        ("conv", {"group": 16, "c": 16, "o": 32, "stride": 2}),
        ("deconv", {}), ("deconv", {"k": 3, "stride": 2, "pad": 1, "out_pad": 1}),
        ("deconv", {"k": 3, "stride": 1, "pad": 1}),
-       ("deconv", {"h": 1, "k": 4, "stride": 1, "pad": 0, "c": 16}), ("linear3d", {}), ("bn_concat", {})]
+       ("deconv", {"h": 1, "k": 4, "stride": 1, "pad": 0, "c": 16}), ("linear3d", {}), ("bn_concat", {}),
+       ("mul_channels", {}), ("sum", {})]
 
 
 def _run(q, shape, rng, cfg="default", vt=2):
@@ -54,7 +55,7 @@ def test_golden_model_equals_reference(op, kw, vt):
     q, shape, rng = quantized(op, **kw)
     records = _run(q, shape, rng, vt=vt)
     where = {r["kind"]: r["where"] for r in records}
-    for kind in ("conv", "deconv", "dense", "add", "add_const", "batchnorm", "gap", "avgpool"):
+    for kind in ("conv", "deconv", "dense", "add", "add_const", "sum", "batchnorm", "mul_channels", "gap", "avgpool"):
         if kind in where:
             assert where[kind] == "vta"
     for kind in ("maxpool", "flatten", "quantize", "dequantize"):

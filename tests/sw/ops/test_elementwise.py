@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from sw import ops
+from sw.isa import AluOp
 from tests.conftest import CONFIGS, rand8, rand32
 
 
@@ -61,3 +62,30 @@ def test_bad_arguments(on, rng):
         ops.dense(rand8(rng, (2, 16)), rand8(rng, (16, 16)), bias=np.zeros(5, np.int32))
     with pytest.raises(ValueError, match="shift"):
         ops.requantize(a, shift=40)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("vt", [1, 2])
+def test_sum_rescaled_of_three_operands(on, rng, config, vt):
+    """Three int8 operands, each with its own steps, more rows than an acc half holds for them: several tiles."""
+    q = on(config)
+    shape = (q.cfg.ACC_DEPTH // 2 + 5, q.cfg.BATCH, q.cfg.BLOCK_OUT)
+    xs = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(3)]
+    def times(k):               # (a config without MUL multiplies by a power of two as a left shift)
+        return (AluOp.MUL, k) if q.cfg.ALU_MUL else (AluOp.SHR, -int(np.log2(k)))
+
+    pre = [[(AluOp.ADD, 5), times(256)], [(AluOp.ADD, -3)], [times(8)]]
+    tail = [(AluOp.SHR, 9), (AluOp.MAX, -128), (AluOp.MIN, 127)]
+    y, c = ops.sum_rescaled(xs, pre, tail, virtual_threads=vt, return_counters=True)
+    a, b, d = (x.astype(np.int64) for x in xs)
+    assert np.array_equal(y, np.clip(((a + 5) * 256 + (b - 3) + d * 8) >> 9, -128, 127))
+    assert c["tiles"] > 1 and c["gemm_counter"] == 3 * xs[0].size // (q.cfg.BATCH * q.cfg.BLOCK_OUT)
+
+
+def test_sum_rescaled_refuses_what_it_cannot_add(on, rng):
+    on("default")
+    a = rng.integers(-128, 128, (4, 16), dtype=np.int8)
+    with pytest.raises(ValueError, match="1 operands and 1 lists of their steps; sum_rescaled takes two or more"):
+        ops.sum_rescaled([a], [[]])
+    with pytest.raises(ValueError, match=r"operands have shapes \[\(4, 16\), \(2, 16\)\]"):
+        ops.sum_rescaled([a, a[:2]], [[], []])
