@@ -43,7 +43,7 @@ ON_CODES = {"MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"
 
 
 def is_qoperator(model) -> bool:
-    """True when the model has a QOperator node or an operator on int8 codes fed by one."""
+    """True when the model has a QOperator node (one of :data:`QOPERATOR`)."""
     return any(n.op_type in QOPERATOR for n in model.graph.node)
 
 
@@ -127,8 +127,6 @@ class _Rewrite:
             sx, sw = self.inits[ins[1]].astype(np.float32), self.inits[ins[4]].astype(np.float32)
             data.append(self.dq(b, self.const(f"{b}_scale", (sx * sw).astype(np.float32)), "",
                                 0 if np.size(sw) > 1 else None))
-        if node.op_type == "QGemm":
-            attrs.setdefault("beta", 1.0)
         y = node.output[0]
         mid = y if out_q is None else self._fresh(f"{y}_float")
         self.nodes.append(helper.make_node(float_op, data, [mid], name=node.name or y, **attrs))

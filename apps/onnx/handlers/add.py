@@ -76,9 +76,11 @@ class Sum(Add):
 
 @register
 class AddConstant(Add):
-    """Add of a quantized activation and a quantized constant (a bias after a MatMul, as PyTorch exports
-    ``nn.Linear`` on a rank-3 input): the constant's codes broadcast to the activation's shape and the same
-    rescaled add on the ALU (the MatMul's own rounding stays as written, so the values are onnxruntime's).
+    """Add of a quantized activation and a quantized constant of more than one element (a bias after a MatMul,
+    as PyTorch exports ``nn.Linear`` on a rank-3 input): the constant's codes broadcast to the activation's shape
+    and the same rescaled add on the ALU (the MatMul's own rounding stays as written, so the values are
+    onnxruntime's). A scalar constant (GELU's ``1 + erf``) is left to a pointwise table, where onnxruntime rounds
+    its ties.
     ``lay.inp`` holds both operands' quantization, the constant's included."""
     kind = "add_const"
 
@@ -89,6 +91,8 @@ class AddConstant(Add):
             raise Unsupported("not one activation and one constant")
         pos = consts[0]
         codes, scale, zp, _ = ctx.const_input(node, pos, "addend")
+        if codes.size == 1:
+            raise Unsupported("a scalar constant: a pointwise table (exact, and a conv before it may take it)")
         if scale.size != 1 or codes.dtype not in (np.int8, np.uint8):
             raise Unsupported(f"a constant of type {codes.dtype} with {scale.size} scales; taken: int8/uint8, one scale")
         qp = QParams(float(scale[0]), int(zp[0]), "int8" if codes.dtype == np.int8 else "uint8")

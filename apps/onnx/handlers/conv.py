@@ -182,7 +182,7 @@ class Conv(Handler):
         epi, vecs, residual = fused if fused is not None else (*compact_epilogue(lay, keep_bias=keep), None)
         extra = {} if residual is None else {"residual": residual}
         if im2col:
-            cols, (n, ho, wo) = _im2col(self.pad_input(lay, xs[0]), kh, kw, p["strides"])
+            cols, (n, ho, wo) = im2col(self.pad_input(lay, xs[0]), kh, kw, p["strides"])
             y, counters = ops.dense(cols, p["weight"].reshape(o, -1), vecs, epilogue=epi,
                                     virtual_threads=vt, return_counters=True)
             y = np.ascontiguousarray(y.reshape(n, ho, wo, o).transpose(0, 3, 1, 2))
@@ -202,7 +202,7 @@ class Conv(Handler):
         return int(np.prod(y.shape)) * lay.macs_per_item // lay.params["weight"].shape[0]
 
 
-def _im2col(x, kh, kw, stride):
+def im2col(x, kh, kw, stride):
     """(N, C, H, W) already padded -> (N*Ho*Wo, C*kh*kw), rows in (n, oh, ow) order, columns (c, ky, kx)."""
     n, c, h, w = x.shape
     sh, sw = stride

@@ -9,8 +9,9 @@ run (:func:`apps.onnx.handlers.matmul.zero_point_gemm`), and the four bytes of e
 back (:meth:`sw.ops.Epilogue` with four planes), so the int32 result is numpy's exactly. A uint8 operand
 ``q`` is used as the int8 ``q - 128`` with zero point ``z - 128`` (the same differences).
 
-ConvInteger runs as the same product over the im2col matrix of its input, padded with the input's zero
-point (a padded tap adds nothing), one GEMM per group.
+ConvInteger runs as a conv (:func:`sw.ops.conv2d`, grouped and depthwise too) of its input padded with its
+zero point (a padded tap adds nothing), the zero point's term in v0; where that does not apply (an asymmetric
+weight, two strides), as the same product over the im2col matrix, one GEMM per group.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ import numpy as np
 
 from sw import ops
 from sw.isa import AluOp
+from sw.runtime import current_config
 
 from ..ir import QNode
 from . import register
 from .base import Handler, Unsupported
+from .conv import im2col
 from .matmul import zero_point_gemm
 
 __all__ = ["IntegerMatMul", "IntegerConv"]
@@ -152,12 +155,10 @@ class IntegerConv(_Integer):
 
     def _columns(self, lay, x, zx):
         """The im2col matrix (N*Ho*Wo, C*kh*kw) of ``x`` padded with ``zx``, and (n, ho, wo)."""
-        from .conv import _im2col
-
         t, l, b, r = lay.node.attrs["pads"]
         x = np.pad(x, ((0, 0), (0, 0), (t, b), (l, r)), constant_values=zx)
         kh, kw = lay.node.attrs["consts"][1].shape[2:]
-        return _im2col(x, kh, kw, lay.node.attrs["strides"])
+        return im2col(x, kh, kw, lay.node.attrs["strides"])
 
     def _each_group(self, lay, x, w, zx, zw, product):
         g = lay.node.attrs["groups"]
@@ -180,8 +181,36 @@ class IntegerConv(_Integer):
     def lower(self, lay, xs, vt):
         x, w, zx, zw = _gather(lay, xs)
         za, zb = _zero_point(zx, x), _zero_point(np.asarray(zw).flat[0], w)
-        return self._each_group(lay, _int8(x), _int8(w), za, zb,
-                                lambda c, k, za_, zb_: _product(c, k, za_, zb_, vt))
+        x8, w8 = _int8(x), _int8(w)
+        if self._direct(lay, x8, w8, zb):
+            return self._conv(lay, x8, w8, za, vt)
+        return self._each_group(lay, x8, w8, za, zb, lambda c, k, za_, zb_: _product(c, k, za_, zb_, vt))
+
+    @staticmethod
+    def _direct(lay, x8, w8, zb: int) -> bool:
+        """Whether :func:`sw.ops.conv2d` takes the layer (a symmetric weight, one stride, and for a grouped conv
+        three output blocks per tile), which a grouped or depthwise conv needs: the im2col path runs one GEMM
+        per group."""
+        a = lay.node.attrs
+        if zb != 0 or a["strides"][0] != a["strides"][1]:
+            return False
+        o, cg, kh, kw = w8.shape
+        t, l, b, r = a["pads"]
+        ho = (x8.shape[2] + t + b - kh) // a["strides"][0] + 1
+        wo = (x8.shape[3] + l + r - kw) // a["strides"][1] + 1
+        obg = ops.block_groups(cg * a["groups"], o, a["groups"], current_config())[3]
+        return a["groups"] == 1 or obg * ho * wo >= 3
+
+    @staticmethod
+    def _conv(lay, x8, w8, za: int, vt: int):
+        """The product as a conv on the accelerator: the input padded with its zero point on the host, the zero
+        point's term ``-z_a sum w`` in v0, the four bytes of each accumulator read back."""
+        a = lay.node.attrs
+        t, l, b, r = a["pads"]
+        xp = np.pad(x8, ((0, 0), (0, 0), (t, b), (l, r)), constant_values=za)
+        v0 = (-za * w8.reshape(w8.shape[0], -1).astype(np.int64).sum(axis=1)).astype(np.int32)[None]
+        return ops.conv2d(xp, w8, v0, stride=int(a["strides"][0]), padding=0, epilogue=_EXACT, groups=a["groups"],
+                          virtual_threads=vt, return_counters=True)
 
     def macs(self, lay, xs, y):
         w = lay.node.attrs["consts"][1]

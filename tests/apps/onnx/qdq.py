@@ -197,7 +197,7 @@ def quantize_with(model, cal, shape, extra=None, **kwargs):
         return onnx.load(dst)
 
 
-def dynamic(op: str, seed: int = 0, **kw):
+def dynamic(op: str, seed: int = 0, extra_options=None, **kw):
     """(model quantized by onnxruntime's quantize_dynamic, input shape, rng): MatMulInteger / ConvInteger."""
     import os
     import tempfile
@@ -210,7 +210,7 @@ def dynamic(op: str, seed: int = 0, **kw):
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = os.path.join(tmp, "f.onnx"), os.path.join(tmp, "q.onnx")
         onnx.save(model, src)
-        quantize_dynamic(src, dst)
+        quantize_dynamic(src, dst, extra_options=extra_options)
         return onnx.load(dst), shape, rng
 
 

@@ -14,7 +14,9 @@ from .qdq import dynamic
 # (op of qdq.single_op, options, the integer node, its kind)
 CASES = [("matmul", {}, "MatMulInteger"), ("linear3d", {}, "MatMulInteger"), ("gemm", {}, "MatMulInteger"),
          ("conv", {}, "ConvInteger"), ("conv", {"stride": 2, "k": 1, "pad": 0}, "ConvInteger"),
-         ("conv", {"group": 2, "o": 8}, "ConvInteger")]
+         ("conv", {"group": 2, "o": 8}, "ConvInteger"), ("conv", {"group": 8, "o": 8}, "ConvInteger"),
+         ("conv", {"extra_options": {"WeightSymmetric": False}, "group": 2, "o": 8}, "ConvInteger"),
+         ("matmul", {"extra_options": {"WeightSymmetric": False}}, "MatMulInteger")]
 
 
 def _numpy_products(model, x) -> dict:
@@ -71,6 +73,8 @@ def test_integer_product_on_the_accelerator_is_exact(op, kw, node, cfg):
     with runtime.use_target(c):
         env, records = runner.run(lays, x, 2)
     integer_rows = [r for r in records if r["kind"] in ("matmul_integer", "conv_integer")]
+    if kw.get("extra_options"):         # an asymmetric weight: a zero point the GEMM path takes
+        assert any(np.any(lay.node.attrs["consts"][3]) for lay in lays if lay.kind in ("matmul_integer", "conv_integer"))
     assert integer_rows and all(r["where"] == "vta" and r["counters"]["gemm_counter"] > 0 for r in integer_rows)
     for name, want in _numpy_products(q, x).items():
         assert env[name].dtype == np.int32 and np.array_equal(env[name], want), name
