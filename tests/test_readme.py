@@ -167,6 +167,12 @@ PYTHON = {
         Covered("tests/apps/zoo/test_zoo.py", 'main(["--target", "fsim", "--reduced", "--models", "dcgan", "bert"'),
     f"{PY} -m apps.resnet18 --compare 8":
         Run(["--width", "8", "--image", "32", "--calib", "2", "--compare", "1", "-o", "r.onnx"], ("slow",)),
+    f"{PY} -m apps.zoo --target fsim --formats qdq qoperator dynamic --markdown docs/onnx.md --marker formats":
+        Covered("tests/apps/zoo/test_zoo.py", '"--formats", "qdq", "qoperator",'),
+    f"{PY} -m apps.onnx FLOAT.onnx --calibrate data.npy --format qoperator":
+        Covered("tests/apps/onnx/test_calibrate.py", 'argv = [str(path), "--format", fmt]'),
+    f"{PY} -m apps.onnx FLOAT.onnx --format dynamic":
+        Covered("tests/apps/onnx/test_calibrate.py", '("dynamic", "dyn", "ConvInteger")'),
     f"{PY} -m apps.onnx MODEL.onnx":
         Covered("tests/apps/onnx/test_model.py", 'main([str(path), "--csv", str(tmp_path / "r.csv")'),
     f"{PY} -m apps.onnx MODEL.onnx --target rtl --csv build/m.csv --png build/m.png": RESNET_RTL,

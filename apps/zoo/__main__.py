@@ -33,7 +33,9 @@ def main(argv=None) -> int:
     parser.add_argument("--inputs", type=int, default=1, help="generated inputs per model (default 1)")
     parser.add_argument("--no-ort", action="store_true", help="skip the onnxruntime comparison")
     parser.add_argument("--reports", default="build/zoo", help="per-model CSV and PNG reports here")
-    parser.add_argument("--markdown", default=None, help="also write the table into this file's bench-zoo markers")
+    parser.add_argument("--markdown", default=None, help="also write the table into this file, between its markers")
+    parser.add_argument("--marker", default="bench-zoo",
+                        help="the markers' name: <!-- NAME --> ... <!-- /NAME --> (default bench-zoo)")
     args = parser.parse_args(argv)
     rows = []
     runs = [(name, fmt) for name in args.models for fmt in args.formats if fmt in MODELS[name].formats]
@@ -48,7 +50,7 @@ def main(argv=None) -> int:
           f"per-model reports in {args.reports}/")
     print(table)
     if args.markdown:
-        write_markdown(args.markdown, table, "bench-zoo")
+        write_markdown(args.markdown, table, args.marker)
     ok = all(r["exact"] for r in rows) and all(r["max_lsb"] <= 1 for r in rows)
     return 0 if ok else 1
 

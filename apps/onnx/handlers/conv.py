@@ -177,11 +177,11 @@ class Conv(Handler):
         the add's or the table's output."""
         p = lay.params
         o, c, kh, kw = p["weight"].shape
-        im2col = self._im2col_pays(lay)
-        keep = im2col and ops.spare_lanes(c * kh * kw) >= 2               # (the GEMM may take the bias)
+        by_columns = self._im2col_pays(lay)
+        keep = by_columns and ops.spare_lanes(c * kh * kw) >= 2           # (the GEMM may take the bias)
         epi, vecs, residual = fused if fused is not None else (*compact_epilogue(lay, keep_bias=keep), None)
         extra = {} if residual is None else {"residual": residual}
-        if im2col:
+        if by_columns:
             cols, (n, ho, wo) = im2col(self.pad_input(lay, xs[0]), kh, kw, p["strides"])
             y, counters = ops.dense(cols, p["weight"].reshape(o, -1), vecs, epilogue=epi,
                                     virtual_threads=vt, return_counters=True)

@@ -117,3 +117,17 @@ def test_command_line_table_and_markdown(tmp_path, capsys):
     assert "dcgan" in out and "bert" in out and "outputs vs ORT" in out
     assert "<!-- bench-zoo -->" in doc.read_text() and "| dcgan |" in doc.read_text().replace("  ", " ")
     assert (tmp_path / "r" / "dcgan_reduced_fsim.csv").exists() and (tmp_path / "r" / "bert_reduced_fsim.png").exists()
+
+
+def test_command_line_formats_into_a_marker(tmp_path, capsys):
+    """A model onnxruntime does not quantize in a format (the DCGAN in QOperator form) is left out of it."""
+    from apps.zoo.__main__ import main
+
+    doc = tmp_path / "onnx.md"
+    assert main(["--target", "fsim", "--reduced", "--models", "dcgan", "squeezenet", "--formats", "qdq", "qoperator",
+                 "--markdown", str(doc), "--marker", "formats", "--reports", str(tmp_path / "r")]) == 0
+    text = doc.read_text().replace("  ", " ")
+    assert "<!-- formats -->" in text and "<!-- /formats -->" in text
+    rows = [line for line in text.splitlines() if line.startswith("| dcgan") or line.startswith("| squeezenet")]
+    assert [r.split("|")[2].strip() for r in rows] == ["qdq", "qdq", "qoperator"]
+    assert (tmp_path / "r" / "squeezenet_reduced_qoperator_fsim.csv").exists()
