@@ -6,8 +6,8 @@
 ``resnet18``: the QDQ ResNet-18 of apps.resnet18 (built and quantized in code) on one generated image, with
 the per-layer report (also build/resnet18_<target>.csv and .png) and the onnxruntime comparison;
 ``digits-onnx``: the digits MLP and CNN through ONNX (apps.digits_onnx), test-split accuracies;
-``zoo``: the model zoo (apps.zoo: ResNet-50, MobileNetV2, YOLOv3-tiny, DCGAN, a BERT encoder, per-channel
-ResNet-18), one row per model, per-model reports in build/zoo/.
+``zoo``: the model zoo (apps.zoo: ResNet-50, MobileNetV2, YOLOv3-tiny, DCGAN, SqueezeNet, GoogLeNet, ShuffleNet V2,
+DenseNet-121, a BERT encoder, per-channel ResNet-18), one row per model, per-model reports in build/zoo/.
 """
 
 from __future__ import annotations
