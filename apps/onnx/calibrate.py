@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .ir import OnnxImportError
+from .proto import read_model
 
 __all__ = ["is_float_model", "input_shapes", "load_samples", "split_samples", "quantize_model", "quantize_file",
            "FORMATS"]
@@ -135,8 +136,6 @@ def quantize_file(path, data_path=None, per_channel: bool = False, fmt: str = "q
     calibrate on the samples in ``data_path``, 'dynamic' needs none); writes and returns ``<stem>.qdq.onnx``
     (``.qop.onnx``, ``.dyn.onnx``; ``-pc`` before ``.onnx`` with per-channel scales) beside it."""
     import onnx
-
-    from .graph import read_model
 
     if fmt not in FORMATS:
         raise OnnxImportError(f"format {fmt!r}; allowed: {', '.join(FORMATS)}")

@@ -20,47 +20,15 @@ from __future__ import annotations
 import numpy as np
 
 from . import handlers
+from .calibrate import input_shapes, is_float_model
 from .handlers.base import Unsupported
-from .handlers.island import make_island
+from .handlers.island import POINTWISE, make_island
 from .ir import OnnxImportError, QGraph, QNode
 from .numerics import QParams
+from .proto import attrs_of, read_model, to_array
 from .qoperator import is_qoperator, to_qdq
 
 __all__ = ["OnnxImportError", "QNode", "QGraph", "load", "Context", "read_model"]
-
-
-def _np(tensor):
-    from onnx import numpy_helper
-    return numpy_helper.to_array(tensor)
-
-
-def attrs_of(node) -> dict:
-    from onnx import helper
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-
-def where(node) -> str:
-    return f"node {node.name or '(unnamed)'!r} ({node.op_type})"
-
-
-def read_model(model):
-    """A path or ``onnx.ModelProto`` -> a checked ``onnx.ModelProto`` (OnnxImportError otherwise)."""
-    import onnx
-
-    if not isinstance(model, onnx.ModelProto):
-        try:
-            model = onnx.load(str(model))
-        except Exception as e:  # noqa: BLE001 - protobuf raises several types for a damaged file
-            raise OnnxImportError(f"{model}: not a readable ONNX model ({type(e).__name__}: {e})") from None
-    try:
-        onnx.checker.check_model(model)
-    except onnx.checker.ValidationError as e:
-        raise OnnxImportError(f"the model is malformed: {str(e).splitlines()[0]}") from None
-    for imp in model.opset_import:
-        if imp.domain in ("", "ai.onnx") and imp.version < 13:
-            raise OnnxImportError(f"opset {imp.version}; the import needs opset >= 13 (onnx.version_converter "
-                                  f"converts older models)")
-    return model
 
 
 class Context:
@@ -71,10 +39,10 @@ class Context:
 
         g = model.graph
         self.model = model
-        self.inits = {t.name: _np(t) for t in g.initializer}
+        self.inits = {t.name: to_array(t) for t in g.initializer}
         for n in g.node:
             if n.op_type == "Constant" and n.output and "value" in attrs_of(n):
-                self.inits[n.output[0]] = _np(attrs_of(n)["value"])
+                self.inits[n.output[0]] = to_array(attrs_of(n)["value"])
         self.graph_inputs = {i.name: tuple(d.dim_value if d.HasField("dim_value") else 1
                                            for d in i.type.tensor_type.shape.dim)
                              for i in g.input if i.name not in self.inits}
@@ -203,8 +171,6 @@ def _split_pointwise(run: list, dequantized: dict) -> list[list]:
     (:func:`apps.onnx.runner.table_tails`), the other parts together, as one onnxruntime session. Nodes are
     connected through the tensors they pass, also through a QuantizeLinear / DequantizeLinear pair
     (``dequantized``: a DequantizeLinear's output -> its input)."""
-    from .handlers.island import POINTWISE
-
     part_of = list(range(len(run)))
 
     def root(i):
@@ -229,8 +195,6 @@ def _split_pointwise(run: list, dequantized: dict) -> list[list]:
 
 def load(model) -> QGraph:
     """Import an ONNX model (a path or an ``onnx.ModelProto``) into a :class:`QGraph`."""
-    from .calibrate import input_shapes, is_float_model
-
     model = read_model(model)
     if is_float_model(model):
         shapes = ", ".join(f"{k} {list(v)}" for k, v in input_shapes(model).items())

@@ -5,7 +5,8 @@ handler (:mod:`apps.onnx.handlers`) needs: weights, the per-channel int32 vector
 correction + rounding, per-channel multipliers), the ALU steps of the requantization
 (:mod:`apps.onnx.numerics`), MACs. Quantized tensors are held in one canonical form: int8 with a zero
 point; a uint8 tensor ``q`` is held as ``q - 128`` with zero point ``zp - 128`` (the same real values),
-so VTA's signed int8 datapath serves both types. Float tensors (graph inputs and outputs, what CPU
+so VTA's signed int8 datapath serves both types (:func:`apps.onnx.numerics.canonical`; re-exported here
+with the conversions to and from the ONNX type). Float tensors (graph inputs and outputs, what CPU
 islands pass between them) are held as they are.
 
 ``Layer.reference(*inputs)`` is the numpy definition of the layer (an island's is onnxruntime's
@@ -22,23 +23,9 @@ from sw import ops
 from sw.ops.epilogue import AluStep
 
 from .ir import QGraph, QNode
-from .numerics import QParams, rescale_reference, rescale_steps
+from .numerics import QParams, canonical, from_onnx_dtype, rescale_reference, rescale_steps, to_onnx_dtype
 
 __all__ = ["Layer", "prepare", "canonical", "to_onnx_dtype", "from_onnx_dtype", "reference", "bind"]
-
-
-def canonical(qp: QParams) -> QParams:
-    """The int8 form of a tensor's quantization (uint8 -> int8 with the zero point moved by -128)."""
-    return qp if qp.dtype == "int8" else QParams(qp.scale, qp.zero_point - 128, "int8")
-
-
-def to_onnx_dtype(q: np.ndarray, qp: QParams) -> np.ndarray:
-    """Canonical int8 values back to the tensor's ONNX type (uint8 adds 128)."""
-    return q if qp.dtype == "int8" else (q.astype(np.int16) + 128).astype(np.uint8)
-
-
-def from_onnx_dtype(q: np.ndarray, qp: QParams) -> np.ndarray:
-    return q.astype(np.int8) if qp.dtype == "int8" else (q.astype(np.int16) - 128).astype(np.int8)
 
 
 @dataclass

@@ -38,7 +38,8 @@ import numpy as np
 from sw.isa import AluOp
 from sw.ops.epilogue import IMM_MAX, IMM_MIN, AluStep, Epilogue, alu_apply, steps_multiplier
 
-__all__ = ["QParams", "NumericsError", "requant_steps", "requant_steps_per_channel", "value_range", "rescale_steps",
+__all__ = ["QParams", "canonical", "to_onnx_dtype", "from_onnx_dtype",
+           "NumericsError", "requant_steps", "requant_steps_per_channel", "value_range", "rescale_steps",
            "rescale_reference", "steps_error", "table_steps",
            "qrange", "quantize_float", "dequantize"]
 
@@ -69,6 +70,20 @@ class QParams:
     @property
     def np_dtype(self):
         return np.int8 if self.dtype == "int8" else np.uint8
+
+
+def canonical(qp: QParams) -> QParams:
+    """The int8 form of a tensor's quantization (uint8 -> int8 with the zero point moved by -128)."""
+    return qp if qp.dtype == "int8" else QParams(qp.scale, qp.zero_point - 128, "int8")
+
+
+def to_onnx_dtype(q: np.ndarray, qp: QParams) -> np.ndarray:
+    """Canonical int8 values back to the tensor's ONNX type (uint8 adds 128)."""
+    return q if qp.dtype == "int8" else (q.astype(np.int16) + 128).astype(np.uint8)
+
+
+def from_onnx_dtype(q: np.ndarray, qp: QParams) -> np.ndarray:
+    return q.astype(np.int8) if qp.dtype == "int8" else (q.astype(np.int16) - 128).astype(np.int8)
 
 
 def qrange(dtype: str) -> tuple[int, int]:

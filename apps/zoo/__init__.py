@@ -33,7 +33,7 @@ import numpy as np
 
 from ..onnx.calibrate import FORMATS
 
-__all__ = ["MODELS", "Entry", "quantized", "inputs", "evaluate", "main"]
+__all__ = ["MODELS", "Entry", "quantized", "inputs", "evaluate"]
 
 
 @dataclass(frozen=True)
@@ -186,10 +186,3 @@ def evaluate(name: str, target: str = "fsim", config=None, reduced: bool = False
         write_png(rr, stem + ".png", f"{name} on {target}")
         row["report"] = stem + ".csv"
     return row
-
-
-def main(argv=None) -> int:
-    """``python -m apps.zoo`` (:mod:`apps.zoo.__main__`)."""
-    from .__main__ import main as _main
-
-    return _main(argv)

@@ -44,32 +44,9 @@ from __future__ import annotations
 from importlib import import_module
 
 from .base import Handler, Unsupported
+from .registry import HANDLERS, for_kind, for_op, register
 
 __all__ = ["Handler", "Unsupported", "register", "for_op", "for_kind", "HANDLERS"]
-
-HANDLERS: dict[str, Handler] = {}        # kind -> handler
-_BY_OP: dict[str, list[Handler]] = {}    # ONNX op type -> its handlers, tried in registration order
-
-
-def register(cls: type[Handler]) -> type[Handler]:
-    """Class decorator: put one instance of a handler in the registry (by kind and by op type)."""
-    h = cls()
-    if h.kind in HANDLERS:
-        raise ValueError(f"two handlers of kind {h.kind!r}")
-    HANDLERS[h.kind] = h
-    for op in h.op_types:
-        _BY_OP.setdefault(op, []).append(h)
-    return cls
-
-
-def for_op(op_type: str) -> list[Handler]:
-    """The handlers that may take a node of ``op_type``, in order (none: the node goes to a CPU island)."""
-    return _BY_OP.get(op_type, [])
-
-
-def for_kind(kind: str) -> Handler:
-    return HANDLERS[kind]
-
 
 for _m in ("quantize", "dequantize", "conv", "batchnorm", "deconv", "dense", "matmul", "add", "relu", "maxpool", "avgpool",
            "layout", "requantize", "integer", "island"):

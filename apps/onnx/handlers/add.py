@@ -8,10 +8,9 @@ from sw import ops
 from sw.isa import AluOp
 
 from ..ir import QNode
-from ..layers import canonical, from_onnx_dtype
-from ..numerics import QParams, rescale_reference, rescale_steps
-from . import register
+from ..numerics import QParams, canonical, from_onnx_dtype, rescale_reference, rescale_steps
 from .base import Handler, Unsupported
+from .registry import register
 
 
 @register

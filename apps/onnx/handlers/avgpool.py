@@ -18,8 +18,8 @@ from sw import ops
 
 from ..ir import QNode
 from ..numerics import NumericsError, requant_steps
-from . import register
 from .base import Handler, Unsupported, pool_window
+from .registry import register
 
 
 def _check_ties(ctx, node, k) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..proto import attrs_of
+
 __all__ = ["Handler", "Unsupported", "pool_window", "ceil_pads"]
 
 
@@ -48,8 +50,6 @@ class Handler:
 def pool_window(node, ceil_ok: bool = False) -> tuple[dict, dict]:
     """(kernel, strides, pads [top, left, bottom, right], ceil) of a 2-D MaxPool or AveragePool without dilation
     in floor mode (or ceil mode, with ``ceil_ok``), and all its attributes; :class:`Unsupported` otherwise."""
-    from ..graph import attrs_of
-
     a = attrs_of(node)
     k = list(a["kernel_shape"])
     if len(k) != 2:

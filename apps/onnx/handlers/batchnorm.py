@@ -24,9 +24,10 @@ from sw.isa import AluOp
 
 from ..ir import QNode
 from ..numerics import qrange
-from . import register
+from ..proto import attrs_of
 from .base import Unsupported
 from .conv import Conv
+from .registry import register
 
 
 @register
@@ -35,8 +36,6 @@ class BatchNorm(Conv):
     op_types = ("BatchNormalization",)
 
     def match(self, node, ctx):
-        from ..graph import attrs_of
-
         a = attrs_of(node)
         if a.get("training_mode", 0) or len([o for o in node.output if o]) > 1:
             raise Unsupported("training mode (taken: inference, one output)")

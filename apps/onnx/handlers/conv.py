@@ -20,9 +20,9 @@ from sw.runtime import current_config
 
 from ..ir import QNode
 from ..numerics import table_steps
-from . import for_kind, register
 from .base import Handler, Unsupported
 from .gemm import acc_range, compact_epilogue, describe_split, match_conv, prepare_gemm, run_epilogue
+from .registry import for_kind, register
 
 
 @register

@@ -19,9 +19,9 @@ import numpy as np
 from sw import ops
 
 from ..ir import QNode
-from . import register
 from .base import Handler, Unsupported
 from .gemm import accelerator_epilogue, describe_split, match_conv, prepare_gemm, run_epilogue
+from .registry import register
 
 
 def _phases(k: int, s: int, pad: int, out: int):

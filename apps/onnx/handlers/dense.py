@@ -10,9 +10,10 @@ import numpy as np
 from sw import ops
 
 from ..ir import QNode
-from . import register
+from ..proto import attrs_of
 from .base import Handler, Unsupported
 from .gemm import compact_epilogue, describe_split, prepare_gemm, run_epilogue
+from .registry import register
 
 
 @register
@@ -22,8 +23,6 @@ class Dense(Handler):
     accelerated = True
 
     def match(self, node, ctx):
-        from ..graph import attrs_of
-
         ctx.only_output(node)
         a = attrs_of(node)
         x = ctx.act_input(node, 0)

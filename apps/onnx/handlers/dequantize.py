@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..ir import QNode
 from ..numerics import dequantize
-from . import register
 from .base import Handler, Unsupported
+from .registry import register
 
 
 @register

@@ -20,6 +20,7 @@ from sw import ops
 from sw.isa import AluOp
 
 from ..numerics import NumericsError, qrange, requant_steps, requant_steps_per_channel, value_range
+from ..proto import attrs_of
 from .base import Unsupported
 
 __all__ = ["match_conv", "prepare_gemm", "set_requant", "accelerator_epilogue", "compact_epilogue", "acc_range",
@@ -36,8 +37,6 @@ def vectors(v0, extra, channels):
 def match_conv(node, ctx, channel_axis: int, what: str):
     """(attributes, input, int8 weight, scales) of a Conv or ConvTranspose in QDQ form with one output,
     a 2-D kernel and dilation 1 (:class:`Unsupported` naming ``what`` otherwise)."""
-    from ..graph import attrs_of
-
     ctx.only_output(node)
     a = attrs_of(node)
     x = ctx.act_input(node, 0)

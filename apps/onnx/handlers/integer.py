@@ -23,10 +23,11 @@ from sw.isa import AluOp
 from sw.runtime import current_config
 
 from ..ir import QNode
-from . import register
+from ..proto import attrs_of
 from .base import Handler, Unsupported
 from .conv import im2col
 from .matmul import zero_point_gemm
+from .registry import register
 
 __all__ = ["IntegerMatMul", "IntegerConv"]
 
@@ -141,8 +142,6 @@ class IntegerConv(_Integer):
     names = ("x", "w", "x_zero_point", "w_zero_point")
 
     def match(self, node, ctx):
-        from ..graph import attrs_of
-
         a = attrs_of(node)
         if node.input[1] not in ctx.inits or ctx.inits[node.input[1]].ndim != 4:
             raise Unsupported("a weight that is not a constant of rank 4 (taken: a 2-D convolution's)")

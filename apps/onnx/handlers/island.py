@@ -17,9 +17,9 @@ import numpy as np
 from onnx import numpy_helper
 
 from ..ir import OnnxImportError, QNode
-from ..layers import from_onnx_dtype, to_onnx_dtype
-from . import register
+from ..numerics import from_onnx_dtype, to_onnx_dtype
 from .base import Handler
+from .registry import register
 
 __all__ = ["Island", "make_island", "node_macs", "IslandHandler"]
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import QNode
-from ..layers import from_onnx_dtype
-from ..numerics import QParams, quantize_float, rescale_reference, rescale_steps
-from . import register
+from ..numerics import QParams, from_onnx_dtype, quantize_float, rescale_reference, rescale_steps
+from ..proto import attrs_of
 from .base import Handler, Unsupported
+from .registry import register
 
 __all__ = ["LayoutHandler", "outputs_q"]
 
@@ -32,8 +32,6 @@ RESCALED = "int8 codes moved on the host, then rescaled to the output's quantiza
 def _const(node, ctx, idx: int, what: str, attr: str | None = None):
     """The constant input ``idx`` of ``node`` (an initializer or a Constant's value), else attribute ``attr``,
     else None when neither is given; :class:`Unsupported` when the input is a computed tensor."""
-    from ..graph import attrs_of
-
     name = node.input[idx] if len(node.input) > idx else ""
     if name:
         if name not in ctx.inits:
@@ -117,8 +115,6 @@ class Reshape(LayoutHandler):
     op_types = ("Reshape",)
 
     def attrs(self, node, ctx):
-        from ..graph import attrs_of
-
         shape = _ints(_const(node, ctx, 1, "shape", "shape"))
         if shape is None:
             raise Unsupported("no shape")
@@ -135,8 +131,6 @@ class Flatten(LayoutHandler):
     op_types = ("Flatten",)
 
     def attrs(self, node, ctx):
-        from ..graph import attrs_of
-
         return dict(axis=int(attrs_of(node).get("axis", 1)))
 
     def move(self, p, x):
@@ -150,8 +144,6 @@ class Transpose(LayoutHandler):
     op_types = ("Transpose",)
 
     def attrs(self, node, ctx):
-        from ..graph import attrs_of
-
         return dict(perm=_ints(attrs_of(node).get("perm")))        # None: the axes reversed
 
     def move(self, p, x):
@@ -235,8 +227,6 @@ class Gather(LayoutHandler):
     op_types = ("Gather",)
 
     def attrs(self, node, ctx):
-        from ..graph import attrs_of
-
         idx = _const(node, ctx, 1, "indices")
         if idx is None or idx.dtype.kind not in "iu":
             raise Unsupported("the indices are not integers")
@@ -247,8 +237,6 @@ class Gather(LayoutHandler):
 
 
 def _block(node) -> tuple[int, str]:
-    from ..graph import attrs_of
-
     a = attrs_of(node)
     mode = a.get("mode", b"DCR")
     return int(a["blocksize"]), mode.decode() if isinstance(mode, bytes) else str(mode)
@@ -299,7 +287,6 @@ class Pad(LayoutHandler):
     MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
 
     def attrs(self, node, ctx):
-        from ..graph import attrs_of
         from ..numerics import dequantize
 
         a = attrs_of(node)
@@ -364,8 +351,6 @@ class Split(LayoutHandler):
     op_types = ("Split",)
 
     def match(self, node, ctx):
-        from ..graph import attrs_of
-
         x = ctx.act_input(node, 0)
         a = attrs_of(node)
         sizes = _ints(_const(node, ctx, 1, "split", "split"))
@@ -398,8 +383,6 @@ class Concat(Handler):
     op_types = ("Concat",)
 
     def match(self, node, ctx):
-        from ..graph import attrs_of
-
         ctx.only_output(node)
         xs = [ctx.act_input(node, i) for i in range(len(node.input))]
         return QNode(self.kind, node.name or node.output[0], xs, [ctx.output_q(node)],

@@ -20,9 +20,9 @@ import numpy as np
 from sw import ops
 
 from ..ir import QNode
-from . import register
 from .base import Handler, Unsupported
 from .gemm import accelerator_epilogue, describe_split, run_epilogue, set_requant, vectors
+from .registry import register
 
 
 def zero_point_gemm(a, b, za: int, zb: int, epi: ops.Epilogue, extra, vt: int):

@@ -7,8 +7,8 @@ import numpy as np
 from sw import ops
 
 from ..ir import QNode
-from . import register
 from .base import Handler, Unsupported, ceil_pads, pool_window
+from .registry import register
 
 
 @register

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from ..ir import QNode
-from ..layers import from_onnx_dtype
-from ..numerics import quantize_float
-from . import register
+from ..numerics import from_onnx_dtype, quantize_float
 from .base import Handler, Unsupported
+from .registry import register
 
 
 @register

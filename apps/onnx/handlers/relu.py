@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import QNode
-from . import register
 from .base import Handler
+from .registry import register
 
 
 @register

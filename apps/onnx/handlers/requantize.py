@@ -4,8 +4,8 @@ Made by the importer (``Context.output_q``) when an operator's output is quantiz
 
 from __future__ import annotations
 
-from . import register
 from .base import Handler
+from .registry import register
 
 
 @register
