@@ -199,8 +199,8 @@ def load(model) -> QGraph:
     if is_float_model(model):
         shapes = ", ".join(f"{k} {list(v)}" for k, v in input_shapes(model).items())
         raise OnnxImportError(f"a float model (nothing quantized: no QDQ, QOperator or dynamic quantization): "
-                              f"quantize it first with "
-                              f"--calibrate DATA.npy (N samples of the input: {shapes}) [--per-channel], or "
+                              f"quantize it first with --calibrate DATA.npy (N samples of the input: {shapes}) "
+                              f"[--per-channel] [--format qoperator], or with --format dynamic (no data), or "
                               f"apps.onnx.calibrate.quantize_file(path, data)")
     if is_qoperator(model):
         model = to_qdq(model)

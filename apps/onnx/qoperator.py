@@ -62,11 +62,18 @@ class _Rewrite:
         self.new_inits: list = []
         self.nodes: list = []
         self.quant: dict[str, tuple[str, str]] = {}         # int8 tensor -> (scale, zero point) tensor names
-        self.count = 0
+        g = model.graph
+        self.taken = ({n.name for n in g.node} | {t for n in g.node for t in list(n.input) + list(n.output)}
+                      | set(self.inits) | {i.name for i in g.input})
 
     def _fresh(self, stem: str) -> str:
-        self.count += 1
-        return f"{stem}__qdq{self.count}"
+        """A node or tensor name not yet in the model: ``stem``, else ``stem_2``, ``stem_3``, ..."""
+        name, k = stem, 1
+        while name in self.taken:
+            k += 1
+            name = f"{stem}_{k}"
+        self.taken.add(name)
+        return name
 
     def const(self, stem: str, value) -> str:
         from onnx import numpy_helper
@@ -78,7 +85,7 @@ class _Rewrite:
     def dq(self, x: str, scale: str, zp: str, axis: int | None = None) -> str:
         from onnx import helper
 
-        out = self._fresh(f"{x}_dequantized")
+        out = self._fresh(f"{x}_DequantizeLinear")
         kw = {} if axis is None else {"axis": axis}
         self.nodes.append(helper.make_node("DequantizeLinear", [x, scale, zp] if zp else [x, scale], [out],
                                            name=out, **kw))
@@ -88,7 +95,7 @@ class _Rewrite:
         from onnx import helper
 
         self.nodes.append(helper.make_node("QuantizeLinear", [x, scale, zp] if zp else [x, scale], [out],
-                                           name=self._fresh(out)))
+                                           name=self._fresh(f"{out}_QuantizeLinear")))
         self.quant[out] = (scale, zp)
 
     def _constant(self, name: str) -> bool:
