@@ -138,33 +138,59 @@ def _shift_zp_steps(S: int, zp: int, lo: int, hi: int) -> list[AluStep]:
     return _shift_steps(S) + ([(ADD, zp)] if zp else [])
 
 
+_K = np.arange(24, dtype=np.int64)[:, None]                 # pre-shifts k (rows)
+_M2 = np.arange(1, 257, dtype=np.int64)[None, :]              # second multipliers m2 (columns)
+
+
+def _floor_log2(x: np.ndarray) -> np.ndarray:
+    """``math.floor(math.log2(x))`` of each element, as Python computes it (numpy's log2 may differ in the last
+    place: where its result is near an integer, Python's is used)."""
+    f = np.log2(x)
+    out = np.floor(f).astype(np.int64)
+    near = np.abs(f - np.rint(f)) < 1e-9
+    out[near] = [math.floor(math.log2(v)) for v in x[near].tolist()]
+    return out
+
+
 def _search(M: float, T: int, qmin: int, qmax: int):
-    """(error, k, S, m1, m2) of the most precise two-multiply form for values |t| <= T, or None."""
+    """(error, k, S, m1, m2) of the most precise two-multiply form for values |t| <= T, or None: for each
+    pre-shift k < 24 and second multiplier m2 in [1, 256], the largest S <= 30 whose first multiplier
+    ``m1 = round(M 2^(k+S) / m2)`` fits ``m1max`` and keeps the products in 31 bits; the first (k, m2) of the
+    least error wins (one 1e-15 below the best so far replaces it)."""
+    r1 = np.where(_K > 0, np.left_shift(1, np.maximum(_K - 1, 0)), 0)
+    m1max = np.minimum(IMM_MAX, (_I32 - 1 - r1) // max(T, 1))                 # (24, 1)
+    m2f = _M2.astype(np.float64)
+    with np.errstate(divide="ignore"):
+        S = _floor_log2(np.maximum(m1max, 1) * m2f / (M * np.exp2(_K.astype(np.float64))))
+    ok = (m1max >= 1) & (S >= 0)
+    S = np.minimum(S, 40)
+
+    def first_multiplier(S):
+        return np.rint(M * np.exp2((_K + S).astype(np.float64)) / m2f)
+
+    m1 = first_multiplier(S)
+    while True:                         # the largest S with m1 <= m1max
+        over = ok & (m1 > m1max) & (S > 0)
+        if not over.any():
+            break
+        S = np.where(over, S - 1, S)
+        m1 = np.where(over, first_multiplier(S), m1)
+    ok &= (m1 >= 1) & (S <= 30)
+    m1i = m1.astype(np.int64)
+    p2 = (T * m1i + r1) // np.left_shift(1, _K) + 1
+    ok &= p2 * _M2 + np.where(S > 0, np.left_shift(1, np.maximum(S - 1, 0)), 0) < _I32
+    err = np.where(_K > 0, 0.5 * m2f / np.exp2(S.astype(np.float64)), 0.0) + \
+        (qmax - qmin + 2) * np.abs(m1 * m2f / np.exp2((_K + S).astype(np.float64)) - M) / M
+    idx = np.flatnonzero(ok)            # row-major: k, then m2, the order of the search
+    if not idx.size:
+        return None
+    e = err.ravel()[idx]
+    low = e <= np.minimum.accumulate(e)         # in order, only a running minimum can be 1e-15 below the best
     best = None
-    for k in range(0, 24):
-        r1 = (1 << (k - 1)) if k else 0
-        m1max = min(IMM_MAX, (_I32 - 1 - r1) // max(T, 1))
-        if m1max < 1:
-            continue
-        for m2 in range(1, 257):
-            # the largest S with m1 = round(M 2^(k+S) / m2) <= m1max
-            S = math.floor(math.log2(m1max * m2 / (M * 2.0 ** k)))
-            if S < 0:
-                continue
-            S = min(S, 40)
-            m1 = round(M * 2.0 ** (k + S) / m2)
-            while m1 > m1max and S > 0:
-                S -= 1
-                m1 = round(M * 2.0 ** (k + S) / m2)
-            if m1 < 1 or S > 30:
-                continue
-            p2 = (T * m1 + r1) // (1 << k) + 1
-            if p2 * m2 + ((1 << (S - 1)) if S else 0) >= _I32:
-                continue
-            err = (0.5 * m2 / 2.0 ** S if k else 0.0) + \
-                (qmax - qmin + 2) * abs(m1 * m2 / 2.0 ** (k + S) - M) / M
-            if best is None or err < best[0] - 1e-15:
-                best = (err, k, S, m1, m2)
+    for i, ei in zip(idx[low].tolist(), e[low].tolist()):
+        if best is None or ei < best[0] - 1e-15:
+            k, j = divmod(i, 256)
+            best = (ei, k, int(S[k, j]), int(m1i[k, j]), j + 1)
     return best
 
 
