@@ -8,6 +8,7 @@ import pytest
 from apps.onnx.numerics import (
     NumericsError,
     QParams,
+    _search,
     requant_steps,
     rescale_reference,
     rescale_steps,
@@ -132,3 +133,38 @@ def test_table_steps_are_exact_wherever_they_are_found():
     # a narrower interval (the values the conv can give) is easier: only it must match
     table = _leaky_table(0.05, 3, 0.043, -7, 0.1)
     assert table_steps(table, -20, 40, 3) is not None
+
+
+def _search_one_at_a_time(M, T, qmin, qmax):
+    """The requantization search written candidate by candidate: the definition numerics._search computes at once."""
+    best = None
+    for k in range(0, 24):
+        r1 = (1 << (k - 1)) if k else 0
+        m1max = min(32767, ((1 << 31) - 1 - r1) // max(T, 1))
+        if m1max < 1:
+            continue
+        for m2 in range(1, 257):
+            S = math.floor(math.log2(m1max * m2 / (M * 2.0 ** k)))
+            if S < 0:
+                continue
+            S = min(S, 40)
+            m1 = round(M * 2.0 ** (k + S) / m2)
+            while m1 > m1max and S > 0:
+                S -= 1
+                m1 = round(M * 2.0 ** (k + S) / m2)
+            if m1 < 1 or S > 30:
+                continue
+            if ((T * m1 + r1) // (1 << k) + 1) * m2 + ((1 << (S - 1)) if S else 0) >= 1 << 31:
+                continue
+            err = (0.5 * m2 / 2.0 ** S if k else 0.0) + (qmax - qmin + 2) * abs(m1 * m2 / 2.0 ** (k + S) - M) / M
+            if best is None or err < best[0] - 1e-15:
+                best = (err, k, S, m1, m2)
+    return best
+
+
+def test_the_search_chooses_as_one_candidate_at_a_time():
+    rng = np.random.default_rng(11)
+    cases = [(float(10 ** rng.uniform(-7, 1.5)), int(rng.choice([1, 255, 1 << 16, 1 << 24, 1 << 30])), q)
+             for q in ((-128, 127), (0, 255)) for _ in range(60)] + [(2.0 ** -e, 1 << 20, (-128, 127)) for e in range(12)]
+    for M, T, (lo, hi) in cases:
+        assert _search(M, T, lo, hi) == _search_one_at_a_time(M, T, lo, hi), (M, T)
