@@ -144,10 +144,12 @@ class Context:
             raise Unsupported(f"bias of type {b.dtype}; the accelerator takes an int32 bias with zero point 0")
         return b.astype(np.int64), s
 
-    def output_q(self, node) -> str:
-        """The quantized tensor of ``node``'s output: every consumer of its float output must be a
+    def output_q(self, node, index: int = 0) -> str:
+        """The quantized tensor of ``node``'s output ``index``: every consumer of that float output must be a
         per-tensor QuantizeLinear (the first is the output; others become ``requantize`` nodes)."""
-        out = node.output[0]
+        out = node.output[index]
+        if not out:
+            raise Unsupported(f"output {index} left unnamed")
         users = self.consumers.get(out, [])
         if out in self.graph_outputs:
             raise Unsupported(f"output {out!r} is a float graph output")

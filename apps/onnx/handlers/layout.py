@@ -23,7 +23,7 @@ from ..proto import attrs_of
 from .base import Handler, Unsupported
 from .registry import register
 
-__all__ = ["LayoutHandler", "outputs_q"]
+__all__ = ["LayoutHandler"]
 
 MOVED = "int8 codes moved on the host (no dequantize/quantize)"
 RESCALED = "int8 codes moved on the host, then rescaled to the output's quantization (integer steps)"
@@ -45,29 +45,6 @@ def _const(node, ctx, idx: int, what: str, attr: str | None = None):
 
 def _ints(value) -> list[int] | None:
     return None if value is None else [int(v) for v in np.asarray(value).reshape(-1)]
-
-
-def outputs_q(node, ctx) -> list[str]:
-    """:meth:`~apps.onnx.graph.Context.output_q` for every output of a node with several (Split): each float
-    output must be quantized per tensor by QuantizeLinear only; the first QuantizeLinear of each is its
-    quantized tensor, a second one a ``requantize`` node. Their QuantizeLinear nodes are claimed (folded)."""
-    firsts = []
-    for out in node.output:
-        users = ctx.consumers.get(out, [])
-        if not out:
-            raise Unsupported("an output left unnamed")
-        if out in ctx.graph_outputs:
-            raise Unsupported(f"output {out!r} is a float graph output")
-        if not users or any(u.op_type != "QuantizeLinear" or u.output[0] not in ctx.qparams for u in users):
-            raise Unsupported(f"output {out!r} is not (only) quantized per tensor by QuantizeLinear")
-        firsts.append(users[0].output[0])
-    for out, first in zip(node.output, firsts):
-        users = ctx.consumers[out]
-        for u in users:
-            ctx._pending.append(("claim", u))
-        for u in users[1:]:
-            ctx._pending.append(("extra", QNode("requantize", u.name or u.output[0], [first], [u.output[0]])))
-    return firsts
 
 
 def _rescaler(inp: QParams, out: QParams):
@@ -356,7 +333,7 @@ class Split(LayoutHandler):
         sizes = _ints(_const(node, ctx, 1, "split", "split"))
         if sizes is not None and len(sizes) != len(node.output):
             raise Unsupported(f"split sizes {sizes} for {len(node.output)} outputs")
-        outs = outputs_q(node, ctx)
+        outs = [ctx.output_q(node, i) for i in range(len(node.output))]
         base = node.name or node.output[0]
         parts = [QNode(self.kind, f"{base}[{i}]", [x], [o], dict(axis=int(a.get("axis", 0)), sizes=sizes,
                                                                  parts=len(outs), part=i))
