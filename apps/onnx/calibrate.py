@@ -19,10 +19,10 @@ from .ir import OnnxImportError
 from .proto import read_model
 
 __all__ = ["is_float_model", "input_shapes", "load_samples", "split_samples", "quantize_model", "quantize_file",
-           "FORMATS"]
+           "FORMATS", "DYNAMIC_OPS"]
 
 
-QUANTIZED_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger"}
+DYNAMIC_OPS = ("DynamicQuantizeLinear", "MatMulInteger", "ConvInteger")        # what quantize_dynamic writes
 
 
 def is_float_model(model) -> bool:
@@ -30,7 +30,8 @@ def is_float_model(model) -> bool:
     quantization (DynamicQuantizeLinear, MatMulInteger, ConvInteger)."""
     from .qoperator import QOPERATOR
 
-    return not any(n.op_type in QUANTIZED_OPS or n.op_type in QOPERATOR for n in model.graph.node)
+    quantized = {"QuantizeLinear", "DequantizeLinear", *DYNAMIC_OPS, *QOPERATOR}
+    return not any(n.op_type in quantized for n in model.graph.node)
 
 
 def input_shapes(model) -> dict[str, tuple]:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .calibrate import DYNAMIC_OPS
 from .ir import QGraph
 from .layers import Layer, from_onnx_dtype
 from .qoperator import quantized_tensors
 
-__all__ = ["session", "run_all", "layer_agreement", "Agreement", "INTEGER_OPS"]
-
-INTEGER_OPS = ("DynamicQuantizeLinear", "MatMulInteger", "ConvInteger")
+__all__ = ["session", "run_all", "layer_agreement", "Agreement"]
 
 
 def session(model, all_tensors: bool = True):
@@ -31,7 +30,7 @@ def session(model, all_tensors: bool = True):
         model.SerializeToString())
     if all_tensors:
         have = {o.name for o in m.graph.output}
-        integer = [o for n in m.graph.node if n.op_type in INTEGER_OPS for o in n.output if o]
+        integer = [o for n in m.graph.node if n.op_type in DYNAMIC_OPS for o in n.output if o]
         for name in quantized_tensors(m) + integer:
             if name not in have:
                 m.graph.output.append(onnx.ValueInfoProto(name=name))

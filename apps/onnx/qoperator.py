@@ -22,20 +22,28 @@ import numpy as np
 __all__ = ["to_qdq", "is_qoperator", "QOPERATOR", "ON_CODES", "quantized_tensors"]
 
 # op type -> (the float operator, its inputs as (data, scale, zero point) index triples, the output's
-# (scale, zero point) indices or None for a float output)
+# (scale, zero point) indices, the int32 bias's index or None)
 QOPERATOR = {
-    "QLinearConv": ("Conv", [(0, 1, 2), (3, 4, 5)], (6, 7)),
-    "QLinearMatMul": ("MatMul", [(0, 1, 2), (3, 4, 5)], (6, 7)),
-    "QGemm": ("Gemm", [(0, 1, 2), (3, 4, 5)], (7, 8)),
-    "QLinearAdd": ("Add", [(0, 1, 2), (3, 4, 5)], (6, 7)),
-    "QLinearMul": ("Mul", [(0, 1, 2), (3, 4, 5)], (6, 7)),
-    "QLinearGlobalAveragePool": ("GlobalAveragePool", [(0, 1, 2)], (3, 4)),
-    "QLinearAveragePool": ("AveragePool", [(0, 1, 2)], (3, 4)),
-    "QLinearLeakyRelu": ("LeakyRelu", [(0, 1, 2)], (3, 4)),
-    "QLinearSigmoid": ("Sigmoid", [(0, 1, 2)], (3, 4)),
-    "QLinearSoftmax": ("Softmax", [(0, 1, 2)], (3, 4)),
-    "QLinearConcat": ("Concat", None, (0, 1)),          # Y_scale, Y_zero_point, then (X, scale, zp) per input
+    "QLinearConv": ("Conv", [(0, 1, 2), (3, 4, 5)], (6, 7), 8),
+    "QLinearMatMul": ("MatMul", [(0, 1, 2), (3, 4, 5)], (6, 7), None),
+    "QGemm": ("Gemm", [(0, 1, 2), (3, 4, 5)], (7, 8), 6),            # no y_scale: a float output
+    "QLinearAdd": ("Add", [(0, 1, 2), (3, 4, 5)], (6, 7), None),
+    "QLinearMul": ("Mul", [(0, 1, 2), (3, 4, 5)], (6, 7), None),
+    "QLinearGlobalAveragePool": ("GlobalAveragePool", [(0, 1, 2)], (3, 4), None),
+    "QLinearAveragePool": ("AveragePool", [(0, 1, 2)], (3, 4), None),
+    "QLinearLeakyRelu": ("LeakyRelu", [(0, 1, 2)], (3, 4), None),
+    "QLinearSigmoid": ("Sigmoid", [(0, 1, 2)], (3, 4), None),
+    "QLinearSoftmax": ("Softmax", [(0, 1, 2)], (3, 4), None),
+    "QLinearConcat": ("Concat", None, (0, 1), None),     # Y_scale, Y_zero_point, then (X, scale, zp) per input
 }
+
+
+def _channel_axis(op_type: str, attrs: dict, weight) -> int:
+    """The output-channel axis of a weight quantized per channel: a conv's 0, a Gemm's B 0 (transB) or 1, a
+    MatMul's B its last."""
+    if op_type == "QLinearConv" or attrs.get("transB", 0):
+        return 0
+    return weight.ndim - 1 if weight is not None else 1
 
 # operators that onnxruntime runs on int8 / uint8 codes as they are: the output has the input's quantization
 ON_CODES = {"MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Split", "Gather",
@@ -105,7 +113,7 @@ class _Rewrite:
         """Write ``node`` as DQ -> float op -> Q; False when it cannot be (leave it)."""
         from onnx import helper
 
-        float_op, triples, out_q = QOPERATOR[node.op_type]
+        float_op, triples, out_q, bias = QOPERATOR[node.op_type]
         ins = list(node.input) + [""] * 10
         if triples is None:                                  # QLinearConcat: output first, then input triples
             triples = [(i, i + 1, i + 2) for i in range(2, len(node.input), 3)]
@@ -116,23 +124,18 @@ class _Rewrite:
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         if attrs.pop("channels_last", 0):
             return False
-        if node.op_type == "QLinearSoftmax":
-            if attrs.pop("opset", 13) < 13 and attrs.get("axis", -1) not in (-1,):
-                return False
-        if node.op_type == "QGemm" and ins[out_q[0]] == "":
-            out_q = None                                     # no y_scale: a float output
+        if node.op_type == "QLinearSoftmax" and attrs.pop("opset", 13) < 13 and attrs.get("axis", -1) != -1:
+            return False                                     # (before opset 13 a Softmax flattens at its axis)
+        if ins[out_q[0]] == "":
+            out_q = None
         data = []
         for d, s, z in triples:
-            axis = None
-            if np.size(self.inits[ins[s]]) > 1:             # per channel: a weight's output channels
-                w = self.inits.get(ins[d])
-                axis = 0 if node.op_type == "QLinearConv" or attrs.get("transB", 0) else (w.ndim - 1 if w is not None
-                                                                                           else 1)
+            per_channel = np.size(self.inits[ins[s]]) > 1
+            axis = _channel_axis(node.op_type, attrs, self.inits.get(ins[d])) if per_channel else None
             data.append(self.dq(ins[d], ins[s], ins[z], axis))
-        if node.op_type in ("QLinearConv", "QGemm") and ins[8 if node.op_type == "QLinearConv" else 6]:
-            b = ins[8 if node.op_type == "QLinearConv" else 6]                   # the int32 bias at sx * sw
+        if bias is not None and ins[bias]:                  # the int32 bias at s_x s_w
             sx, sw = self.inits[ins[1]].astype(np.float32), self.inits[ins[4]].astype(np.float32)
-            data.append(self.dq(b, self.const(f"{b}_scale", (sx * sw).astype(np.float32)), "",
+            data.append(self.dq(ins[bias], self.const(f"{ins[bias]}_scale", (sx * sw).astype(np.float32)), "",
                                 0 if np.size(sw) > 1 else None))
         y = node.output[0]
         mid = y if out_q is None else self._fresh(f"{y}_float")

@@ -99,17 +99,17 @@ class AddConstant(Add):
         return QNode(self.kind, node.name or node.output[0], [x], [ctx.output_q(node)],
                      dict(position=pos, constant=from_onnx_dtype(codes, qp), constant_q=canonical(qp)))
 
-    def _operands(self, lay, x) -> tuple:
-        c = lay.node.attrs["constant"]
+    @staticmethod
+    def _operands(lay, x, c) -> tuple:
+        """(x, c) in the node's order of inputs."""
         return (c, x) if lay.node.attrs["position"] == 0 else (x, c)
 
     def prepare(self, lay, graph, alu_mul):
-        q = lay.node.attrs["constant_q"]
-        lay.inp = [q, lay.inp[0]] if lay.node.attrs["position"] == 0 else [lay.inp[0], q]
+        lay.inp = list(self._operands(lay, lay.inp[0], lay.node.attrs["constant_q"]))
         super().prepare(lay, graph, alu_mul)
 
     def reference(self, lay, x):
-        return super().reference(lay, *self._operands(lay, x))
+        return super().reference(lay, *self._operands(lay, x, lay.node.attrs["constant"]))
 
     def placement(self, lay, xs):
         if lay.cpu_reason:
@@ -119,7 +119,5 @@ class AddConstant(Add):
         return "vta", "the constant's codes broadcast to the activation's shape"
 
     def lower(self, lay, xs, vt):
-        x = xs[0]
-        c = np.ascontiguousarray(np.broadcast_to(lay.node.attrs["constant"], x.shape))
-        a, b = (c, x) if lay.node.attrs["position"] == 0 else (x, c)
-        return super().lower(lay, [a, b], vt)
+        c = np.ascontiguousarray(np.broadcast_to(lay.node.attrs["constant"], xs[0].shape))
+        return super().lower(lay, list(self._operands(lay, xs[0], c)), vt)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..proto import attrs_of
 
-__all__ = ["Handler", "Unsupported", "pool_window", "ceil_pads"]
+__all__ = ["Handler", "Unsupported", "pool_window", "ceil_pads", "check_auto_pad"]
 
 
 class Unsupported(Exception):
@@ -47,6 +47,12 @@ class Handler:
         return 0
 
 
+def check_auto_pad(attrs: dict) -> None:
+    """:class:`Unsupported` unless a convolution's or pool's ``auto_pad`` leaves the pads explicit (NOTSET, VALID)."""
+    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
+        raise Unsupported(f"auto_pad = {attrs['auto_pad']!r}; taken: NOTSET, VALID")
+
+
 def pool_window(node, ceil_ok: bool = False) -> tuple[dict, dict]:
     """(kernel, strides, pads [top, left, bottom, right], ceil) of a 2-D MaxPool or AveragePool without dilation
     in floor mode (or ceil mode, with ``ceil_ok``), and all its attributes; :class:`Unsupported` otherwise."""
@@ -58,8 +64,7 @@ def pool_window(node, ceil_ok: bool = False) -> tuple[dict, dict]:
         raise Unsupported("dilations (taken: 1)")
     if a.get("ceil_mode", 0) and not ceil_ok:
         raise Unsupported("ceil_mode (taken: floor mode)")
-    if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
-        raise Unsupported(f"auto_pad = {a['auto_pad']!r}; taken: NOTSET, VALID")
+    check_auto_pad(a)
     return dict(kernel=k, strides=list(a.get("strides", [1, 1])), pads=list(a.get("pads", [0, 0, 0, 0])),
                 ceil=bool(a.get("ceil_mode", 0))), a
 

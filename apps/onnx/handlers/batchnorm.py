@@ -45,9 +45,12 @@ class BatchNorm(Conv):
         x = ctx.act_input(node, 0)
         scale, bias, mean, var = (np.asarray(p, np.float64).ravel() for p in params)
         g = scale / np.sqrt(var + float(a.get("epsilon", 1e-5)))
-        out = self._output(node, ctx)
+        return self._affine(node, x, self._output(node, ctx), g, bias - mean * g)
+
+    def _affine(self, node, x: str, out: str, g: np.ndarray, b: np.ndarray) -> QNode:
+        """The node of ``y = g_c x + b_c``: a depthwise 1x1 conv of weight ``sign(g_c)``."""
         return QNode(self.kind, node.name or node.output[0], [x], [out],
-                     dict(weight=np.where(g < 0, -1, 1).astype(np.int8).reshape(-1, 1, 1, 1), g=g, b=bias - mean * g,
+                     dict(weight=np.where(g < 0, -1, 1).astype(np.int8).reshape(-1, 1, 1, 1), g=g, b=b,
                           pads=[0, 0, 0, 0], strides=[1, 1], groups=g.size))
 
     @staticmethod
@@ -103,14 +106,13 @@ class MulChannels(BatchNorm):
         g = _constant(ctx, node, consts[0])
         x = ctx.act_input(node, 1 - consts[0])
         shape = ctx.shapes.get(x)
-        if shape is None or len(shape) != 4 or g.size < 2 or g.size != g.shape[-3 if g.ndim >= 3 else 0] or (
-                g.ndim > 4 or any(d != 1 for d in g.shape[-2:] if g.ndim >= 3)):
+        channels = shape[1] if shape is not None and len(shape) == 4 else None
+        if not (isinstance(channels, int) and channels > 1 and 3 <= g.ndim <= 4 and g.shape[-3:] == (channels, 1, 1)
+                and g.size == channels):
             raise Unsupported(f"a constant of shape {g.shape} on an input of shape {shape}; taken: one value per "
-                              f"channel of an NCHW input")
+                              f"channel of an NCHW input, (C, 1, 1) or (1, C, 1, 1)")
         g = g.ravel()
-        return QNode(self.kind, node.name or node.output[0], [x], [self._output(node, ctx)],
-                     dict(weight=np.where(g < 0, -1, 1).astype(np.int8).reshape(-1, 1, 1, 1), g=g, b=np.zeros_like(g),
-                          pads=[0, 0, 0, 0], strides=[1, 1], groups=g.size))
+        return self._affine(node, x, self._output(node, ctx), g, np.zeros_like(g))
 
     def placement(self, lay, xs):
         where, why = super().placement(lay, xs)

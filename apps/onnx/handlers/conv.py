@@ -20,7 +20,7 @@ from sw.runtime import current_config
 
 from ..ir import QNode
 from ..numerics import table_steps
-from .base import Handler, Unsupported
+from .base import Handler, Unsupported, check_auto_pad
 from .gemm import acc_range, compact_epilogue, describe_split, match_conv, prepare_gemm, run_epilogue
 from .registry import for_kind, register
 
@@ -34,8 +34,7 @@ class Conv(Handler):
     def match(self, node, ctx):
         a, x, w, sw = match_conv(node, ctx, 0, "conv")
         groups = int(a.get("group", 1))
-        if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
-            raise Unsupported(f"auto_pad = {a['auto_pad']!r}; taken: NOTSET, VALID")
+        check_auto_pad(a)
         strides = list(a.get("strides", [1, 1]))
         if strides[0] != strides[1]:
             raise Unsupported(f"strides {strides}: the accelerator's conv2d takes one stride for both axes")

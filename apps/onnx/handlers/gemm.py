@@ -23,8 +23,15 @@ from ..numerics import NumericsError, qrange, requant_steps, requant_steps_per_c
 from ..proto import attrs_of
 from .base import Unsupported
 
-__all__ = ["match_conv", "prepare_gemm", "set_requant", "accelerator_epilogue", "compact_epilogue", "acc_range",
-           "run_epilogue", "describe_split", "vectors"]
+__all__ = ["add_counters", "match_conv", "prepare_gemm", "set_requant", "accelerator_epilogue", "compact_epilogue",
+           "acc_range", "run_epilogue", "describe_split", "vectors"]
+
+
+def add_counters(total: dict, counters: dict) -> dict:
+    """``total`` with the accelerator counters of one more product added (several GEMMs of one layer)."""
+    for key, v in counters.items():
+        total[key] = total.get(key, 0) + v
+    return total
 
 
 def vectors(v0, extra, channels):

@@ -24,9 +24,10 @@ from sw.runtime import current_config
 
 from ..ir import QNode
 from ..proto import attrs_of
-from .base import Handler, Unsupported
+from .base import Handler, Unsupported, check_auto_pad
 from .conv import im2col
-from .matmul import zero_point_gemm
+from .gemm import add_counters
+from .matmul import each_head, zero_point_gemm
 from .registry import register
 
 __all__ = ["IntegerMatMul", "IntegerConv"]
@@ -123,13 +124,7 @@ class IntegerMatMul(_Integer):
         if b8.ndim == 2:                       # a constant weight: one dense layer over the leading dimensions
             y, counters = _product(a8.reshape(-1, a8.shape[-1]), b8, za, zb, vt)
             return y.reshape(*a.shape[:-1], b.shape[-1]), counters
-        outs, total = [], {}
-        for x, w in zip(a8.reshape(-1, *a8.shape[-2:]), b8.reshape(-1, *b8.shape[-2:])):
-            y, counters = _product(x, w, za, zb, vt)
-            outs.append(y)
-            for key, v in counters.items():
-                total[key] = total.get(key, 0) + v
-        return np.stack(outs).reshape(*a.shape[:-1], b.shape[-1]), total
+        return each_head(a8, b8, lambda x, w: _product(x, w, za, zb, vt))
 
     def macs(self, lay, xs, y):
         return int(np.prod(y.shape)) * int(np.shape(xs[0])[-1])
@@ -147,8 +142,7 @@ class IntegerConv(_Integer):
             raise Unsupported("a weight that is not a constant of rank 4 (taken: a 2-D convolution's)")
         if any(d != 1 for d in a.get("dilations", [1, 1])):
             raise Unsupported(f"dilations = {list(a['dilations'])}; taken: 1")
-        if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET", b"VALID", "VALID"):
-            raise Unsupported(f"auto_pad = {a['auto_pad']!r}; taken: NOTSET, VALID")
+        check_auto_pad(a)
         return self._node(node, ctx, pads=list(a.get("pads", [0, 0, 0, 0])), strides=list(a.get("strides", [1, 1])),
                           groups=int(a.get("group", 1)))
 
@@ -167,8 +161,7 @@ class IntegerConv(_Integer):
             cols, (n, ho, wo) = self._columns(lay, x[:, i * cg:(i + 1) * cg], zx)
             y, counters = product(cols, w[i * o // g:(i + 1) * o // g].reshape(o // g, -1).T, zx, zw)
             outs.append(y.reshape(n, ho, wo, o // g))
-            for key, v in counters.items():
-                total[key] = total.get(key, 0) + v
+            add_counters(total, counters)
         return np.ascontiguousarray(np.concatenate(outs, axis=3).transpose(0, 3, 1, 2)), total
 
     def reference(self, lay, *xs):

@@ -21,7 +21,7 @@ from sw import ops
 
 from ..ir import QNode
 from .base import Handler, Unsupported
-from .gemm import accelerator_epilogue, describe_split, run_epilogue, set_requant, vectors
+from .gemm import accelerator_epilogue, add_counters, describe_split, run_epilogue, set_requant, vectors
 from .registry import register
 
 
@@ -43,6 +43,17 @@ def zero_point_gemm(a, b, za: int, zb: int, epi: ops.Epilogue, extra, vt: int):
     vec = vectors(-zb * a.astype(np.int64).sum(axis=1), extra, a.shape[0])
     y, counters = ops.dense(np.ascontiguousarray(b.T), a, vec, epilogue=epi, virtual_threads=vt, return_counters=True)
     return y, counters, vec, True
+
+
+def each_head(a, b, product):
+    """``product(x, w) -> (y, counters)`` of each (M, K) x (K, N) pair of A (..., M, K) and B (..., K, N) with the
+    same leading (batch, head) dimensions: the results stacked to (..., M, N), the counters summed."""
+    outs, total = [], {}
+    for x, w in zip(a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:])):
+        y, counters = product(x, w)
+        outs.append(y)
+        add_counters(total, counters)
+    return np.stack(outs).reshape(*a.shape[:-2], *outs[0].shape), total
 
 
 @register
@@ -93,17 +104,8 @@ class MatMulActivations(Handler):
         return (y.T if transposed else y), counters
 
     def lower(self, lay, xs, vt):
-        a, b = xs
-        lead = a.shape[:-2]
-        fa, fb = a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:])
         epi = accelerator_epilogue(lay)
-        outs, total = [], {}
-        for x, w in zip(fa, fb):
-            y, counters = self._gemm(lay, x, w, epi, vt)
-            outs.append(y)
-            for key, v in counters.items():
-                total[key] = total.get(key, 0) + v
-        return np.stack(outs).reshape(*lead, *outs[0].shape), total
+        return each_head(xs[0], xs[1], lambda x, w: self._gemm(lay, x, w, epi, vt))
 
     def macs(self, lay, xs, y):
         return int(np.prod(y.shape)) * int(xs[0].shape[-1])
