@@ -54,9 +54,9 @@ test-fast: $(STAMP)
 BENCH_CONFIGS ?= configs/default.json configs/batch2.json
 BENCH_DOC ?= docs/performance.md
 bench: $(STAMP)
-	$(PY) -m sw.bench --config $(CONFIG) --markdown $(BENCH_DOC)
-	$(PY) -m cosim.perf.bench --config $(BENCH_CONFIGS) --markdown $(BENCH_DOC)
-	$(PY) -m cosim.perf.workloads --config $(CONFIG) --markdown $(BENCH_DOC)
+	$(PY) -m sw.testing.fsim_speed --config $(CONFIG) --markdown $(BENCH_DOC)
+	$(PY) -m cosim.perf.cosim_speed --config $(BENCH_CONFIGS) --markdown $(BENCH_DOC)
+	$(PY) -m cosim.perf.operators --config $(CONFIG) --markdown $(BENCH_DOC)
 	$(PY) -m apps.zoo --target fsim --config $(CONFIG) --markdown $(BENCH_DOC)
 	$(PY) -m apps.demo --config $(CONFIG) --demo resnet18 --target rtl --markdown $(BENCH_DOC)
 

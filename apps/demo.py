@@ -18,9 +18,10 @@ import time
 
 import numpy as np
 
-from sw import programs, runtime
+from sw import runtime
 from sw.cli import command, run_as_main
 from sw.config import load_config
+from sw.testing import vta_tests as programs
 
 DEMOS = (
     ("vector add (get-started, 1x64 blocks)", programs.vector_add, {}),

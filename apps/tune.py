@@ -1,7 +1,7 @@
 """Tile tuning on the RTL: time the planner's best candidates of every conv and dense problem of a network or
 benchmark, and keep the fastest in the tuning log (:mod:`sw.ops.tuned`), which the planner then prefers.
 
-    python -m apps.tune --workloads resnet18.C2 resnet18.C7 gemm_256      # operator benchmarks (sw.workloads)
+    python -m apps.tune --workloads resnet18.C2 resnet18.C7 gemm_256      # operator benchmarks (sw.testing.workloads)
     python -m apps.tune --models resnet18 resnet50                         # networks: apps.resnet18, the zoo
     python -m apps.tune --onnx my_model.onnx --log build/my_tuning.json    # your own ONNX model
 
@@ -55,8 +55,8 @@ def _unique(problems: list, cfg) -> list:
 
 
 def problems_of_workloads(names, cfg, vt: int = 2) -> list:
-    """The (op, shape, vt, epilogue) problems the benchmarks ``names`` of :mod:`sw.workloads` plan."""
-    from sw import workloads
+    """The (op, shape, vt, epilogue) problems the benchmarks ``names`` of :mod:`sw.testing.workloads` plan."""
+    from sw.testing import workloads
 
     table = workloads.workloads(vt)
     unknown = [n for n in names if n not in table]
@@ -220,7 +220,7 @@ def prune_log(problems, cfg, path: Path) -> tuple[int, int]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m apps.tune", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default=None, help="VTA JSON config (default: configs/default.json)")
-    parser.add_argument("--workloads", nargs="*", default=[], help="operator benchmarks of sw.workloads ('all')")
+    parser.add_argument("--workloads", nargs="*", default=[], help="operator benchmarks of sw.testing.workloads ('all')")
     parser.add_argument("--models", nargs="*", default=[], choices=MODELS, help="networks to tune")
     parser.add_argument("--onnx", nargs="*", default=[], help="ONNX files (QDQ int8) to tune")
     parser.add_argument("--vt", type=int, default=2, help="virtual threads (default 2)")
@@ -240,7 +240,7 @@ def main(argv=None) -> int:
         parser.error(f"--top = {args.top}; allowed: >= 1")
     names = args.workloads
     if names == ["all"]:
-        from sw import workloads
+        from sw.testing import workloads
 
         names = list(workloads.workloads(args.vt))
     problems = problems_of_workloads(names, cfg, args.vt) if names else []

@@ -15,7 +15,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import measured, parser, run_on, show
 
-from sw import ops, runtime, workloads
+from sw import ops, runtime
+from sw.testing import workloads
 
 
 def conv2d(layer: str, seed: int) -> list:

@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from sw.isa import AluOp, alu_opcodes
 
 from .gemm import UopSequencer
-from .isa import insn_layouts, uop_layout
+from .layouts import insn_layouts, uop_layout
 from .sram import and_or, check_config, fan_out, merge_history, merge_rows, merge_select, read_signature, write_signature
 
 __all__ = ["Alu", "alu_lane", "shift_amount"]

@@ -10,7 +10,7 @@ from .alu import Alu
 from .footprint import AccFootprint
 from .gemm import Gemm, registered_mul
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_read_signature
-from .isa import insn_layouts
+from .layouts import insn_layouts
 from .load import TensorLoad, dma_read_mux
 from .sram import and_or, check_config, make_memory, read_signature
 

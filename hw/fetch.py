@@ -8,7 +8,7 @@ from sw.isa import INS_WIDTH, MemId, Opcode, alu_opcodes
 
 from .control import ERROR_CODE_BITS, ErrorCode
 from .interfaces import ADDR_BITS, dma_read_signature
-from .isa import insn_layouts
+from .layouts import insn_layouts
 
 __all__ = ["Fetch"]
 

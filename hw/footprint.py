@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 from sw.isa import Opcode
 
 from .gemm import registered_mul
-from .isa import insn_layouts, uop_layout
+from .layouts import insn_layouts, uop_layout
 from .sram import check_config, read_signature
 
 __all__ = ["AccFootprint"]

@@ -7,7 +7,7 @@ from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .isa import insn_layouts, uop_layout
+from .layouts import insn_layouts, uop_layout
 from .sram import check_config, fan_out, merge_history, merge_rows, merge_select, read_signature, write_signature
 
 __all__ = ["UopSequencer", "Gemm", "tree_sum", "registered_mul"]

@@ -13,7 +13,7 @@ from amaranth.utils import exact_log2
 from sw.isa import INS_WIDTH, MemId
 
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_read_signature
-from .isa import insn_layouts
+from .layouts import insn_layouts
 from .sram import check_config, parameter_error, write_signature
 
 __all__ = ["TensorLoad", "Load", "dma_read_mux"]

@@ -1,7 +1,7 @@
 """The register map of the control interface: :mod:`sw.registers`, re-exported for the hardware.
 
 The map is defined once, as data, in :mod:`sw.registers` (the runtime's board target and the launch sequence
-of :mod:`sw.launch` read it, and ``sw`` imports nothing from ``hw``); :class:`hw.control.ControlRegs` builds the
+of :mod:`sw.targets.launch` read it, and ``sw`` imports nothing from ``hw``); :class:`hw.control.ControlRegs` builds the
 registers from it. Like its source, this module imports nothing of Amaranth.
 """
 

@@ -8,7 +8,7 @@ from amaranth.utils import exact_log2
 from sw.isa import INS_WIDTH, MemId
 
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_write_signature
-from .isa import insn_layouts
+from .layouts import insn_layouts
 from .sram import check_config, read_signature
 
 __all__ = ["Store"]

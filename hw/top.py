@@ -33,7 +33,7 @@ from .axi import AxiMaster, axi4_lite_signature, axi4_signature
 from .compute import Compute
 from .control import ControlRegs, ErrorCode
 from .fetch import Fetch
-from .isa import insn_layouts
+from .layouts import insn_layouts
 from .load import Load
 from .queues import TokenQueue
 from .sram import make_memory

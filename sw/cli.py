@@ -18,7 +18,7 @@ import functools
 import importlib
 import sys
 
-from .config import CONFIG_DIR, ConfigError
+from sw.config import CONFIG_DIR, ConfigError
 
 __all__ = ["UsageError", "MissingExtraError", "command", "choose", "require_extra", "config_names", "USER_ERRORS"]
 

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .isa import ISA, MEMOP_SRAM_ADDR_BITS, UOP_WIDTH, FormatError
+from sw.isa import ISA, MEMOP_SRAM_ADDR_BITS, UOP_WIDTH, FormatError
 
 __all__ = ["Config", "ConfigError", "load_config", "default_config", "CONFIG_DIR", "DEFAULT_CONFIG_PATH"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .cli import run_as_main
-from .config import load_config
-from .isa import isa_for
+from sw.cli import run_as_main
+from sw.config import load_config
+from sw.isa import isa_for
 
 CONFIGS = ("default", "small", "batch2")
 

@@ -16,7 +16,7 @@ import operator
 import threading
 from functools import cache
 
-from .isa import (
+from sw.isa import (
     STAGE_COMPUTE,
     STAGE_LOAD,
     STAGE_NAMES,

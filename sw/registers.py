@@ -2,7 +2,7 @@
 bits and error codes.
 
 The hardware (:class:`hw.control.ControlRegs`, through its re-export :mod:`hw.registers`), the launch
-sequence every target driver runs (:mod:`sw.launch`: the co-simulation's and the board's), the offsets
+sequence every target driver runs (:mod:`sw.targets.launch`: the co-simulation's and the board's), the offsets
 they use (:data:`REGISTERS`) and the documentation table (:func:`register_table_markdown`) all come from
 :data:`REGISTER_MAP`. It lives in ``sw`` because the runtime's board target needs it and ``sw`` imports
 nothing from ``hw``; it imports nothing of Amaranth, so the co-simulation's simulator process reads the

@@ -76,10 +76,10 @@ MAKE = {
     "make sim": Make([f"{PY} -m apps.demo --config configs/default.json --demo default --target rtl"]),
     "make test": Make([f"{PY} -m pytest -n auto -q tests"]),
     "make test-fast": Make([f'{PY} -m pytest -n auto -q -m "not rtl and not slow and not fpga" tests']),
-    "make bench": Make([f"{PY} -m sw.bench --config configs/default.json --markdown docs/performance.md",
-                        f"{PY} -m cosim.perf.bench --config configs/default.json configs/batch2.json --markdown "
+    "make bench": Make([f"{PY} -m sw.testing.fsim_speed --config configs/default.json --markdown docs/performance.md",
+                        f"{PY} -m cosim.perf.cosim_speed --config configs/default.json configs/batch2.json --markdown "
                         "docs/performance.md",
-                        f"{PY} -m cosim.perf.workloads --config configs/default.json --markdown docs/performance.md",
+                        f"{PY} -m cosim.perf.operators --config configs/default.json --markdown docs/performance.md",
                         f"{PY} -m apps.zoo --target fsim --config configs/default.json --markdown docs/performance.md",
                         f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl --markdown "
                         "docs/performance.md"]),
@@ -137,7 +137,7 @@ PYTHON = {
     f'{PY} -m pytest -n auto -q -m "not rtl and not slow and not fpga" tests': Suite(),
     f"{PY} -m pytest -n 1 -q tests": Suite(),
     f"{PY} -m pytest -m rtl tests": Suite(),
-    f"{PY} -m pytest -q tests/sw/test_board.py tests/sw/test_launch.py tests/cosim/sim/test_vboard.py": Suite(),
+    f"{PY} -m pytest -q tests/sw/targets/test_zynq.py tests/sw/targets/test_launch.py tests/cosim/sim/test_vboard.py": Suite(),
     f"{PY} -m pip install --quiet -e '.[fpga]'": NotRun("installs the fpga extra (setup, never in a test)"),
     # make sim and the demos
     f"{PY} -m apps.demo --config configs/default.json --demo default --target rtl":
@@ -191,16 +191,16 @@ PYTHON = {
     f"{PY} examples/simple_gemm.py --config small --target rtl":
         Covered("tests/sw/test_examples.py", '"examples/simple_gemm.py", "--config", "small", "--target", "rtl"'),
     # benchmarks and measurements
-    f"{PY} -m sw.bench --config configs/default.json --markdown docs/performance.md":
+    f"{PY} -m sw.testing.fsim_speed --config configs/default.json --markdown docs/performance.md":
         Run(["--config", "small", "--csv", "b.csv", "--markdown", "p.md"], ("slow",)),
-    f"{PY} -m cosim.perf.bench --config configs/default.json configs/batch2.json --markdown docs/performance.md":
-        Covered("tests/cosim/perf/test_bench.py", 'bench.cosim_speed("small", repeats=1)'),   # main also builds a ceiling
-    f'{PY} -m cosim.perf.bench --config configs/default.json --ceiling-args="--threads 2"':
+    f"{PY} -m cosim.perf.cosim_speed --config configs/default.json configs/batch2.json --markdown docs/performance.md":
+        Covered("tests/cosim/perf/test_cosim_speed.py", 'bench.cosim_speed("small", repeats=1)'),   # main also builds a ceiling
+    f'{PY} -m cosim.perf.cosim_speed --config configs/default.json --ceiling-args="--threads 2"':
         NotRun("builds a second ceiling model with --threads 2 (minutes); its flags are checked below"),
-    f"{PY} -m cosim.perf.workloads --config configs/default.json --markdown docs/performance.md":
-        Covered("tests/cosim/perf/test_workloads.py", 'wl.main(["--config", "small", "--only", "dense_128", "--vt", "2"'),
-    f"{PY} -m cosim.perf.workloads --config configs/small.json --only gemm_256 resnet18.C8 --vt 2":
-        Covered("tests/cosim/perf/test_workloads.py", 'wl.main(["--config", "small", "--only", "dense_128", "--vt", "2"'),
+    f"{PY} -m cosim.perf.operators --config configs/default.json --markdown docs/performance.md":
+        Covered("tests/cosim/perf/test_operators.py", 'wl.main(["--config", "small", "--only", "dense_128", "--vt", "2"'),
+    f"{PY} -m cosim.perf.operators --config configs/small.json --only gemm_256 resnet18.C8 --vt 2":
+        Covered("tests/cosim/perf/test_operators.py", 'wl.main(["--config", "small", "--only", "dense_128", "--vt", "2"'),
     f"{PY} -m cosim.perf.timeline --workload resnet18.C8":
         Run(["--workload", "dense_128", "-o", "t.png"], RTL),
     f"{PY} -m cosim.perf.timeline --workload resnet18.C8 --vt 2 -o build/timeline_C8_vt2.png":
@@ -303,7 +303,7 @@ def test_the_covering_test_runs_the_command(command, proof):
 
 
 def test_ceiling_args_of_the_readme_reach_verilator_as_two_flags(monkeypatch):
-    from cosim.perf import bench
+    from cosim.perf import cosim_speed as bench
     line = next(c for c in readme_commands() if "--ceiling-args" in c)
     seen = []
 

@@ -69,7 +69,7 @@ def _verilog_for(cfg: Config, src: bool = False) -> _verilog.Generated:
 # fatal) and land in build.log, where Model.lint() reads those about vta_top.v (tests/hw/test_top.py fails
 # on any), with the waivers of hw.lint.LINT_WAIVERS.
 # The C++ of the model compiles with -O3 for this machine's CPU (-march=native): the ceiling harness ran the
-# default config at 519 k cycles/s with -O2 and 738 k with these (`python -m cosim.perf.bench --ceiling-args`);
+# default config at 519 k cycles/s with -O2 and 738 k with these (`python -m cosim.perf.cosim_speed --ceiling-args`);
 # the model cache key includes the CPU, so a cache copied to another machine builds again.
 # Verilator splits the model's C++ into functions of --output-split-cfuncs statements: 5000 measured fastest
 # of 2000-200,000 (ResNet-18 on the RTL 12.7-12.9 s against 13.7 s with 2000, which a small change of the

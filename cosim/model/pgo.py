@@ -108,8 +108,8 @@ def training() -> int:
     """What the instrumented model runs (inside the simulation): a 3x3 conv with bias and a residual, a 1x1
     stride-2 conv and a dense layer, sized from the config (every config runs them); returns the GEMM
     micro-ops it ran."""
-    from sw import workloads
     from sw.ops.base import config
+    from sw.testing import workloads
 
     cfg = config()
     c = 4 * max(cfg.BLOCK_IN, cfg.BLOCK_OUT)

@@ -1,7 +1,7 @@
 """The program of the co-simulation speed benchmark: one long GEMM, timed around its ``synchronize``.
 
 It runs unchanged on any runtime target: the golden model (which records the device image for the
-C++ ceiling of :mod:`cosim.perf.harness`) and the RTL (:mod:`cosim.perf.bench`).
+C++ ceiling of :mod:`cosim.perf.harness`) and the RTL (:mod:`cosim.perf.cosim_speed`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from sw import runtime as rt
-from sw.bench import long_gemm_kernel
+from sw.testing.fsim_speed import long_gemm_kernel
 
 __all__ = ["long_gemm"]
 

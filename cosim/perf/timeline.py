@@ -2,7 +2,7 @@
 when compute's GEMM and ALU units ran (side by side when two virtual threads let them).
 
 ``python -m cosim.perf.timeline --workload resnet18.C8 --vt 2 -o build/timeline_C8_vt2.png`` runs the
-workload (a name of :func:`sw.workloads.workloads`) in the RTL simulation with the testbench's busy/idle
+workload (a name of :func:`sw.testing.workloads.workloads`) in the RTL simulation with the testbench's busy/idle
 tracer on and draws one row per module with a bar for every busy interval, over the cycles of that
 run only. Without ``--vt`` it draws the run with 1 and with 2 virtual threads one above the other,
 on the same cycle scale, so the overlap that virtual threads buy is visible.
@@ -76,7 +76,7 @@ def busy_cycles(spans) -> list[int]:
 
 def run_traced(workload: str, vts=(1, 2), config=None, dram_latency=20, dram_bytes_per_cycle=8):
     """Run one workload with each vt in one simulator launch; return a list of (row, trace) per vt."""
-    from .workloads import measure
+    from .operators import measure
     rows, traces = measure([workload], tuple(vts), config, progress=False, return_traces=True,
                            dram_latency=dram_latency, dram_bytes_per_cycle=dram_bytes_per_cycle)
     for row in rows:
@@ -142,7 +142,7 @@ def main(argv=None) -> int:
     from sw.config import load_config
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", default="resnet18.C8", help="a name of sw.workloads.workloads (default resnet18.C8)")
+    parser.add_argument("--workload", default="resnet18.C8", help="a workload of sw.testing.workloads (default resnet18.C8)")
     parser.add_argument("--vt", type=int, nargs="+", choices=[1, 2], default=[1, 2],
                         help="virtual threads; several draw one panel each (default: 1 and 2)")
     parser.add_argument("--config", default=None)
@@ -153,7 +153,7 @@ def main(argv=None) -> int:
     parser.add_argument("--dram-bytes-per-cycle", type=int, default=8)
     args = parser.parse_args(argv)
     cfg = load_config(args.config)
-    from sw.workloads import workloads
+    from sw.testing.workloads import workloads
     choose("workload", args.workload, workloads(1))
     short = args.workload.split(".")[-1]
     out = args.output or f"build/timeline_{short}_vt{''.join(map(str, args.vt))}.png"

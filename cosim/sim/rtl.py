@@ -7,7 +7,7 @@ launch to the simulator with ``cocotb.task.resume`` and blocks until the run end
 only for the few register accesses of a launch and once at the end.
 
 The launch itself (the register protocol, the read-back of the counters and the decoding of errors) is
-:func:`sw.launch.launch`, shared with the board target (:class:`sw.board.BoardDevice`); this module awaits
+:func:`sw.targets.launch.launch`, shared with the board target (:class:`sw.targets.zynq.BoardDevice`); this module awaits
 each of its operations in the simulator and adds what only a simulation has: the run monitor's watchdog and
 cycle limit, the AXI protocol checks, injected AXI errors and the DPI DRAM's out-of-range accesses.
 """
@@ -18,8 +18,9 @@ import ctypes
 
 import numpy as np
 
-from sw import launch as seq
-from sw.launch import (  # the launch sequence and its errors are shared with the board target: re-exported here
+from sw.pipeline import VTAError
+from sw.targets import launch as seq
+from sw.targets.launch import (  # the launch sequence and its errors are shared with the board target: re-exported here
     AXI_RESPONSES,
     NOT_COUNTERS,
     READ_CLIENTS,
@@ -30,7 +31,6 @@ from sw.launch import (  # the launch sequence and its errors are shared with th
     describe_state,
     profiler_counters,
 )
-from sw.pipeline import VTAError
 
 from . import axi_monitor
 
@@ -110,7 +110,7 @@ class RtlDevice:
         return self.regs[name_or_offset]
 
     async def read_counters(self) -> dict:
-        """Every register except the host-written ones (what a launch reads back, :func:`sw.launch.counter_registers`)."""
+        """Every register except the host-written ones (:func:`sw.targets.launch.counter_registers`)."""
         return {name: await self.read_reg(name) for name in seq.counter_registers()}
 
     # ------------------------------------------------------------------ error injection
@@ -136,7 +136,7 @@ class RtlDevice:
         ``base + offset`` and sets the five base-address registers (uop/inp/wgt/acc/out_addr, ORed into every DMA
         address) to ``base``, and the DPI DRAM answers bus address ``base + a`` with its byte ``a``. ``base`` must
         be a multiple of device memory's size rounded up to a power of two (so that ORing is adding) and leave the
-        whole of device memory below 4 GiB (:func:`sw.launch.check_window`). The DPI DRAM only (not
+        whole of device memory below 4 GiB (:func:`sw.targets.launch.check_window`). The DPI DRAM only (not
         ``mem="cocotbext"``)."""
         if self.mem != "dpi":
             raise ValueError(f"set_window needs the DPI DRAM (mem='dpi'), not mem={self.mem!r}")
@@ -160,7 +160,7 @@ class RtlDevice:
         return resume(self._run)(insn_addr, insn_count, wait_cycles)
 
     async def _run(self, insn_addr, insn_count, wait_cycles):
-        """The launch sequence of :func:`sw.launch.launch` (shared with the board target), each operation awaited
+        """The launch sequence of :func:`sw.targets.launch.launch` (shared with the board target), each operation awaited
         in the simulator: the testbench's run monitor ends the run (finish interrupt, watchdog, ``wait_cycles``)."""
         self.lib.vta_dram_clear_faults()
         self._arm_fault()
@@ -180,7 +180,7 @@ class RtlDevice:
         return counters
 
     async def _execute(self, op, wait_cycles):
-        """One operation of the launch sequence (:mod:`sw.launch`), in the simulator."""
+        """One operation of the launch sequence (:mod:`sw.targets.launch`), in the simulator."""
         from cocotb.triggers import RisingEdge
 
         dut = self.dut

@@ -1,5 +1,5 @@
 """A virtual board: the Verilated accelerator behind the two files a Zynq board's runtime maps, so that the
-``board`` target (:class:`sw.board.BoardDevice`) runs unchanged, with no mock of the accelerator.
+``board`` target (:class:`sw.targets.zynq.BoardDevice`) runs unchanged, with no mock of the accelerator.
 
 On a board the runtime maps the register window (``/dev/uio0``) and a contiguous DMA buffer
 (``/dev/udmabuf0``). Here both are plain shared files, and the accelerator runs free in the simulator while
@@ -19,7 +19,7 @@ the host process maps them exactly so:
 :func:`serve` is the simulator's side, run by ``cosim.run``: it maps the files, turns the bridge on and
 sleeps in one trigger (the testbench's ``vboard_quit``), so Python inside the simulator does not wake per
 cycle. :class:`VirtualBoard` is the host's side: it makes the files, runs :func:`serve` in a thread and hands
-out :class:`~sw.board.BoardDevice` objects on them::
+out :class:`~sw.targets.zynq.BoardDevice` objects on them::
 
     with VirtualBoard("small") as vb, vb.device() as dev, runtime.use_target(dev):
         programs.vector_add()
@@ -32,9 +32,9 @@ import threading
 import time
 from pathlib import Path
 
-from sw.board import BoardDevice, BoardError, ContiguousMemory, Mmio
 from sw.config import Config, load_config
 from sw.registers import REGISTERS
+from sw.targets.zynq import BoardDevice, BoardError, ContiguousMemory, Mmio
 
 __all__ = ["VirtualBoard", "serve", "PAGE_BYTES", "RESET_WORD", "QUIT_WORD", "DEFAULT_PHYS", "DEFAULT_DRAM_BYTES"]
 
@@ -114,7 +114,7 @@ class VirtualBoard:
         return f"board:{self.page_path},{self.dram_path}@{self.phys:#x}"
 
     def device(self, **options) -> BoardDevice:
-        """A :class:`~sw.board.BoardDevice` on this board (``options``: timeout; reset defaults to :meth:`reset`)."""
+        """A :class:`~sw.targets.zynq.BoardDevice` on this board (``options``: timeout; reset defaults to :meth:`reset`)."""
         options.setdefault("reset", self.reset)
         regs = Mmio(self.page_path)
         return BoardDevice(regs, ContiguousMemory(self.dram_path, phys=self.phys), self.cfg, **options)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from sw import fuzz as fuzz_mod
-from sw import programs, runtime
+from sw import runtime
 from sw.config import load_config
 from sw.fsim import COUNTER_NAMES, FsimDevice
+from sw.testing import fuzz as fuzz_mod
+from sw.testing import vta_tests as programs
 
 from . import funcov
 from .pages import CHECK_BYTES, PAGE, page_digests

@@ -162,7 +162,7 @@ def axi_error_run(name: str, seed: int, n_ops: int = 24, bias=None) -> dict:
     """On the RTL: random program ``seed`` with the AXI error of :func:`axi_fault_for` injected. ``ok`` says whether
     the run stopped with an :class:`~cosim.sim.rtl.AxiResponseError` naming the injected channel and response; device
     memory is put back afterwards."""
-    from sw import fuzz
+    from sw.testing import fuzz
 
     from .pages import CHECK_BYTES
 
@@ -182,7 +182,7 @@ def axi_error_run(name: str, seed: int, n_ops: int = 24, bias=None) -> dict:
 
 def works_after_errors() -> str:
     """'' when a vector addition (which reads no state of earlier programs) is right, else why not."""
-    from sw import programs
+    from sw.testing import vta_tests as programs
     try:
         r = programs.vector_add("python")
     except Exception as err:  # noqa: BLE001 - the error is the result

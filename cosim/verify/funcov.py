@@ -310,7 +310,7 @@ def report(counts: dict | None = None) -> str:
 
 
 def steer(probability: float = 0.3, counts: dict | None = None) -> dict:
-    """The ``bias`` of :func:`sw.fuzz.random_program` toward the holes ({} when every bin is hit)."""
+    """The ``bias`` of :func:`sw.testing.fuzz.random_program` toward the holes ({} when every bin is hit)."""
     bias = {}
     for name, bins in holes(counts).items():
         if name.endswith("load.pad"):

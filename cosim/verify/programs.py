@@ -13,7 +13,7 @@ import numpy as np
 
 from sw import runtime
 from sw.isa import MEMOP_SIZE_BITS, AluOp, MemId, Opcode
-from sw.launch import window_alignment
+from sw.targets.launch import window_alignment
 
 from .pages import CHECK_BYTES
 
@@ -132,7 +132,7 @@ def high_window() -> dict:
     then a vector addition through the runtime, the address sweep (every DMA address bit at 1) and a SLVERR on the
     store's write beat (the latched error address); device memory back at 0 after. Returns the three results and
     the window."""
-    from sw import programs
+    from sw.testing import vta_tests as programs
 
     from . import faults
 
@@ -500,7 +500,8 @@ def directed_calls() -> list:
     register and field sweeps, token traffic, device memory at the top of the bus, and the programs for the bits only
     extreme values reach (huge transfers, the index and loop sweeps, saturated token queues, held pushes, full
     command queues), and a conv2d with a residual (acc loads beside GEMMs of the other bank)."""
-    from sw import programs, workloads
+    from sw.testing import vta_tests as programs
+    from sw.testing import workloads
 
     from . import faults
     return [(faults.deadlock, (), {}), (faults.reserved_flag, (), {}), (faults.bad_opcode, (), {}),

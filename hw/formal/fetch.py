@@ -10,7 +10,7 @@ free in every cycle, so a start may come while a run (or the drain after an erro
 
 The harness's reference assembles the instruction words from the accepted DMA beats (low word first), counts them
 from the run's start, and checks each one by the rules of Fetch's docstring (written out here, with
-:mod:`hw.isa`'s field positions): its error code, or its queue. Method: BMC. An instruction leaves its queue
+:mod:`hw.layouts`'s field positions): its error code, or its queue. Method: BMC. An instruction leaves its queue
 7 cycles after its first beat is requested and the next follows two beats later, so 14 cycles route four
 instructions into the 2-entry queues (``fetch-routing``, whose reference FIFO of expected instructions makes each
 further step cost minutes) and 20 cycles route two and stop on a bad third with the queues full
@@ -25,7 +25,7 @@ from amaranth.hdl import Assume, Cat, Mux, Signal
 from amaranth.lib import data
 
 from ..fetch import Fetch
-from ..isa import insn_layouts
+from ..layouts import insn_layouts
 from ..registers import ErrorCode
 from .common import Check, Mutant, drive_inputs, internal, past
 

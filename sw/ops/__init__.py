@@ -64,19 +64,19 @@ The package, one module per concern: :mod:`~sw.ops.layout` (packing), :mod:`~sw.
 :mod:`~sw.ops.plan` (tiling plans), :mod:`~sw.ops.schedule` (the tile scheduler),
 :mod:`~sw.ops.elementwise`, :mod:`~sw.ops.dense`, :mod:`~sw.ops.conv2d` and :mod:`~sw.ops.pool` (the operators),
 :mod:`~sw.ops.epilogue` (ALU epilogues), :mod:`~sw.ops.compact` (shorter equivalent ALU steps). The
-benchmark workloads built on them are in :mod:`sw.workloads`.
+benchmark workloads built on them are in :mod:`sw.testing.workloads`.
 """
 
 from __future__ import annotations
 
-from . import base as _base
-from .base import TileError
-from .compact import compact, with_operands
-from .conv2d import conv2d, conv2d_packed
-from .dense import dense, dense_packed, gemm, spare_lanes
-from .elementwise import add_bias, add_rescaled, relu, requantize, sum_rescaled, vadd
-from .epilogue import Epilogue
-from .layout import (
+from sw.ops import base as _base
+from sw.ops.base import TileError
+from sw.ops.compact import compact, with_operands
+from sw.ops.conv2d import conv2d, conv2d_packed
+from sw.ops.dense import dense, dense_packed, gemm, spare_lanes
+from sw.ops.elementwise import add_bias, add_rescaled, relu, requantize, sum_rescaled, vadd
+from sw.ops.epilogue import Epilogue
+from sw.ops.layout import (
     block_groups,
     pack_bias,
     pack_conv_data,
@@ -87,9 +87,9 @@ from .layout import (
     unpack_conv_output,
     unpack_dense_output,
 )
-from .plan import ConvPlan, DensePlan, plan_conv2d, plan_dense
-from .pool import pool2d, pool2d_ref
-from .reference import add_bias_ref, conv2d_nchw, conv2d_ref, dense_ref, gemm_ref, relu_ref, requantize_ref, vadd_ref
+from sw.ops.plan import ConvPlan, DensePlan, plan_conv2d, plan_dense
+from sw.ops.pool import pool2d, pool2d_ref
+from sw.ops.reference import add_bias_ref, conv2d_nchw, conv2d_ref, dense_ref, gemm_ref, relu_ref, requantize_ref, vadd_ref
 
 __all__ = [
     # operators

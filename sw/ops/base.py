@@ -7,8 +7,8 @@ from functools import cache
 
 import numpy as np
 
-from .. import runtime as rt
-from ..isa import LOOP_ITER_BITS, MEMOP_PAD_BITS
+from sw import runtime as rt
+from sw.isa import LOOP_ITER_BITS, MEMOP_PAD_BITS
 
 QLOAD, QCOMPUTE, QSTORE = rt.QID_LOAD, rt.QID_COMPUTE, rt.QID_STORE
 MAX_EXTENT = (1 << LOOP_ITER_BITS) - 1      # loop extents (the iter_out / iter_in fields)

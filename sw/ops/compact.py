@@ -27,8 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..isa import AluOp
-from .epilogue import IMM_MAX, IMM_MIN, AluStep, alu_apply
+from sw.isa import AluOp
+from sw.ops.epilogue import IMM_MAX, IMM_MIN, AluStep, alu_apply
 
 __all__ = ["compact", "with_operands"]
 

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..isa import MemId
-from .base import MAX_EXTENT, MAX_PAD, TileError, _check_vt, _finish, _halves, cdiv, config
-from .epilogue import Epilogue, bias_init, packed_epilogue, vectors_2d
-from .kernels import Gemm, Load, Store, _conv_variant, _k_conv
-from .layout import (
+from sw.isa import MemId
+from sw.ops.base import MAX_EXTENT, MAX_PAD, TileError, _check_vt, _finish, _halves, cdiv, config
+from sw.ops.epilogue import Epilogue, bias_init, packed_epilogue, vectors_2d
+from sw.ops.kernels import Gemm, Load, Store, _conv_variant, _k_conv
+from sw.ops.layout import (
     block_groups,
     grouped_channels,
     pack_conv_data,
@@ -21,8 +21,8 @@ from .layout import (
     pack_layer_bias,
     unpack_conv_output,
 )
-from .plan import ConvPlan, _conv_caps, _in_rows, plan_conv2d
-from .schedule import _Step, _Tile, head_key, head_parts, head_pays, run_operator
+from sw.ops.plan import ConvPlan, _conv_caps, _in_rows, plan_conv2d
+from sw.ops.schedule import _Step, _Tile, head_key, head_parts, head_pays, run_operator
 
 
 def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: int = 1, rd=None,

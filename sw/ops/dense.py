@@ -7,13 +7,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..isa import AluOp, MemId
-from .base import _check_vt, _finish, _halves, cdiv, config
-from .epilogue import Epilogue, bias_init, packed_epilogue, vectors_2d
-from .kernels import Gemm, Load, Store, _k_dense
-from .layout import pack_dense_data, pack_dense_weight, pack_layer_bias, unpack_dense_output
-from .plan import DensePlan, _resolve_tiles, plan_dense
-from .schedule import HEAD_PARTS, _Step, _Tile, head_key, head_parts, head_pays, run_operator, tail_parts
+from sw.isa import AluOp, MemId
+from sw.ops.base import _check_vt, _finish, _halves, cdiv, config
+from sw.ops.epilogue import Epilogue, bias_init, packed_epilogue, vectors_2d
+from sw.ops.kernels import Gemm, Load, Store, _k_dense
+from sw.ops.layout import pack_dense_data, pack_dense_weight, pack_layer_bias, unpack_dense_output
+from sw.ops.plan import DensePlan, _resolve_tiles, plan_dense
+from sw.ops.schedule import HEAD_PARTS, _Step, _Tile, head_key, head_parts, head_pays, run_operator, tail_parts
 
 
 def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, epi: Epilogue, init: bool = False) -> list[_Tile]:

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import runtime as rt
-from ..isa import AluOp, MemId
-from .base import TileError, _check_vt, _finish, _from_device, _halves, _to_device, cdiv, config
-from .epilogue import AluStep, Epilogue
-from .kernels import Alu, Gemm, Load, Store, _alu_rows, _alu_tensor, _k_alu, _k_dense
-from .layout import pack_bias
-from .schedule import _Step, _Tile, run_tiles
+from sw import runtime as rt
+from sw.isa import AluOp, MemId
+from sw.ops.base import TileError, _check_vt, _finish, _from_device, _halves, _to_device, cdiv, config
+from sw.ops.epilogue import AluStep, Epilogue
+from sw.ops.kernels import Alu, Gemm, Load, Store, _alu_rows, _alu_tensor, _k_alu, _k_dense
+from sw.ops.layout import pack_bias
+from sw.ops.schedule import _Step, _Tile, run_tiles
 
 
 def _as_grid(x, cfg, name):

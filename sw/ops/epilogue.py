@@ -36,8 +36,8 @@ from functools import cached_property
 
 import numpy as np
 
-from ..isa import ALUOP_IMM_BITS, AluOp
-from .kernels import Load, _alu_rows, _alu_tensor, _zero_rows
+from sw.isa import ALUOP_IMM_BITS, AluOp
+from sw.ops.kernels import Load, _alu_rows, _alu_tensor, _zero_rows
 
 __all__ = ["Epilogue", "IMM_MIN", "IMM_MAX", "Operand", "AluStep", "alu_apply", "bias_init", "vectors_2d"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from .. import runtime as rt
-from ..isa import AluOp, MemId
-from .base import _f, config
+from sw import runtime as rt
+from sw.isa import AluOp, MemId
+from sw.ops.base import _f, config
 
 
 # ---------------------------------------------------------------------- actions

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import cdiv, config
-from .epilogue import vectors_2d
+from sw.ops.base import cdiv, config
+from sw.ops.epilogue import vectors_2d
 
 
 def pack_dense_data(x, cfg=None) -> np.ndarray:

@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from . import tuned as _tuned
-from .base import TileError, _cands, _halves, cdiv, config
-from .epilogue import Epilogue
-from .kernels import _conv_variant
+from sw.ops import tuned as _tuned
+from sw.ops.base import TileError, _cands, _halves, cdiv, config
+from sw.ops.epilogue import Epilogue
+from sw.ops.kernels import _conv_variant
 
 _VTA = Epilogue.vta()
 

@@ -22,12 +22,12 @@ import itertools
 
 import numpy as np
 
-from ..isa import AluOp, MemId
-from .base import MAX_EXTENT, TileError, _check_vt, _finish, _halves, config
-from .epilogue import Epilogue, packed_epilogue
-from .kernels import Load, Store, _alu_tensor, _zero_rows
-from .layout import pack_conv_output, pack_layer_bias, unpack_conv_output
-from .schedule import _Tile, run_operator
+from sw.isa import AluOp, MemId
+from sw.ops.base import MAX_EXTENT, TileError, _check_vt, _finish, _halves, config
+from sw.ops.epilogue import Epilogue, packed_epilogue
+from sw.ops.kernels import Load, Store, _alu_tensor, _zero_rows
+from sw.ops.layout import pack_conv_output, pack_layer_bias, unpack_conv_output
+from sw.ops.schedule import _Tile, run_operator
 
 __all__ = ["pool2d", "pool2d_ref"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .layout import pack_bias
+from sw.ops.layout import pack_bias
 
 
 def _wrap32(x):

@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import runtime as rt
-from ..isa import MemId
-from ..pipeline import elem_bytes
-from .base import (
+from sw import runtime as rt
+from sw.isa import MemId
+from sw.ops.base import (
     QCOMPUTE,
     QLOAD,
     QSTORE,
@@ -22,8 +21,9 @@ from .base import (
     cdiv,
     config,
 )
-from .kernels import Gemm, Load, _k_reset, _zero_rows
-from .plan import dma_cycles
+from sw.ops.kernels import Gemm, Load, _k_reset, _zero_rows
+from sw.ops.plan import dma_cycles
+from sw.pipeline import elem_bytes
 
 
 @dataclass

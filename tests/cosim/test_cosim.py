@@ -4,8 +4,8 @@ import pytest
 
 import cosim
 from cosim.verify import faults, regress
-from sw import programs
 from sw.config import load_config
+from sw.testing import vta_tests as programs
 
 CONFIGS = ["default", "small", "batch2"]
 FUZZ = {"default": 200, "small": 100, "batch2": 100}   # random programs compared in CI (make fuzz N=... for more)

@@ -1,4 +1,4 @@
-"""The Amaranth instruction layouts (hw/isa.py) decode what sw.isa encodes: random field values,
+"""The Amaranth instruction layouts (hw/layouts.py) decode what sw.isa encodes: random field values,
 viewed in the simulator, every field equal."""
 
 import random
@@ -7,7 +7,7 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from hw.isa import insn_layouts, uop_layout
+from hw.layouts import insn_layouts, uop_layout
 from sw.config import load_config
 from sw.isa import Opcode, isa_for
 

@@ -16,10 +16,10 @@ WRONG_CONFIG = [
     ("apps.demo", ["--config", "nope", "--target", "fsim"]),
     ("apps.digits_onnx", ["--config", "nope"]),
     ("apps.onnx.__main__", ["unused.onnx", "--config", "nope"]),
-    ("sw.bench", ["--config", "nope"]),
-    ("sw.fuzz", ["--config", "nope"]),
-    ("cosim.perf.bench", ["--config", "nope"]),
-    ("cosim.perf.workloads", ["--config", "nope"]),
+    ("sw.testing.fsim_speed", ["--config", "nope"]),
+    ("sw.testing.fuzz", ["--config", "nope"]),
+    ("cosim.perf.cosim_speed", ["--config", "nope"]),
+    ("cosim.perf.operators", ["--config", "nope"]),
     ("cosim.perf.timeline", ["--config", "nope"]),
     ("cosim.verify.regress", ["--config", "nope"]),
     ("cosim.verify.coverage", ["--config", "nope"]),
@@ -45,7 +45,7 @@ WORKLOADS = ("matrix_multiply_opt, gemm_256, dense_128, dense_16x512x1008, resne
 
 WRONG_NAME = [
     ("cosim.perf.timeline", ["--workload", "C8"], f"error: unknown workload 'C8'; choose one of: {WORKLOADS}\n"),
-    ("cosim.perf.workloads", ["--only", "gemm_256", "gemm256"],
+    ("cosim.perf.operators", ["--only", "gemm_256", "gemm256"],
      f"error: unknown workload 'gemm256'; choose one of: {WORKLOADS}\n"),
     ("cosim.verify.regress", ["--fault", "nope"],
      "error: unknown --fault 'nope'; choose one of: alu-max-imm-as-min, axi-errors, axi-read, axi-write\n"),

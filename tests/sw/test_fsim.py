@@ -316,7 +316,7 @@ def loop_kernel(shape, rng, cfg):
         tk, tn, tm = r(1, 6), r(1, 5), r(1, 5)
         uops = [(j, 0, j * tk) for j in range(tm)]
         f.update(iter_out=tk, src_factor_out=1, wgt_factor_out=1, iter_in=tn, dst_factor_in=tm, src_factor_in=tk)
-    elif shape == "rows_outside":   # sw.bench: loops rows (outer), k (inner, dst factor 0); uops j
+    elif shape == "rows_outside":   # sw.testing.fsim_speed: loops rows (outer), k (inner, dst factor 0); uops j
         rows, k, o = r(1, 6), r(1, 6), r(1, 5)
         uops = [(j, 0, j * k) for j in range(o)]
         f.update(iter_out=rows, dst_factor_out=o, src_factor_out=k, iter_in=k, src_factor_in=1, wgt_factor_in=1)
@@ -327,7 +327,7 @@ def loop_kernel(shape, rng, cfg):
                 for ky in range(kh) for kx in range(kw) for ow in range(tw) for j in range(tm)]
         f.update(iter_out=tc, src_factor_out=ih * iw, wgt_factor_out=kh * kw,
                  iter_in=th, dst_factor_in=tw, src_factor_in=s * iw)
-    elif shape == "same_row":       # sw.programs.same_row: every step writes the same rows (distance 1, 2)
+    elif shape == "same_row":       # sw.testing.vta_tests.same_row: every step writes the same rows (distance 1, 2)
         rows = r(1, 3)
         uops = [(d, r(0, 3), r(0, 3)) for d in range(rows)]
         f.update(iter_out=r(1, 4), src_factor_out=r(0, 2), iter_in=r(1, 4), src_factor_in=1, wgt_factor_in=1)
@@ -415,7 +415,8 @@ def test_one_blas_thread_restores_the_callers_setting():
 
 
 def test_a_stream_the_runtime_checked_is_executed_without_decoding_it_again(monkeypatch):
-    from sw import programs, runtime
+    from sw import runtime
+    from sw.testing import vta_tests as programs
     dev = FsimDevice("small")
     decoded = []
     original = dev.isa.decode_stream

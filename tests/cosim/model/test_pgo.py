@@ -5,7 +5,8 @@ import pytest
 import cosim
 from cosim.model import build, pgo
 from cosim.sim import server
-from sw import runtime, workloads
+from sw import runtime
+from sw.testing import workloads
 
 
 @pytest.mark.parametrize("env, waves, mem, coverage, expected", [

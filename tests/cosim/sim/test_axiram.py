@@ -6,7 +6,7 @@ import pytest
 import cosim
 from cosim.model import variants
 from cosim.verify import faults, regress
-from sw import programs
+from sw.testing import vta_tests as programs
 
 # a few small programs on the small config: loads with padding, GEMM, ALU, stores (make fuzz MEM=cocotbext: all)
 SUBSET = ["vector_add", "padded_load[all]", "gemm[default]", "alu[shr_tensor]"]

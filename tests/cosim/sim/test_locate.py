@@ -10,7 +10,7 @@ import pytest
 
 import cosim
 from cosim.sim import locate
-from sw import programs
+from sw.testing import vta_tests as programs
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -22,8 +22,8 @@ def _run_script(path: Path, *args) -> subprocess.CompletedProcess:
 
 
 def test_module_functions_travel_by_module_name():
-    assert locate.locate(programs.gemm) == ("sw.programs", "gemm")
-    assert locate.load("sw.programs", "gemm") is programs.gemm
+    assert locate.locate(programs.gemm) == ("sw.testing.vta_tests", "gemm")
+    assert locate.load("sw.testing.vta_tests", "gemm") is programs.gemm
 
 
 def test_lambdas_and_nested_functions_say_how_to_fix_it():

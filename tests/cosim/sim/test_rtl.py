@@ -5,8 +5,9 @@ import pytest
 import cosim
 from cosim.sim import rtl
 from cosim.verify import faults
-from sw import programs, runtime
+from sw import runtime
 from sw.pipeline import DeadlockError, InsnError
+from sw.testing import vta_tests as programs
 from tests.conftest import make_queue
 
 

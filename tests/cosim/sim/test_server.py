@@ -5,9 +5,10 @@ import pytest
 import cosim
 from cosim.sim import server
 from cosim.verify import faults, probes
-from sw import programs, runtime
+from sw import runtime
 from sw.config import load_config
 from sw.fsim import FsimDevice
+from sw.testing import vta_tests as programs
 
 CONFIG = "small"
 

@@ -1,4 +1,4 @@
-"""The board target (sw.board.BoardDevice) on the virtual board (cosim.sim.vboard): the Verilated accelerator
+"""The board target (sw.targets.zynq.BoardDevice) on the virtual board (cosim.sim.vboard): the Verilated accelerator
 running free behind a register page and a shared memory file, mapped exactly as /dev/uio0 and /dev/udmabuf0.
 
 The same calls run on the RTL target (RtlDevice, through cosim.run_many) and on the board, each on a fresh runtime
@@ -11,10 +11,11 @@ import pytest
 
 import cosim
 from cosim.sim.vboard import DEFAULT_PHYS, VirtualBoard
-from sw import ops, programs, runtime
+from sw import ops, runtime
 from sw.isa import MemId, Opcode
-from sw.launch import RunTimeout
 from sw.pipeline import VTAError
+from sw.targets.launch import RunTimeout
+from sw.testing import vta_tests as programs
 
 CONFIG = "small"
 

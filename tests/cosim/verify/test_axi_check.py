@@ -4,7 +4,7 @@ import pytest
 
 import cosim
 from cosim.verify import axi_check
-from sw import programs
+from sw.testing import vta_tests as programs
 
 
 @pytest.mark.parametrize("case", sorted(axi_check.CASES))

@@ -164,7 +164,7 @@ def test_alu_bound_residual_loads_go_amid_the_last_tiles_requantization(on):
     residual loads follow its GEMMs one by one between the ALU instructions of the tile before (the compute
     module runs an ALU instruction of the other bank beside an acc load), not before its own requantization;
     the results are exact (the first tile's loads, with no tile before, included)."""
-    from sw import workloads
+    from sw.testing import workloads
 
     q = on("default")
     buf = io.StringIO()

@@ -8,7 +8,7 @@ from sw import runtime
 from sw.config import load_config
 from sw.isa import AluOp
 from sw.ops import Epilogue, plan, tuned
-from sw.workloads import run_conv2d_workload
+from sw.testing.workloads import run_conv2d_workload
 
 CFG = load_config("default")
 C7 = (1, 8, 16, 28, 28, 1, 1, 2, 0)           # ResNet-18's C7 in blocks: (nb, cb, ob, h, w, kh, kw, stride, pad)

@@ -1,0 +1,57 @@
+"""VTA's instruction tests (docs/architecture.md §7.3) on the golden model, through Python and through tvm-ffi."""
+import numpy as np
+import pytest
+
+from sw import runtime
+from sw.pipeline import InsnError
+from sw.testing import vta_tests as programs
+from tests.conftest import make_queue
+
+
+@pytest.mark.parametrize("config", ["default", "small", "batch2"])
+@pytest.mark.parametrize("api", ["python", "ffi"])
+@pytest.mark.parametrize("name", list(programs.PROGRAMS))
+def test_program(name, api, config):
+    fn, kwargs = programs.PROGRAMS[name]
+    q = make_queue(config)
+    previous = runtime.set_current(q)
+    try:
+        if name.startswith("alu[mul") and not q.cfg.ALU_MUL:
+            with pytest.raises(InsnError, match="MUL is not built in config small"):
+                fn(api, **kwargs)
+            assert q.runs == 0 and q.insns[-1].opcode != 4   # rejected before anything ran or was queued
+            return
+        out = fn(api, **kwargs)
+    finally:
+        runtime.set_current(previous)
+    assert out["result"].dtype == out["expected"].dtype
+    np.testing.assert_array_equal(out["result"], out["expected"])
+    if name != "runtime_array":
+        assert out["counters"]["out_store_nbytes"] == out["expected"].size * q.cfg.OUT_WIDTH // 8
+
+
+def test_gemm_counters_exact():
+    q = make_queue("default")
+    previous = runtime.set_current(q)
+    try:
+        out = programs.gemm("python", virtual_threads=2, rows=8, cols=4, blocks=3)
+    finally:
+        runtime.set_current(previous)
+    c = out["counters"]
+    assert c["gemm_counter"] == 8 * 4 * 3
+    assert c["alu_counter"] == 3 * 8 * 4
+    assert c["inp_load_nbytes"] == 8 * 3 * 16
+    assert c["wgt_load_nbytes"] == 2 * 4 * 3 * 256       # each thread loads all output blocks
+    assert c["out_store_nbytes"] == 8 * 4 * 16
+
+
+def test_programs_run_on_the_default_runtime(monkeypatch):
+    """Without any set-up the API uses the golden model of VTA_CONFIG (or the default config)."""
+    monkeypatch.setenv("VTA_CONFIG", "configs/small.json")
+    previous = runtime.set_current(None)
+    try:
+        out = programs.relu("ffi")
+        assert runtime.current().cfg.BLOCK_OUT == 8
+    finally:
+        runtime.set_current(previous)
+    np.testing.assert_array_equal(out["result"], out["expected"])
