@@ -137,7 +137,8 @@ PYTHON = {
     f'{PY} -m pytest -n auto -q -m "not rtl and not slow and not fpga" tests': Suite(),
     f"{PY} -m pytest -n 1 -q tests": Suite(),
     f"{PY} -m pytest -m rtl tests": Suite(),
-    f"{PY} -m pytest -q tests/sw/targets/test_zynq.py tests/sw/targets/test_launch.py tests/cosim/sim/test_vboard.py": Suite(),
+    f"{PY} -m pytest -q tests/sw/targets/test_zynq.py tests/sw/targets/test_launch.py "
+    "tests/cosim/sim/test_vboard.py": Suite(),
     f"{PY} -m pip install --quiet -e '.[fpga]'": NotRun("installs the fpga extra (setup, never in a test)"),
     # make sim and the demos
     f"{PY} -m apps.demo --config configs/default.json --demo default --target rtl":
@@ -194,7 +195,7 @@ PYTHON = {
     f"{PY} -m sw.testing.fsim_speed --config configs/default.json --markdown docs/performance.md":
         Run(["--config", "small", "--csv", "b.csv", "--markdown", "p.md"], ("slow",)),
     f"{PY} -m cosim.perf.cosim_speed --config configs/default.json configs/batch2.json --markdown docs/performance.md":
-        Covered("tests/cosim/perf/test_cosim_speed.py", 'bench.cosim_speed("small", repeats=1)'),   # main also builds a ceiling
+        Covered("tests/cosim/perf/test_cosim_speed.py", 'bench.cosim_speed("small", repeats=1)'),   # main: also a ceiling
     f'{PY} -m cosim.perf.cosim_speed --config configs/default.json --ceiling-args="--threads 2"':
         NotRun("builds a second ceiling model with --threads 2 (minutes); its flags are checked below"),
     f"{PY} -m cosim.perf.operators --config configs/default.json --markdown docs/performance.md":

@@ -28,7 +28,7 @@ def api(kind: str = "python"):
         return runtime
     if kind == "ffi":
         import tvm_ffi
-        return SimpleNamespace(**{name: tvm_ffi.get_global_func(name) for name in runtime._API})
+        return SimpleNamespace(**{name: tvm_ffi.get_global_func(name) for name in runtime.API})
     raise ValueError(f"api = {kind!r}; allowed: 'python', 'ffi'")
 
 

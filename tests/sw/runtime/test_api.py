@@ -692,7 +692,7 @@ def test_force_serial_gives_the_same_results_in_order(name):
 def test_every_api_function_says_what_it_does():
     """Each function of the API (and its tvm-ffi twin) has a docstring naming its arguments."""
     import inspect
-    for name in rt._API:
+    for name in rt.API:
         fn = getattr(rt, name)
         doc = inspect.getdoc(fn)
         assert doc and len(doc) > 40, name

@@ -49,7 +49,7 @@ def test_a_callable_passed_through_a_global_arrives_as_itself():
 
 
 def test_globals_and_error_classes_are_registered():
-    for name in runtime._API:
+    for name in runtime.API:
         assert tvm_ffi.get_global_func(name) is not None and tvm_ffi.get_global_func(f"vta.{name}") is not None
 
     class LateError(VTAError):
