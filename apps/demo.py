@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from sw import runtime
 from sw.cli import command, run_as_main
 from sw.config import load_config
+from sw.runtime import runners
 from sw.testing import vta_tests as programs
 
 DEMOS = (
@@ -32,20 +32,8 @@ DEMOS = (
 
 def _timed_calls(target_name, calls, cfg) -> list:
     """``(result, seconds)`` per call: the time of the call itself, without the model build or simulator start."""
-    if target_name != "rtl":
-        timed = []
-        with runtime.use_target(cfg):
-            for fn, args, kwargs in calls:
-                t = time.perf_counter()
-                timed.append((fn(*args, **kwargs), time.perf_counter() - t))
-        return timed
-    import cosim
-    from cosim.sim import server
-    timed = []
-    for fn, args, kwargs in calls:
-        res, = cosim.run_many([(fn, args, kwargs)], config=cfg)
-        timed.append((res, server.LAST["call"]))
-    return timed
+    done = runners.run_batch(target_name, calls, cfg)
+    return list(zip(done.values, done.timings.calls))
 
 
 DRAM_BYTES = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes")

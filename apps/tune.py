@@ -30,6 +30,7 @@ from sw import runtime
 from sw.config import load_config
 from sw.ops import plan as _plan
 from sw.ops import tuned
+from sw.runtime import runners
 
 from . import zoo
 
@@ -109,7 +110,7 @@ def candidates(problem, cfg, top: int) -> list:
 
 def measure(problem, tiles, seed: int = 0) -> tuple:
     """(cycles, instructions) of one problem with explicit ``tiles`` on the current runtime (random operands;
-    cycles None when the target counts none). Module-level: ``cosim.run_many`` runs it on the RTL."""
+    cycles None when the target counts none). Module-level: the ``rtl`` runner runs it on the RTL."""
     from sw.ops.conv2d import conv2d_packed
     from sw.ops.dense import dense_packed
 
@@ -164,14 +165,12 @@ def tune(problems, cfg, top: int = 30, min_gain: float = 0.5, tolerance: float =
     """Time each problem's candidates on the RTL (one simulator launch per problem); returns one result per
     problem: {"problem", "model", "model_cycles", "model_insns", "best", "best_cycles", "best_insns",
     "candidates"}."""
-    import cosim
-
     out = out or sys.stdout
     results = []
     for problem in problems:
         tiles = candidates(problem, cfg, top)
         t = time.perf_counter()
-        runs = cosim.run_many([(measure, (problem, tl), {}) for tl in tiles], config=cfg, **DRAM)
+        runs = runners.run_batch("rtl", [(measure, (problem, tl), {}) for tl in tiles], cfg, **DRAM).values
         timed = [(c, n, tl) for (c, n), tl in zip(runs, tiles)]
         (model_cycles, model_insns, _), (cycles, insns, best) = timed[0], choose(timed, tolerance)
         keep = best != tiles[0] and cycles < model_cycles * (1 - min_gain / 100)

@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from sw.config import Config, load_config
+from sw.runtime import runners
+from sw.runtime.runners import Batch, Timings
 
 from .model.build import BuildError, ToolchainError, build_model
 from .sim.locate import INSIDE_ENV
 from .sim.locate import locate as _locate_call
 from .sim.server import SimulatorError
 
-__all__ = ["run", "run_many", "build_model", "BuildError", "ToolchainError", "CosimError"]
+__all__ = ["run", "run_many", "submit", "build_model", "BuildError", "ToolchainError", "CosimError"]
 
 CosimError = SimulatorError     # the simulation itself failed (it crashed or did not report a result)
 
@@ -35,10 +37,22 @@ def run(fn: Callable, *args, config: Config | str | None = None, waves: bool = F
 
 
 def run_many(calls: list[tuple[Callable, tuple, dict]], config: Config | str | None = None, waves: bool = False,
-             watchdog_cycles: int = 100_000, dram_latency: int = 20, dram_bytes_per_cycle: int = 8, trace: bool = False,
-             return_trace: bool = False, queue_args: dict | None = None, mem: str = "dpi", mem_seed: int = 0,
-             coverage: bool = False, dram_stall: int = 0) -> list:
-    """Run several ``(fn, args, kwargs)`` in one simulation, in order; return their results.
+             return_trace: bool = False, **options) -> list:
+    """Run several ``(fn, args, kwargs)`` in one simulation, in order; return their results (and the trace of the
+    run with ``return_trace``). The options are :func:`submit`'s."""
+    batch = submit(calls, config, waves=waves, trace=return_trace or options.pop("trace", False), **options)
+    if return_trace:
+        return batch.values, batch.extra["trace"]
+    return batch.values
+
+
+def submit(calls: list[tuple[Callable, tuple, dict]], config: Config | str | None = None, waves: bool = False,
+           watchdog_cycles: int = 100_000, dram_latency: int = 20, dram_bytes_per_cycle: int = 8, trace: bool = False,
+           queue_args: dict | None = None, mem: str = "dpi", mem_seed: int = 0, coverage: bool = False,
+           dram_stall: int = 0) -> Batch:
+    """Run several ``(fn, args, kwargs)`` in one simulation, in order; return a :class:`~sw.runtime.runners.Batch`:
+    their results, the :class:`~sw.runtime.runners.Timings` of the run and, with ``trace``, the run's trace in
+    ``extra["trace"]``. This is the ``"rtl"`` runner of :mod:`sw.runtime.runners`.
 
     The calls share the accelerator and device memory like consecutive programs on one board; each
     ``run_many`` starts from a freshly reset accelerator with zeroed SRAMs and DRAM. An exception
@@ -64,7 +78,7 @@ def run_many(calls: list[tuple[Callable, tuple, dict]], config: Config | str | N
         model = pgo.pgo_model(model, server.train)
     job = {"config": cfg, "calls": entries, "t_submit": t_submit,
            "device_args": {"watchdog_cycles": watchdog_cycles, "dram_latency": dram_latency,
-                           "dram_bytes_per_cycle": dram_bytes_per_cycle, "trace": trace or return_trace,
+                           "dram_bytes_per_cycle": dram_bytes_per_cycle, "trace": trace,
                            **({"dram_stall": dram_stall} if dram_stall else {}),
                            **({"mem": mem, "mem_seed": mem_seed} if mem != "dpi" else {})},
            "queue_args": queue_args or {},
@@ -86,8 +100,8 @@ def run_many(calls: list[tuple[Callable, tuple, dict]], config: Config | str | N
     else:
         sim, started = server.simulator_for(model)
         out = sim.submit(job)
-    server.LAST.update(launch=out["started"] - t_submit, server_start=sim.start_seconds if started else 0.0,
-                       call=out["finished"] - out["started"], total=time.time() - t_submit)
+    timings = Timings(launch=out["started"] - t_submit, calls=tuple(out["seconds"]), total=time.time() - t_submit,
+                      server_start=sim.start_seconds if started else 0.0)
     values = []
     for r in out["results"]:
         if r[0] == "error":
@@ -95,6 +109,7 @@ def run_many(calls: list[tuple[Callable, tuple, dict]], config: Config | str | N
             err.add_note(f"(raised inside the RTL co-simulation)\n{r[2]}")
             raise err
         values.append(r[1])
-    if return_trace:
-        return values, out["trace"]
-    return values
+    return Batch(values, timings, {"trace": out["trace"]} if trace else {})
+
+
+runners.register("rtl", submit)

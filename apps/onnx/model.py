@@ -20,6 +20,7 @@ import onnx
 
 from sw import runtime
 from sw.config import Config, load_config
+from sw.runtime import runners
 
 from . import graph as _graph
 from . import layers as _layers
@@ -28,7 +29,13 @@ from . import runner as _runner
 
 __all__ = ["Model", "RunResult", "Tensors", "TARGETS"]
 
-TARGETS = ("fsim", "rtl", "cpu")
+TARGETS = ("fsim", "rtl", "cpu")     # the golden model, the RTL (cosim), onnxruntime's arithmetic on the host
+
+
+def _check_target(target: str) -> None:
+    """``target`` is "cpu" or a runner of :mod:`sw.runtime.runners` (fsim, rtl, board)."""
+    if target != "cpu" and target not in runners.names():
+        raise ValueError(f"target = {target!r}; allowed: cpu, {', '.join(runners.names())}")
 
 
 class Tensors(dict):
@@ -105,17 +112,16 @@ class Model:
 
     def run_batch(self, batch: list[dict], target: str = "fsim", virtual_threads: int = 2,
                   check: bool = True) -> list[RunResult]:
-        """:meth:`run` for each input dict, one after the other (on the RTL in one simulator launch)."""
-        if target != "rtl":
+        """:meth:`run` for each input dict, one after the other, in one run of the target (one simulator launch on
+        the RTL); ``seconds`` of each result is its own call's time."""
+        _check_target(target)
+        if target == "cpu":
             return [self.run(inputs, target, virtual_threads, check) for inputs in batch]
-        import cosim
-
-        t = time.perf_counter()
-        outs = cosim.run(_runner.run_batch, self.layers, batch, virtual_threads, self.fuse, self.output_names,
-                         config=self.cfg)
-        dt = (time.perf_counter() - t) / max(1, len(batch))
+        calls = [(_runner.run, (self.layers, inputs, virtual_threads, False, False, self.fuse, self.output_names), {})
+                 for inputs in batch]
+        done = runners.run_batch(target, calls, self.cfg)
         return [self._result(inputs, tensors, records, check, dt, target)
-                for inputs, (tensors, records) in zip(batch, outs)]
+                for inputs, (tensors, records), dt in zip(batch, done.values, done.timings.calls)]
 
     def _result(self, inputs, tensors, records, check, seconds, target) -> RunResult:
         fused = {t for r in records for t in r.get("fused", ())}
@@ -129,20 +135,13 @@ class Model:
     def run(self, inputs: dict, target: str = "fsim", virtual_threads: int = 2, check: bool = True,
             progress: bool = False) -> RunResult:
         """Run on ``target``; with ``check`` compare every tensor with the numpy reference."""
-        if target not in TARGETS:
-            raise ValueError(f"target = {target!r}; allowed: {', '.join(TARGETS)}")
+        _check_target(target)
         t = time.perf_counter()
-        if target == "rtl":
-            import cosim
-
-            tensors, records = cosim.run(_runner.run, self.layers, inputs, virtual_threads, False, False,
-                                         self.fuse, self.output_names, config=self.cfg)
-        elif target == "fsim":
-            with runtime.use_target(self.cfg):
-                tensors, records = _runner.run(self.layers, inputs, virtual_threads, progress, fuse=self.fuse,
-                                               keep=self.output_names)
-        else:
+        if target == "cpu":
             tensors, records = _runner.run(self.layers, inputs, virtual_threads, progress, force_cpu=True)
+        else:
+            tensors, records = runners.run(target, _runner.run, self.layers, inputs, virtual_threads, progress, False,
+                                           self.fuse, self.output_names, config=self.cfg)
         dt = time.perf_counter() - t
         return self._result(inputs, tensors, records, check, dt, target)
 

@@ -2,8 +2,8 @@
 :mod:`sw.ops`, or the CPU: numpy integers, or onnxruntime for an island), with a record of where it
 ran, why, and what it cost.
 
-:func:`run` is a module-level function, so ``cosim.run(runner.run, layers, inputs)`` runs the same
-network on the RTL; :func:`run_batch` runs several inputs in one call (one simulator launch).
+:func:`run` is a module-level function, so a runner of :mod:`sw.runtime.runners` runs the same network on the
+golden model, the RTL or a board (several inputs as several calls of one run).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from sw.cli import progress_bar
 
 from .layers import Layer, bind
 
-__all__ = ["run", "run_batch", "placement", "residual_adds", "table_tails", "Record"]
+__all__ = ["run", "placement", "residual_adds", "table_tails", "Record"]
 
 
 def placement(lay: Layer, xs) -> tuple[str, str]:
@@ -139,8 +139,3 @@ def run(layers: list[Layer], inputs: dict, virtual_threads: int = 2, progress: b
         bar.close()
     return env, records
 
-
-def run_batch(layers: list[Layer], batch: list[dict], virtual_threads: int = 2, fuse: bool = True,
-              keep=()) -> list[tuple[dict, list[Record]]]:
-    """:func:`run` for each input dict of ``batch``, one after the other."""
-    return [run(layers, inputs, virtual_threads, fuse=fuse, keep=keep) for inputs in batch]

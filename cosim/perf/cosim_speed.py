@@ -50,13 +50,12 @@ def launch_times(config=None, launches=3) -> dict:
     cfg = load_config(config)
     cosim.build_model(cfg)                       # the cache is warm: building is not part of a launch
     server.shutdown_all()
-    cosim.run(faults.target_info, [0], config=cfg)
-    cold = server.LAST["launch"]
+    cold = cosim.submit([(faults.target_info, ([0],), {})], cfg).timings.launch
     warm, total = [], []
     for i in range(launches):
-        cosim.run(faults.target_info, [i], config=cfg)
-        warm.append(server.LAST["launch"])
-        total.append(server.LAST["total"])
+        timings = cosim.submit([(faults.target_info, ([i],), {})], cfg).timings
+        warm.append(timings.launch)
+        total.append(timings.total)
     return {"cold_launch_s": cold, "warm_launch_s": min(warm), "warm_call_s": min(total)}
 
 

@@ -35,10 +35,11 @@ RESET_CYCLES = 6          # the testbench holds reset for 4 cycles
 def _call(job, device):
     from sw import runtime
 
-    results = []
+    results, seconds = [], []
     for module, name, args, kwargs in job["calls"]:
         queue = runtime.CommandQueue(device, **job.get("queue_args", {}))
         previous = runtime.set_current(queue)
+        t = time.perf_counter()
         try:
             fn = load(module, name)
             results.append(("ok", fn(*args, **kwargs)))
@@ -50,7 +51,8 @@ def _call(job, device):
                 results.append(("error", RuntimeError(f"{type(err).__name__}: {err}"), traceback.format_exc()))
         finally:
             runtime.set_current(previous)
-    return results
+            seconds.append(time.perf_counter() - t)
+    return results, seconds
 
 
 async def _run_job(dut, job):
@@ -62,12 +64,13 @@ async def _run_job(dut, job):
     os.environ.update(job.get("env", {}))
     cfg = load_config(job["config"])
     device = RtlDevice(dut, cfg, **job.get("device_args", {}))
-    results = await bridge(_call)(job, device)
+    results, seconds = await bridge(_call)(job, device)
     trace = device.trace() if job.get("device_args", {}).get("trace") else None
     write_job_coverage()               # coverage models: this job's counters (cosim/sim/coverage_dump.py)
     tmp = job["result"] + ".tmp"
     with open(tmp, "wb") as fh:
-        pickle.dump({"results": results, "trace": trace, "started": started, "finished": time.time()}, fh)
+        pickle.dump({"results": results, "seconds": seconds, "trace": trace, "started": started,
+                     "finished": time.time()}, fh)
     os.replace(tmp, job["result"])
 
 

@@ -29,13 +29,12 @@ from pathlib import Path
 from ..model.build import TOPLEVEL, Model, toolchain_env
 from .channel import FDS_ENV, Channel
 
-__all__ = ["Simulator", "SimulatorError", "simulator_for", "shutdown_all", "train", "LAST"]
+__all__ = ["Simulator", "SimulatorError", "simulator_for", "shutdown_all", "train"]
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 300.0        # seconds for a simulator to come up (a loaded machine is slow, a hang is not)
 _SERVERS: dict = {}
 _LOCK = threading.Lock()
-LAST: dict = {}              # timing of the latest job: launch (call to first cycle), start (server start), total
 
 
 class SimulatorError(RuntimeError):

