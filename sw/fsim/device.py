@@ -162,8 +162,8 @@ class FsimDevice:
         """Flattened (dst, src, wgt) indices of every micro-op execution, in execution order, and a dict for what
         the units derive from them (a GEMM's fold plan, an ALU instruction's shape).
 
-        Memoised on the micro-op words and the loop fields: a network repeats a few hundred distinct
-        (kernel, loop) pairs tens of thousands of times."""
+        Memoised (up to 4096 entries) on the micro-op words and the loop fields: a network repeats few distinct
+        (kernel, loop) pairs many times."""
         words = self.uop[f["uop_bgn"]:f["uop_end"]]
         key = (kind, words.tobytes(), f["iter_out"], f["iter_in"], f["dst_factor_out"], f["dst_factor_in"],
                f["src_factor_out"], f["src_factor_in"], f.get("wgt_factor_out", 0), f.get("wgt_factor_in", 0))
