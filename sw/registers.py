@@ -6,7 +6,7 @@ sequence every target driver runs (:mod:`sw.targets.launch`: the co-simulation's
 they use (:data:`REGISTERS`) and the documentation table (:func:`register_table_markdown`) all come from
 :data:`REGISTER_MAP`. It lives in ``sw`` because the runtime's board target needs it and ``sw`` imports
 nothing from ``hw``; it imports nothing of Amaranth, so the co-simulation's simulator process reads the
-map without loading the HDL (about 0.45 s of its start).
+map without loading the HDL.
 """
 
 from dataclasses import dataclass

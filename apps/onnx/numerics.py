@@ -35,8 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sw.fsim.alu import alu_op
 from sw.isa import AluOp
-from sw.ops.epilogue import IMM_MAX, IMM_MIN, AluStep, Epilogue, alu_apply, steps_multiplier
+from sw.ops.epilogue import IMM_MAX, IMM_MIN, AluStep, Epilogue, steps_multiplier
 
 __all__ = ["QParams", "canonical", "to_onnx_dtype", "from_onnx_dtype",
            "NumericsError", "requant_steps", "requant_steps_per_channel", "value_range", "rescale_steps",
@@ -417,8 +418,8 @@ def rescale_reference(xs, zero_points, factors, tail) -> np.ndarray:
     """numpy of a rescale: sum_i ((x_i - z_i) * m1_i * m2_i) then the tail steps, int8."""
     acc = None
     for x, z, (m1, m2) in zip(xs, zero_points, factors):
-        t = alu_apply(MUL, alu_apply(MUL, alu_apply(ADD, np.asarray(x, np.int32), -int(z)), m1), m2)
-        acc = t if acc is None else alu_apply(ADD, acc, t)
+        t = alu_op(MUL, alu_op(MUL, alu_op(ADD, np.asarray(x, np.int32), -int(z)), m1), m2)
+        acc = t if acc is None else alu_op(ADD, acc, t)
     return Epilogue(tuple(tail)).reference(acc)
 
 

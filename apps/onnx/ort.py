@@ -38,7 +38,7 @@ def session(model, all_tensors: bool = True):
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.log_severity_level = 3
     # (no spinning: its threads would keep polling after each run, taking the cores from whatever runs next,
-    # our own golden model or simulation included: measured 1.6 -> 2.2 s for MobileNetV2 after a comparison)
+    # our own golden model or simulation included)
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.add_session_config_entry("session.inter_op.allow_spinning", "0")
     return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])

@@ -27,8 +27,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from sw.fsim.alu import alu_op
 from sw.isa import AluOp
-from sw.ops.epilogue import IMM_MAX, IMM_MIN, AluStep, alu_apply
+from sw.ops.epilogue import IMM_MAX, IMM_MIN, AluStep
 
 __all__ = ["compact", "with_operands"]
 
@@ -37,8 +38,8 @@ _LO, _HI = -(1 << 31), (1 << 31) - 1
 
 
 def _alu(op, a, b) -> np.ndarray:
-    """The ALU's own arithmetic (int32 wrap-around, :func:`~sw.ops.epilogue.alu_apply`) on int64 arrays."""
-    return alu_apply(op, a, b).astype(np.int64)
+    """The ALU's own arithmetic (int32 wrap-around, :func:`~sw.fsim.alu.alu_op`) on int64 arrays."""
+    return alu_op(op, a, b).astype(np.int64)
 
 
 def _arrays(steps, vectors, channels: int) -> list:

@@ -38,8 +38,8 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, epi: Epilogue, init: bool
     if vt > 1 and len(grid) > 1 and tn >= 2 and (tn // 2) * tm >= 3:
         # the last tile in two: nothing overlaps the last tile's requantization and store, so a smaller
         # last tile shortens the exposed tail (for one more load of its weights)
-        # (a third where the GEMMs outlast the loads, measured faster so on the 256^3 GEMM: its
-        # requantization is exposed; a half where loads set the pace, so more rows share each weight load)
+        # (a third where the GEMMs outlast the loads, whose last requantization is then exposed; a half
+        # where loads set the pace, so more rows share each weight load)
         tk = min(plan.tk, kb)
         step_loads = [Load(xd, 0, tk, tn, kb, 0, INP), Load(wd, 0, tk, tm, kb, 0, WGT)]
         q = tn // 3 if tn // 3 * tm >= 3 and head_pays(tn * tk * tm, step_loads, cfg, epi.passes * tn * tm * tk / kb) \

@@ -24,7 +24,7 @@ The constructors name the common cases: :meth:`Epilogue.vta` is VTA's requantiza
 ``+ bias``, clip to [0, 127]); :meth:`Epilogue.exact_int32` is a raw GEMM's readback; any other list
 of steps is a fixed-point requantization with a multiplier, zero points and int8/uint8 saturation
 (the ONNX importer's, docs/numerics.md). :meth:`Epilogue.reference` is the numpy definition, with
-exactly the golden model's ALU semantics (int32 wrap-around, arithmetic shift); :meth:`Epilogue.actions`
+the golden model's own ALU arithmetic (:func:`sw.fsim.alu.alu_op`); :meth:`Epilogue.actions`
 is the one lowering to ALU instructions that dense and conv2d share.
 """
 
@@ -36,10 +36,11 @@ from functools import cached_property
 
 import numpy as np
 
+from sw.fsim.alu import alu_op
 from sw.isa import ALUOP_IMM_BITS, AluOp
 from sw.ops.kernels import Load, _alu_rows, _alu_tensor, _zero_rows
 
-__all__ = ["Epilogue", "IMM_MIN", "IMM_MAX", "Operand", "AluStep", "alu_apply", "bias_init", "vectors_2d"]
+__all__ = ["Epilogue", "IMM_MIN", "IMM_MAX", "Operand", "AluStep", "bias_init", "vectors_2d"]
 
 IMM_MIN, IMM_MAX = -(1 << (ALUOP_IMM_BITS - 1)), (1 << (ALUOP_IMM_BITS - 1)) - 1
 """The range of an ALU immediate (the instruction's sign-extended ``imm`` field)."""
@@ -251,13 +252,13 @@ class Epilogue:
             return v
 
         for op, v in self.residual or ():
-            r = alu_apply(op, r, operand(v))
+            r = alu_op(op, r, operand(v))
         for i, (op, v) in enumerate(self.steps):
             if self.branch is not None and i == self.branch[0]:
                 b = y
                 for bop, u in self.branch[1]:
-                    b = alu_apply(bop, b, operand(u))
-            y = alu_apply(op, y, b if v == "b" else operand(v))
+                    b = alu_op(bop, b, operand(u))
+            y = alu_op(op, y, b if v == "b" else operand(v))
         return y
 
     # ------------------------------------------------------------------ lowering
@@ -358,26 +359,6 @@ class Epilogue:
             v |= u[p] << np.uint32(8 * p)
         bits = 8 * self.planes
         return ((v.astype(np.int64) << (64 - bits)) >> (64 - bits)).astype(np.int32)
-
-
-def alu_apply(op: AluOp, a: np.ndarray, b) -> np.ndarray:
-    """One ALU operation on int32 lanes, as the golden model computes it (int32 wrap-around; SHR is
-    an arithmetic shift right, a negative amount shifts left)."""
-    a = np.asarray(a).astype(np.int64)
-    b = np.asarray(b, np.int64)
-    if op == AluOp.ADD:
-        r = a + b
-    elif op == AluOp.MUL:
-        r = a * b
-    elif op == AluOp.MIN:
-        r = np.minimum(a, b)
-    elif op == AluOp.MAX:
-        r = np.maximum(a, b)
-    elif op == AluOp.SHR:
-        r = np.where(b >= 0, np.right_shift(a, np.clip(b, 0, 31)), np.left_shift(a, np.clip(-b, 0, 31)))
-    else:
-        raise ValueError(f"ALU op {op!r}; allowed: {_ALLOWED_OPS}")
-    return r.astype(np.int32)       # wraps to 32 bits like the ALU
 
 
 def bias_init(epi: Epilogue, vectors, acc_bound: int) -> tuple[Epilogue, np.ndarray] | None:

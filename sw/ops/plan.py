@@ -20,7 +20,7 @@ _VTA = Epilogue.vta()
 # virtual thread runs load, GEMM, ALU and store in turn. Two overlap load with compute, and the
 # compute module runs one tile's requantization (ALU) beside the next tile's GEMMs, so the slowest of
 # the three sets the pace; only the first load and the last tile's requantization and store are
-# exposed. The constants were checked against the RTL co-simulation (64-bit bus, DRAM latency 20).
+# exposed.
 _ROW_CYCLES = 2
 _INSN_CYCLES = 8
 
@@ -139,8 +139,8 @@ def plan_tiles(plan) -> tuple:
 
 
 class Ranked(Sequence):
-    """Plans cheapest first by the planning model, each built when read (a search ranks thousands: building them
-    all cost more than the search). ``found``: flat tuples, the ``nkey`` fields of the sort key (ending with the
+    """Plans cheapest first by the planning model, each built when read (a search ranks many; only the plans read
+    are built). ``found``: flat tuples, the ``nkey`` fields of the sort key (ending with the
     order found, so ties keep it) then the plan class's arguments; ``tiles_of``: the explicit tiles of such
     arguments."""
 
@@ -181,8 +181,7 @@ def dense_candidates(nb: int, kb: int, mb: int, vt: int, epi: Epilogue, cfg) -> 
         tail = _tail_cycles(tn * tm, epi, cfg)
         # each tile's requantization and store end before its acc region is reused (as for conv2d), and
         # the next tile in that region waits for them and for the ALU pass that zeroes it: a fifth more,
-        # as for the loads, since that chain also waits on the shared bus and the tokens (the RGB stem's
-        # GEMM, measured: one region per thread when the model called the two even was 25 % slower)
+        # as for the loads, since that chain also waits on the shared bus and the tokens
         chain = nt * mt * (tail + tn * tm) * 1.2 / max(1, vt * slots - 1)
         for tk in _cands(kb):
             if _dense_fits(cfg, vt, tn, tk, tm, epi, slots):
@@ -237,11 +236,11 @@ def plan_conv2d(nb: int, cb: int, ob: int, h: int, w: int, kh: int, kw: int, str
     """Choose conv tiles within the SRAMs, minimising DRAM traffic plus a per-instruction cost, for
     tiles finished by ``epilogue`` (default VTA's requantization without bias).
 
-    Plans are memoised per (shape, config): a network repeats its layer shapes, and the search over
-    tile sizes costs tens of milliseconds. A choice measured on the RTL for the problem (:mod:`sw.ops.tuned`)
-    is preferred to the model's when it fits. A grouped conv of ``block_groups`` block-groups plans as ``nb``
-    (= images x block-groups) images of one group's blocks; its measured choice is its own (operator
-    ``conv2d-g<block_groups>``: each group reads other weights, so the timing is not the batched conv's)."""
+    Plans are memoised per (shape, config): a network repeats its layer shapes. A choice measured on the RTL
+    for the problem (:mod:`sw.ops.tuned`) is preferred to the model's when it fits. A grouped conv of
+    ``block_groups`` block-groups plans as ``nb`` (= images x block-groups) images of one group's blocks; its
+    measured choice is its own (operator ``conv2d-g<block_groups>``: each group reads other weights, so the
+    timing is not the batched conv's)."""
     cfg = cfg or config()
     if tiles is not None and not isinstance(tiles, str):
         tiles = tuple(tiles)

@@ -84,8 +84,7 @@ def _shares(actions, rows: int, t, even: bool = False) -> list[list]:
     its GEMMs hide (ALU passes x rows against the step's micro-ops), from the first step on, so the
     deferred tile's store starts early and its acc region is free before a later tile needs it. The same
     number of actions after each step instead when the ALU work exceeds the tile's GEMMs, and with
-    ``even`` (a tile with a residual, whose loads go one before each step: measured faster so on
-    ResNet-18's fused layers)."""
+    ``even`` (a tile with a residual, whose loads go one before each step)."""
     n = len(t.steps)
     per_step = t.gemm_uops / max(1, n)
     shares: list[list] = [[] for _ in range(n)]
@@ -127,16 +126,15 @@ def head_pays(gemm_uops: int, loads, cfg, alu: float = 0.0) -> bool:
     """Whether the first step's GEMMs (``gemm_uops`` micro-ops) outlast its ``loads`` (bus beats and a
     set-up per row, as the planner counts them) and ``alu``, its share of the tile's requantization (ALU
     passes x rows): then the steps after it are not waiting for loads or the ALU, and starting its GEMMs
-    earlier (:func:`head_parts`) ends the operator earlier (measured: where the ALU sets the pace, as in
-    MobileNetV2's 1x1 expansions, the parts only add instructions)."""
+    earlier (:func:`head_parts`) ends the operator earlier (where the ALU sets the pace, the parts only add
+    instructions)."""
     cycles = dma_cycles(sum(a.x_size * a.y_size * elem_bytes(cfg, a.mem) for a in loads),
                         sum(a.y_size for a in loads), cfg)
     return gemm_uops >= max(cycles, alu)
 
 
 ALU_INSN_CYCLES = 32
-"""What an ALU instruction of a tile's part costs beyond its rows (measured: about 31 cycles per instruction on
-BERT's 32x128 dense layers finished in four parts)."""
+"""The planner's cost, in cycles, of an ALU instruction of a tile's part beyond its rows."""
 
 
 def tail_parts(rows: int, store_rows: int, passes: int, cfg) -> int:
@@ -289,8 +287,8 @@ def run_tiles(tiles, interleave=None) -> dict:
                 work[1] += t.gemm_uops
             elif (interleave and deferred is not None and nxt is not None and nxt.init is not None
                   and prev_acc[ti + 1] and nxt.reset[1] <= covered.get(nxt.acc, 0)):
-                # the next tile's accumulators started at the bias by the ALU (one pass, which its epilogue's
-                # ADD no longer makes): every row holds a result of an earlier tile of this operator
+                # the next tile's accumulators started at the bias by the ALU (one pass, in place of its
+                # epilogue's ADD): every row holds a result of an earlier tile of this operator
                 zero_ops = nxt.init[0]
                 initialized.add(ti + 1)
                 work[0] += alu_rows

@@ -1,11 +1,10 @@
 """Measured tiles: a log of tiling choices timed on the RTL, which the planner prefers to its own cycle model.
 
-The planner (:mod:`sw.ops.plan`) ranks the tiles that fit by a small cycle model; on a few shapes the model's
-first choice is a few percent slower on the RTL than one it ranks lower (the 1x1 stride-2 convs, the 256^3
-GEMM). ``python -m apps.tune`` times the model's best candidates of every problem a network or benchmark plans,
-on the RTL, and writes the fastest to the log; ``plan_conv2d`` and ``plan_dense`` then use it for that
-problem (the same config, shape, virtual threads and epilogue cost), if it still fits. Like TopHub's pre-tuned
-logs for VTA, but measured on our own RTL, and only a choice among tiles the planner already accepts.
+The planner (:mod:`sw.ops.plan`) ranks the tiles that fit by a small cycle model, whose first choice need not
+be the fastest on the RTL. ``python -m apps.tune`` times the model's best candidates of every problem a network
+or benchmark plans, on the RTL, and writes the fastest to the log; ``plan_conv2d`` and ``plan_dense`` then use it
+for that problem (the same config, shape, virtual threads and epilogue cost), if it still fits. Like TopHub's
+pre-tuned logs for VTA, but measured on our own RTL, and only a choice among tiles the planner already accepts.
 
 The log is ``sw/ops/tuned.json`` (kept in the repository); ``VTA_TUNING_LOG`` names another file (a user's own
 tuning of their models) or ``none`` (the cycle model alone).

@@ -103,9 +103,9 @@ class Conv(Handler):
 
         The conv's requantization, the add's rescaling of both inputs and its own requantization are one list
         of steps, compacted (:func:`sw.ops.compact`: the conv's rounding shift, the add's zero point and
-        multiplier share passes; ResNet-50's fused 1x1 expansions 25 -> 18 ALU passes per row). It pays even
-        where the conv is bound by the ALU (a 1x1 conv over few channels): the add's own steps cost fewer
-        ALU passes per row than the separate add's whole pass through DRAM."""
+        multiplier share passes). It pays even where the conv is bound by the ALU (a 1x1 conv over few
+        channels): the add's own steps cost fewer ALU passes per row than the separate add's whole pass through
+        DRAM."""
         p = lay.params
         if p["groups"] > 1 or self._im2col_pays(lay) or p["split"] or add.cpu_reason or xs[0].ndim != 4:
             return None

@@ -1,40 +1,12 @@
-"""The golden model on raw instruction streams, against a plain-loop reference written here."""
+"""The golden model's device on raw instruction streams, against plain-loop references written here."""
 import numpy as np
 import pytest
 
 from sw.config import load_config
-from sw.fsim import FsimDevice, _gemm_fold, _gemm_folded, alu_op
-from sw.isa import AluOp, MemId, Opcode, expand_uops, isa_for
+from sw.fsim import FsimDevice, alu_op
+from sw.isa import AluOp, MemId, Opcode, isa_for
 from sw.pipeline import DeadlockError, InsnError
-
-DRAM = 1 << 20
-INSN_ADDR = 0x80000
-
-
-def run(dev, insns):
-    isa = isa_for(dev.cfg)
-    raw = isa.words_to_array(isa.encode(**f) for f in insns)
-    dev.dram[INSN_ADDR:INSN_ADDR + raw.size] = raw
-    return dev.run(INSN_ADDR, len(insns))
-
-
-def finish():
-    return dict(opcode=Opcode.FINISH)
-
-
-def load(mem, sram, dram, y, x, stride, pads=(0, 0, 0, 0), **flags):
-    return dict(opcode=Opcode.LOAD, memory_type=mem, sram_base=sram, dram_base=dram, y_size=y, x_size=x,
-                x_stride=stride, y_pad_0=pads[0], y_pad_1=pads[1], x_pad_0=pads[2], x_pad_1=pads[3], **flags)
-
-
-def store(sram, dram, y, x, stride, **flags):
-    return dict(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=sram, dram_base=dram, y_size=y, x_size=x,
-                x_stride=stride, **flags)
-
-
-@pytest.fixture(params=["default", "small", "batch2"])
-def dev(request):
-    return FsimDevice(load_config(request.param), dram_bytes=DRAM)
+from tests.sw.fsim.conftest import DRAM, INSN_ADDR, finish, load, put_uops, run, store
 
 
 def test_load_with_strides_and_padding_every_type(dev, rng):
@@ -103,11 +75,6 @@ def naive_gemm(dev, f, uops):
     return ((acc + 2**31) % 2**32 - 2**31).astype(np.int32).reshape(dev.acc.shape)
 
 
-def put_uops(dev, uops, at=0):
-    isa = isa_for(dev.cfg)
-    dev.uop[at:at + len(uops)] = [isa.encode_uop(*u) for u in uops]
-
-
 @pytest.mark.parametrize("shape", ["reuse_wgt", "reuse_inp", "no_reuse", "unequal_groups", "accumulate_same_row"])
 def test_gemm_matches_loops(dev, rng, shape):
     cfg = dev.cfg
@@ -153,29 +120,6 @@ def test_gemm_wraps_modulo_2_32(default_cfg):
     put_uops(dev, [(0, 0, 0)])
     run(dev, [dict(opcode=Opcode.GEMM, uop_end=1, iter_out=1, iter_in=1), finish()])
     assert dev.acc[0, 0] == np.int32(np.int64(2**31 - 1000 + 16 * 128 * 128) - 2**32)
-
-
-EDGE_SHIFTS = [0, 1, -1, 31, -31, 32, -32, 40, -40, 32767, -32768]
-
-
-@pytest.mark.parametrize("op", list(AluOp))
-def test_alu_op_semantics(op):
-    a = np.array([0, 1, -1, 7, -7, 2**31 - 1, -2**31, 123456789], dtype=np.int32)
-    for b in EDGE_SHIFTS:
-        got = alu_op(op, a, b)
-        for x, g in zip(a.tolist(), got.tolist()):
-            if op == AluOp.MIN:
-                r = min(x, b)
-            elif op == AluOp.MAX:
-                r = max(x, b)
-            elif op == AluOp.ADD:
-                r = x + b
-            elif op == AluOp.MUL:
-                r = x * b
-            else:
-                r = x >> min(b, 31) if b >= 0 else x << min(-b, 31)
-            r = (r + 2**31) % 2**32 - 2**31
-            assert g == r, (op, x, b)
 
 
 def test_alu_in_order_when_rows_chain(default_cfg, rng):
@@ -297,123 +241,6 @@ def test_bad_run_arguments(default_cfg):
         dev.run(DRAM - 16, 2)
 
 
-# ---------------------------------------------------------------------- the folded GEMM fast path
-def per_uop_gemm(acc, inp, wgt, d, s, w):
-    """The plain semantics: one micro-op execution at a time, in order, int64 then wrapped to int32."""
-    out = acc.astype(np.int64)
-    for dd, ss, ww in zip(d.tolist(), s.tolist(), w.tolist()):
-        out[dd] += (inp[ss].astype(np.int64) @ wgt[ww].astype(np.int64).T).reshape(-1)
-    return ((out + 2**31) % 2**32 - 2**31).astype(np.int32)
-
-
-def loop_kernel(shape, rng, cfg):
-    """(fields, uops) of a GEMM instruction in one of the loop shapes the operators and tests use, with
-    random sizes that fit the SRAMs of cfg."""
-    f = dict(iter_out=1, iter_in=1, dst_factor_out=0, dst_factor_in=0, src_factor_out=0, src_factor_in=0,
-             wgt_factor_out=0, wgt_factor_in=0)
-    r = lambda lo, hi: int(rng.integers(lo, hi + 1))
-    if shape == "dense":            # sw.ops.kernels._k_dense: loops k (outer), n (inner); uops j
-        tk, tn, tm = r(1, 6), r(1, 5), r(1, 5)
-        uops = [(j, 0, j * tk) for j in range(tm)]
-        f.update(iter_out=tk, src_factor_out=1, wgt_factor_out=1, iter_in=tn, dst_factor_in=tm, src_factor_in=tk)
-    elif shape == "rows_outside":   # sw.testing.fsim_speed: loops rows (outer), k (inner, dst factor 0); uops j
-        rows, k, o = r(1, 6), r(1, 6), r(1, 5)
-        uops = [(j, 0, j * k) for j in range(o)]
-        f.update(iter_out=rows, dst_factor_out=o, src_factor_out=k, iter_in=k, src_factor_in=1, wgt_factor_in=1)
-    elif shape == "conv":           # sw.ops.kernels._k_conv variant A: loops (c, oh); uops (ky, kx, ow, j)
-        tm, th, tw, tc, kh, kw, s = r(1, 3), r(1, 3), r(1, 3), r(1, 3), r(1, 3), r(1, 3), r(1, 2)
-        ih, iw = (th - 1) * s + kh, (tw - 1) * s + kw
-        uops = [(j * th * tw + ow, ky * iw + ow * s + kx, j * tc * kh * kw + ky * kw + kx)
-                for ky in range(kh) for kx in range(kw) for ow in range(tw) for j in range(tm)]
-        f.update(iter_out=tc, src_factor_out=ih * iw, wgt_factor_out=kh * kw,
-                 iter_in=th, dst_factor_in=tw, src_factor_in=s * iw)
-    elif shape == "same_row":       # sw.testing.vta_tests.same_row: every step writes the same rows (distance 1, 2)
-        rows = r(1, 3)
-        uops = [(d, r(0, 3), r(0, 3)) for d in range(rows)]
-        f.update(iter_out=r(1, 4), src_factor_out=r(0, 2), iter_in=r(1, 4), src_factor_in=1, wgt_factor_in=1)
-    elif shape == "one_loop":       # every execution writes its own row (in any order, with gaps); the
-        o = r(1, 4)                 # weights shared by the rows
-        uops = [(j, 0, 2 * j) for j in rng.permutation(o).tolist()]
-        f.update(iter_out=r(1, 8), dst_factor_out=o + r(0, 2), src_factor_out=r(1, 3))
-    elif shape == "uop_reduction":  # no loops; the micro-ops repeat their rows in a shuffled order
-        rows, k = r(1, 4), r(2, 4)
-        seen = [0] * rows
-        uops = []
-        for d in rng.permutation(np.repeat(np.arange(rows), k)).tolist():
-            uops.append((d, seen[d], 5 * d + seen[d]))        # the k-th term of a row: inp k, wgt 5d + k
-            seen[d] += 1
-    else:                           # anything: random factors, rows written unequally often
-        uops = [(r(0, 6), r(0, 9), r(0, 9)) for _ in range(r(1, 6))]
-        f.update({k: r(0, 3) for k in f if k.endswith("factor_out") or k.endswith("factor_in")})
-        f.update(iter_out=r(1, 4), iter_in=r(1, 4))
-    return f, uops
-
-
-LOOP_SHAPES = ["dense", "rows_outside", "conv", "same_row", "one_loop", "uop_reduction", "random"]
-
-
-@pytest.mark.parametrize("shape", LOOP_SHAPES)
-def test_folded_gemm_matches_per_uop_reference(dev, rng, shape):
-    """The folded products equal the per-micro-op semantics on random kernels of every loop shape,
-    repeated destination rows included; the regular shapes do take the fast path."""
-    cfg = dev.cfg
-    folded = 0
-    for _ in range(6):
-        f, uops = loop_kernel(shape, rng, cfg)
-        dev.inp[...] = rng.integers(-128, 128, size=dev.inp.shape, dtype=np.int8)
-        dev.wgt[...] = rng.integers(-128, 128, size=dev.wgt.shape, dtype=np.int8)
-        dev.acc[...] = rng.integers(-2**31, 2**31, size=dev.acc.shape, dtype=np.int64).astype(np.int32)
-        d, s, w = expand_uops(np.array(uops), f, True)
-        want = per_uop_gemm(dev.acc, dev.inp, dev.wgt, d, s, w)
-        acc = dev.acc.copy()
-        if _gemm_folded(acc, dev.inp, dev.wgt, _gemm_fold(d, s, w)):
-            folded += 1
-            np.testing.assert_array_equal(acc, want)
-        else:
-            np.testing.assert_array_equal(acc, dev.acc)        # a refusal changes nothing
-        put_uops(dev, uops)
-        f.update(opcode=Opcode.GEMM, uop_bgn=0, uop_end=len(uops))
-        counters = run(dev, [f, finish()])                      # the device: fast path or the general one
-        np.testing.assert_array_equal(dev.acc, want)
-        assert counters["gemm_counter"] == d.size
-    if shape != "random":
-        assert folded == 6
-
-
-@pytest.mark.parametrize("k_blocks", [1, 63, 64, 65, 129, 201])
-def test_folded_gemm_exact_at_extremes(default_cfg, k_blocks):
-    """-128 * -128 in every lane but one 1 * 1: a row sums k_blocks * (15 * 2^14 + 1), which for 129 and
-    201 blocks is odd and above 2^24, so no single float32 dot product holds it (the chunks of at most
-    1024 terms do); the sums wrap mod 2^32."""
-    dev = FsimDevice(default_cfg, dram_bytes=DRAM)
-    I = default_cfg.BLOCK_IN
-    dev.inp[...] = -128
-    dev.wgt[...] = -128
-    dev.inp[:, :, 0] = 1
-    dev.wgt[:, :, 0] = 1
-    dev.acc[...] = 2**31 - 7
-    rows = 3
-    f = dict(iter_out=k_blocks, iter_in=rows, dst_factor_out=0, dst_factor_in=1, src_factor_out=1,
-             src_factor_in=0, wgt_factor_out=1, wgt_factor_in=0)
-    d, s, w = expand_uops(np.array([(0, 0, 0)]), f, True)
-    want = per_uop_gemm(dev.acc, dev.inp, dev.wgt, d, s, w)
-    terms = k_blocks * I
-    exact = (2**31 - 7 + 2**14 * (terms - terms // I) + terms // I + 2**31) % 2**32 - 2**31
-    assert (want[:rows] == exact).all()
-    assert _gemm_folded(dev.acc, dev.inp, dev.wgt, _gemm_fold(d, s, w))
-    np.testing.assert_array_equal(dev.acc, want)
-
-
-def test_one_blas_thread_restores_the_callers_setting():
-    """The pinned numpy's OpenBLAS is found, and the thread-local setting is put back after the products."""
-    from sw.fsim import _SET_BLAS_THREADS, _one_blas_thread
-    assert _SET_BLAS_THREADS is not None
-    before = _SET_BLAS_THREADS(3)
-    with _one_blas_thread():
-        assert _SET_BLAS_THREADS(1) == 1
-    assert _SET_BLAS_THREADS(before) == 3
-
-
 def test_a_stream_the_runtime_checked_is_executed_without_decoding_it_again(monkeypatch):
     from sw import runtime
     from sw.testing import vta_tests as programs
@@ -421,7 +248,7 @@ def test_a_stream_the_runtime_checked_is_executed_without_decoding_it_again(monk
     decoded = []
     original = dev.isa.decode_stream
     monkeypatch.setattr(dev.isa, "decode_stream", lambda raw: decoded.append(len(raw)) or original(raw))
-    monkeypatch.setattr("sw.fsim.schedule", None)        # nor scheduled: it runs in the order of the dry run
+    monkeypatch.setattr("sw.fsim.device.schedule", None)        # nor scheduled: it runs in the order of the dry run
     with runtime.use_target(dev):
         r = programs.vector_add("python")
     assert decoded == [] and np.array_equal(r["result"], r["expected"])
