@@ -20,7 +20,7 @@ Post-training quantization to VTA's arithmetic (the definition is :func:`referen
   units; the prediction is the argmax (first index on ties).
 
 :func:`run` executes a quantized network through :mod:`sw.ops` on the current runtime target (the
-golden model by default; ``cosim.run(digits.run, net, x_q)`` runs the same function on the RTL) and
+golden model by default; the ``rtl`` runner of :mod:`sw.runtime.runners` runs the same function on the RTL) and
 returns the logits and the summed counters, whose ``cycles`` (on the RTL) give cycles per image.
 Nothing is cached on disk; :func:`model` memoises trained networks in the process only.
 

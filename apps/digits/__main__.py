@@ -10,6 +10,7 @@ import argparse
 import numpy as np
 
 from sw.cli import command, run_as_main
+from sw.runtime import runners
 
 from .data import load_data, quantize_input
 from .inference import accuracy, predict, reference, run
@@ -40,10 +41,8 @@ def main(argv=None) -> int:
         print(f"  test accuracy: float {m.float_accuracy:.2%}, int8 {m.int8_accuracy:.2%}; "
               f"golden model equal to the reference on {len(x_q)} images: {same}")
         if args.rtl:
-            import cosim
-
             n = args.rtl
-            out, c = cosim.run(run, m.qnet, x_q[:n])
+            out, c = runners.run("rtl", run, m.qnet, x_q[:n])
             ok = np.array_equal(out, reference(m.qnet, x_q[:n]))
             print(f"  RTL on {n} images: accuracy {accuracy(predict(out), y_test[:n]):.2%}, equal to the "
                   f"reference: {ok}, {c['cycles'] / n:.0f} cycles per image")

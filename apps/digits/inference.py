@@ -48,7 +48,7 @@ def reference(net: QuantNet, x_q) -> np.ndarray:
 def run(net: QuantNet, x_q, virtual_threads=2):
     """Run the network through :mod:`sw.ops` on the current runtime: (int32 logits (n, 10), counters).
 
-    Module-level so that ``cosim.run(run, net, x_q)`` runs it on the RTL. The counters of every layer
+    Module-level so that a runner (:mod:`sw.runtime.runners`) runs it on the RTL or a board. The counters of every layer
     are summed (``cycles`` / n is the cost per image on the RTL).
     """
     x = _as_input(net, x_q)
