@@ -23,7 +23,7 @@ from sw.cli import command, run_as_main
 
 from ..sim.coverage_dump import COVERAGE_DIR_ENV
 from . import toggles
-from .programs import check_directed, directed_calls
+from .directed_suite import check_directed, directed_calls
 
 __all__ = ["parse_dat", "merge_dat", "write_info", "module_table", "signal_name", "toggle_shape", "SHAPES",
            "untoggled_points",
@@ -174,7 +174,7 @@ KNOWN_UNREACHABLE = [
     (r"^vta_top$", r"\(near: if \\error\$\d+\)",
      "the error-code priority branches for load/compute/store module errors: the modules' errors repeat checks "
      "fetch makes first (see the HALT states); the AXI error response's branch is covered by the directed "
-     "programs that make the memory answer SLVERR/DECERR (cosim.verify.programs.AXI_CASES)"),
+     "programs that make the memory answer SLVERR/DECERR (cosim.verify.directed_suite.AXI_CASES)"),
     (r"^vta_top\.tokens_", r"hw/queues\.py:\d+ `with m\.Elif\(push & pop\):`",
      "reachable, not unreachable: a token queue pushed and popped in the same cycle while it holds tokens; in the "
      "system that needs the producer's end and the consumer's start to fall on one cycle (the directed "
