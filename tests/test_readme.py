@@ -228,7 +228,7 @@ PYTHON = {
         Covered("tests/cosim/verify/test_regress.py", '"--fuzz", "2", "--config", "small", "--ops", "60", "--fault", '
                                                '"alu-max-imm-as-min"'),
     f"{PY} -m cosim.verify.regress --replay build/replays/small-seed1.min.replay --waves":
-        Covered("tests/cosim/verify/test_triage.py", 'regress.main(["--replay", str(path), "--waves"])'),
+        Covered("tests/cosim/verify/test_minimize.py", 'regress.main(["--replay", str(path), "--waves"])'),
     f"{PY} -m cosim.verify.cluster --bench --config default --programs 400 --shard 100 --workers 2":
         Run(["--bench", "--config", "small", "--programs", "4", "--shard", "2", "--workers", "1", "--ops", "6"],
             ("rtl", "slow")),

@@ -80,7 +80,7 @@ def store_outside_buffers() -> dict:
     The hardware executes it; on a checked model the write is a ``write_outside`` violation, reported as the
     run's error (``{"error": "AxiProtocolError", "message": ...}``, see :mod:`cosim.verify.faults`).
     """
-    from .programs import finish_after_store, run_raw, store_insn
+    from .raw import finish_after_store, run_raw, store_insn
     return run_raw([store_insn(0x100000 // 16), *finish_after_store()])
 
 

@@ -13,7 +13,7 @@ Every shard has a fixed key, so a shard whose worker is lost mid-run is run agai
 and the client counts each shard's result exactly once: its programs, its failures and its functional
 coverage (the shard's own hits, merged per config into ``coverage``). Failures come back with their
 replays, which the client writes to ``out_dir``; the first ``minimize`` of them are then minimized on the
-cluster (:func:`cosim.verify.triage.minimize_on_rtl`, one launch each) and written beside them as ``*.min.replay``.
+cluster (:func:`cosim.verify.minimize.minimize_on_rtl`, one launch each) and written beside them as ``*.min.replay``.
 
 With ``steer=True`` the shards go out in rounds of ``round_shards`` (default: the cluster's worker threads,
 1 in this process): after each round the client merges the returned coverage and gives the next round's
@@ -35,6 +35,7 @@ from sw.cli import command, run_as_main
 from sw.config import load_config
 
 from . import funcov, replay, triage
+from .minimize import minimize_on_rtl
 
 __all__ = ["plan", "run_shard", "steer_round", "fuzz", "connect", "launch_cost", "bench", "STALL_CHANCE"]
 
@@ -182,9 +183,9 @@ def _quiet(text):
 def _minimize(failures, client, cosim_options, out_dir, progress) -> list:
     todo = [f for f in failures if f["program"] is not None]
     if client is None:
-        done = [triage.minimize_on_rtl(f, log=_quiet, **(cosim_options or {})) for f in todo]
+        done = [minimize_on_rtl(f, log=_quiet, **(cosim_options or {})) for f in todo]
     else:
-        done = client.gather([client.submit(triage.minimize_on_rtl, f, _quiet, **(cosim_options or {}), retries=1)
+        done = client.gather([client.submit(minimize_on_rtl, f, _quiet, **(cosim_options or {}), retries=1)
                               for f in todo])
     out = []
     for f in done:
@@ -222,9 +223,9 @@ def launch_cost(config, repeats: int = 3) -> tuple:
     cosim.run(target_info, [0], config=config)       # builds the model if needed
     best = (float("inf"), float("inf"))
     for _ in range(repeats):
-        t, c = time.time(), triage._cpu_seconds()
+        t, c = time.time(), triage.cpu_seconds()
         cosim.run(target_info, [0], config=config)
-        best = min(best, (time.time() - t, triage._cpu_seconds() - c))
+        best = min(best, (time.time() - t, triage.cpu_seconds() - c))
     return best
 
 

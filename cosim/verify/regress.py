@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     parser.add_argument("--round", type=int, default=None,
                         help="shards per steering round (default: the cluster's worker threads; 1 with --serial)")
     parser.add_argument("--fault", default=None,
-                        help="inject a fault of cosim.verify.faults.FAULTS into the RTL side, or an AXI error response "
+                        help="inject a fault of cosim.verify.injected.FAULTS into the RTL side, or an AXI error response "
                              "(axi-read, axi-write, axi-errors: each program first runs with the memory answering "
                              "SLVERR/DECERR on a beat drawn from its seed and must stop naming it, then runs cleanly)")
     parser.add_argument("--minimize", type=int, default=3, help="failures to minimize (0: none)")
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     parser.add_argument("--waves", action="store_true", help="with --replay: write an FST waveform")
     args = parser.parse_args(argv)
     if args.fault is not None:
-        from .faults import AXI_FAULTS, FAULTS
+        from .injected import AXI_FAULTS, FAULTS
         choose("--fault", args.fault, sorted(FAULTS) + sorted(AXI_FAULTS))
     if args.replay:
         return replay_main(args.replay, args.waves)
@@ -105,7 +105,7 @@ def replay_main(path, waves=False) -> int:
     """Re-run a replay file: the golden model and the RTL (with waves), and say whether it still fails."""
     import cosim
 
-    from . import replay, triage
+    from . import evaluate, replay
 
     body = replay.load(path)
     program = body["program"]
@@ -113,12 +113,12 @@ def replay_main(path, waves=False) -> int:
     print(f"{path}: config {cfg.name}, seed {body.get('seed')}, fault {body.get('fault')}, "
           f"{replay.program_size(program)}")
     print(replay.listing(program))
-    gold = triage.Evaluator(cfg, None).golden(program)
+    gold = evaluate.Evaluator(cfg, None).golden(program)
     if gold is None:
         print("the program is not a fair test on the golden model (error, race, hazard or undefined read)")
         return 2
     dut = cosim.run(replay.replay_program, program, body.get("fault"), config=cfg, waves=waves)
-    sig = triage.signature(gold, dut)
+    sig = evaluate.signature(gold, dut)
     expected = (body.get("minimized") or {}).get("signature") or body.get("failure", {}).get("signature")
     print(f"result: {'passes (golden model and RTL agree)' if sig is None else f'fails: {list(sig)}'}"
           + (f"; recorded failure: {list(expected)}" if expected else ""))

@@ -214,17 +214,17 @@ def _restore_stream(cfg, program, base: int):
 
 
 def replay_program(program: dict, fault: str | None = None) -> dict:
-    """Run ``program`` on the current target (with the named fault of :mod:`cosim.verify.faults`, if any).
+    """Run ``program`` on the current target (with the named fault of :mod:`cosim.verify.injected`, if any).
 
     Returns ``{"counters", "pages"}`` or ``{"error": type name, "message"}``: errors are results, so
     that many programs run in one simulator launch.
     """
     from ..sim import axi_monitor
-    from . import faults
+    from . import injected
 
     q = runtime.current()
     isa = q.isa
-    target = faults.with_fault(q.target, fault) if fault else q.target
+    target = injected.with_fault(q.target, fault) if fault else q.target
     image = np.frombuffer(zlib.decompress(program["image"]), dtype=np.uint8)
     insn_addr, insns = program["insn_addr"], program["insns"]
     stream_end = insn_addr + len(insns) * isa.insn_bytes

@@ -1,19 +1,19 @@
-"""The directed programs of make coverage (cosim.verify.programs): each error the hardware reports, the AXI error
-responses, the register sweep (every writable bit set and cleared), the field sweep, token traffic, transfers stopped
-by an AXI error, the index sweep; all as expected."""
+"""The directed programs of make coverage (cosim.verify.directed_suite running cosim.verify.directed): each error
+the hardware reports, the AXI error responses, the register sweep (every writable bit set and cleared), the field
+sweep, token traffic, transfers stopped by an AXI error, the index sweep; all as expected."""
 import pytest
 
 import cosim
-from cosim.verify import programs
+from cosim.verify import directed_suite
 
 
 @pytest.fixture(scope="module")
 def results():
-    return cosim.run_many(programs.directed_calls(), config="small", watchdog_cycles=2000)
+    return cosim.run_many(directed_suite.directed_calls(), config="small", watchdog_cycles=2000)
 
 
 def test_directed_programs_do_what_they_must(results):
-    assert programs.check_directed(results) == []
+    assert directed_suite.check_directed(results) == []
     assert results[6]["far"] == 0                        # an unmapped word at the end of the window reads 0
     assert set(results[6]["ones"]) == {0x04, 0x08, 0x0C, 0x10, 0x14, 0x18, 0x1C, 0x20}     # cycles and the host registers
     assert results[14]["counters"]["insn_fetched"] == 17 and results[14]["counters"]["gemm_counter"] == 0
@@ -33,7 +33,7 @@ def test_a_wrong_result_is_reported(results):
     results[16] = dict(results[16], sweep=dict(results[16]["sweep"], error="VTAError", message="outside"))
     mem, case, channel, beat, r = results[18][0]
     results[18] = [(mem, case, channel, beat, dict(r, changed=5))] + results[18][1:]
-    bad = programs.check_directed(results)
+    bad = directed_suite.check_directed(results)
     assert any(b.startswith("field_sweep: None") and "3 bytes changed" in b for b in bad)
     assert any(b.startswith("SLVERR on read beat 0: expected an AxiResponseError") for b in bad)
     assert "address sweep at 0xfc000000: VTAError outside" in bad

@@ -1,10 +1,8 @@
-"""Raw device programs: instruction streams written straight into device memory, past the runtime's checks.
-
-:func:`run_raw` is how a test or a coverage run makes the accelerator execute a stream the runtime would
-never emit (a bad opcode, a reserved flag, an ALU with no iterations, token traffic on every queue): the
-words are ints or field dicts for the ISA encoder; the result is ``{"error": type name or None,
-"message", "counters", "changed": bytes of device memory that changed}``, errors included, so several
-programs can run in one simulator launch. The directed programs of ``make coverage`` are here too.
+"""The directed programs of ``make coverage``: raw streams (:func:`cosim.verify.raw.run_raw`) that reach what the
+regression does not: the register and field sweeps, token traffic, device memory at the top of the bus, and the bits
+only extreme values reach (huge transfers, the index and loop sweeps, saturated token queues, held pushes, full
+command queues). Each returns the result of :func:`~cosim.verify.raw.run_raw` (or a list or dict of them);
+:mod:`cosim.verify.directed_suite` lists them and checks what they must return.
 """
 
 from __future__ import annotations
@@ -12,56 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from sw import runtime
-from sw.isa import MEMOP_SIZE_BITS, AluOp, MemId, Opcode
+from sw.isa import AluOp, MemId, Opcode
 from sw.targets.launch import window_alignment
 
-from .pages import CHECK_BYTES
+from .raw import NOP_COMPUTE, NOP_LOAD, NOP_STORE, OUTSIDE, X_SIZE_MAX, finish_after_store, run_raw
 
-__all__ = ["run_raw", "store_insn", "finish_after_store", "register_sweep", "empty_alu", "token_traffic",
-           "field_sweep", "address_sweep", "high_window", "top_fetch", "token_fill", "huge_transfers", "index_sweep",
-           "fetch_huge", "fetch_refusals", "FETCH_REFUSALS", "loop_sweep", "token_saturate",
-           "held_pushes", "queue_fill", "directed_calls", "check_directed", "AXI_CASES"]
-
-
-X_SIZE_MAX = (1 << MEMOP_SIZE_BITS) - 1      # the most elements one row of a LOAD or STORE moves
-
-# an instruction that does nothing in each module (x_size = 0), to carry dependency flags
-NOP_LOAD = dict(opcode=Opcode.LOAD, memory_type=MemId.INP)
-NOP_COMPUTE = dict(opcode=Opcode.LOAD, memory_type=MemId.UOP)
-NOP_STORE = dict(opcode=Opcode.STORE, memory_type=MemId.OUT)
-
-
-def run_raw(fields_list, wait_cycles: int = 1 << 31, at: int | None = None, count: int | None = None) -> dict:
-    """Write the stream into a fresh buffer (or at byte address ``at`` of device memory, outside any buffer: the
-    caller saves what is there), run it on the current target (``count`` instructions: all of them by default), and
-    report what happened."""
-    q = runtime.current()
-    isa = q.isa
-    raw = isa.words_to_array(f if isinstance(f, int) else isa.encode(**f) for f in fields_list)
-    h = q.alloc(max(raw.size, 4096)) if at is None else None
-    addr = q.memory.get(h).phys if at is None else at
-    q.dram[addr:addr + raw.size] = raw
-    before = q.dram[:CHECK_BYTES].copy()
-    out = {"error": None, "message": ""}
-    try:
-        out["counters"] = q.target.run(addr, len(fields_list) if count is None else count, wait_cycles)
-    except Exception as err:  # noqa: BLE001 - the error is the result
-        out["error"], out["message"] = type(err).__name__, str(err)
-    out["changed"] = int(np.count_nonzero(q.dram[:CHECK_BYTES] != before))
-    if h is not None:
-        q.free(h)
-    return out
-
-
-def store_insn(addr_elems: int) -> dict:
-    """A 4-element STORE of OUT row 0 to element address ``addr_elems`` that hands a token back to compute."""
-    return dict(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=0, dram_base=addr_elems, y_size=1,
-                x_size=4, x_stride=4, push_prev=1)
-
-
-def finish_after_store() -> list:
-    """Compute takes the store's token, then FINISH."""
-    return [dict(opcode=Opcode.LOAD, memory_type=MemId.UOP, pop_next=1), dict(opcode=Opcode.FINISH)]
+__all__ = ["register_sweep", "address_sweep", "high_window", "top_fetch", "field_sweep", "empty_alu", "token_traffic",
+           "token_fill", "queue_fill", "held_pushes", "token_saturate", "huge_transfers", "index_sweep", "loop_sweep",
+           "FETCH_REFUSALS", "fetch_refusals", "fetch_huge"]
 
 
 def register_sweep() -> dict:
@@ -134,14 +90,14 @@ def high_window() -> dict:
     the window."""
     from sw.testing import vta_tests as programs
 
-    from . import faults
+    from .faults import axi_error
 
     dev = runtime.current().target
     base = (1 << 32) - window_alignment(len(dev.dram))
     dev.set_window(base)
     try:
         return {"window": base, "vector_add": programs.vector_add("python", seed=1), "sweep": address_sweep(),
-                "axi_error": faults.axi_error("write", 0, "SLVERR"), "top_fetch": top_fetch()}
+                "axi_error": axi_error("write", 0, "SLVERR"), "top_fetch": top_fetch()}
     finally:
         dev.set_window(0)
 
@@ -248,8 +204,6 @@ def token_fill(n: int = 255) -> dict:
     q.free(h)
     return out_
 
-
-OUTSIDE = 1 << 31        # a bus address above any device memory: the DPI DRAM reads zeros there and drops writes
 
 
 def queue_fill(n: int = 520) -> list:
@@ -492,112 +446,3 @@ def fetch_huge(beat: int = 256) -> dict:
             return run_raw([0], at=at, count=(1 << 32) - 1)
     finally:
         q.dram[at:] = saved
-
-
-def directed_calls() -> list:
-    """The directed programs of ``make coverage`` beside the regression: each error the hardware reports
-    (cosim.verify.faults, fetch's refusals, the AXI error responses), the accelerator working again after them, the
-    register and field sweeps, token traffic, device memory at the top of the bus, and the programs for the bits only
-    extreme values reach (huge transfers, the index and loop sweeps, saturated token queues, held pushes, full
-    command queues), and a conv2d with a residual (acc loads beside GEMMs of the other bank)."""
-    from sw.testing import vta_tests as programs
-    from sw.testing import workloads
-
-    from . import faults
-    return [(faults.deadlock, (), {}), (faults.reserved_flag, (), {}), (faults.bad_opcode, (), {}),
-            (faults.bad_memory_type, (), {}), (faults.timeout, (), {}), (programs.vector_add, ("python",), {}),
-            (register_sweep, (), {}), (empty_alu, (), {}), (token_traffic, (), {}),
-            *((faults.axi_error, case, {}) for case in AXI_CASES), (programs.vector_add, ("python",), {}),
-            (field_sweep, (), {}), (address_sweep, (), {}), (high_window, (), {}), (token_fill, (), {}),
-            (huge_transfers, (), {}), (index_sweep, (), {}), (fetch_huge, (), {}), (fetch_refusals, (), {}),
-            (loop_sweep, (), {}), (token_saturate, (), {}), (held_pushes, (), {}), (queue_fill, (), {}),
-            # (several tiles of two reduction steps: the residual loads run beside the next tile's GEMMs)
-            (workloads.run_conv2d_workload, (None, None, 28, 28, 64, 32, 3, 1, 1, 2, True, None, 0, True), {}),
-            (empty_alu, (), {})]   # (a last launch clears the counters)
-
-
-# the AXI error responses of the directed programs: a fetch beat, a load beat, two write beats
-AXI_CASES = (("read", 0, "SLVERR"), ("read", 5, "DECERR"), ("write", 0, "DECERR"), ("write", 1, "SLVERR"))
-
-
-def check_directed(results) -> list:
-    """Why the directed programs' results are wrong ([] when each did what it must)."""
-    from hw import control
-
-    want = ["WatchdogError", "VTAError", "VTAError", "VTAError", "RunTimeout"]
-    bad = [f"directed program {i}: expected {w}, got {r.get('error')}" for i, (w, r) in enumerate(zip(want, results))
-           if r.get("error") != w]
-    if not np.array_equal(results[5]["result"], results[5]["expected"]):
-        bad.append("vector_add after the faults: wrong result")
-    for i, name in ((7, "empty_alu"), (8, "token_traffic")):
-        if results[i]["error"] or results[i]["changed"]:
-            bad.append(f"{name}: {results[i]['error']} {results[i]['message'][:300]}, {results[i]['changed']} bytes changed")
-    for (channel, beat, response), r in zip(AXI_CASES, results[9:13]):
-        if r.get("error") != "AxiResponseError" or f"{response} on the {channel} channel" not in r["message"]:
-            bad.append(f"{response} on {channel} beat {beat}: expected an AxiResponseError naming it, got "
-                       f"{r.get('error')}: {r.get('message', '')[:300]}")
-    if not np.array_equal(results[13]["result"], results[13]["expected"]):
-        bad.append("vector_add after the AXI errors: wrong result")
-    if results[14]["error"] or results[14]["changed"]:
-        bad.append(f"field_sweep: {results[14]['error']} {results[14]['message'][:300]}, "
-                   f"{results[14]['changed']} bytes changed")
-    if results[15]["error"]:
-        bad.append(f"address_sweep: {results[15]['error']} {results[15]['message'][:300]}")
-    high = results[16]
-    if not np.array_equal(high["vector_add"]["result"], high["vector_add"]["expected"]):
-        bad.append(f"vector_add with device memory at {high['window']:#x}: wrong result")
-    if high["sweep"]["error"]:
-        bad.append(f"address sweep at {high['window']:#x}: {high['sweep']['error']} {high['sweep']['message'][:300]}")
-    if high["top_fetch"]["error"] or high["top_fetch"]["changed"]:
-        bad.append(f"fetch from the top of device memory at {high['window']:#x}: {high['top_fetch']['error']} "
-                   f"{high['top_fetch']['message'][:300]}, {high['top_fetch']['changed']} bytes changed")
-    if results[17]["error"]:
-        bad.append(f"token_fill: {results[17]['error']} {results[17]['message'][:300]}")
-    *stopped, (_, _, _, _, small) = results[18]
-    if small["error"] or small["changed"]:
-        bad.append(f"huge_transfers, the small loads after: {small['error']} {small['message'][:300]}")
-    for mem, case, channel, beat, r in stopped:
-        if (r["error"] != "AxiResponseError" or f"DECERR on the {channel} channel" not in r["message"]
-                or r["changed"]):
-            bad.append(f"huge_transfers {mem} {case}: expected a DECERR on {channel} beat {beat} and nothing changed, "
-                       f"got {r['error']}: {r['message'][:300]}, {r['changed']} bytes changed")
-    if results[20]["error"] != "AxiResponseError" or "DECERR on the read channel" not in results[20]["message"]:
-        bad.append(f"fetch_huge: expected a DECERR on the read channel, got {results[20]['error']}: "
-                   f"{results[20]['message'][:300]}")
-    for (code, _), r in zip(FETCH_REFUSALS, results[21]):
-        if r["error"] != "VTAError" or code not in r["message"]:
-            bad.append(f"fetch_refusals: expected a VTAError naming {code}, got {r['error']}: {r['message'][:300]}")
-    for name, r in zip(("load", "store", "compute"), results[25]):
-        if r["error"] or r["changed"]:
-            bad.append(f"queue_fill, the {name} queue: {r['error']} {r['message'][:300]}, {r['changed']} bytes changed")
-    if not results[26].get("ok"):
-        bad.append("conv2d with a residual (its loads beside the GEMMs): differs from numpy")
-    held = results[24].get("counters") or {}
-    if results[24]["error"] or results[24]["changed"] or (held.get("tokens_g2l"), held.get("tokens_g2s")) != (255, 255):
-        bad.append(f"held_pushes: {results[24]['error']} {results[24]['message'][:300]}, tokens "
-                   f"{held.get('tokens_g2l')}/{held.get('tokens_g2s')}")
-    tokens = {k: v for k, v in (results[23].get("counters") or {}).items() if k.startswith("tokens_")}
-    if results[23]["error"] or sorted(tokens.values()) != [255] * 4:
-        bad.append(f"token_saturate: {results[23]['error']} {results[23]['message'][:300]}, tokens {tokens}")
-    if results[22]["error"] or results[22]["changed"]:
-        bad.append(f"loop_sweep: {results[22]['error']} {results[22]['message'][:300]}, {results[22]['changed']} "
-                   f"bytes changed")
-    if results[19]["error"] or results[19]["changed"]:
-        bad.append(f"index_sweep: {results[19]['error']} {results[19]['message'][:300]}, "
-                   f"{results[19]['changed']} bytes changed")
-    err = high["axi_error"]
-    if err["error"] != "AxiResponseError" or f"burst at {err['base']:#x}" not in err["message"]:
-        bad.append(f"SLVERR with device memory at {high['window']:#x}: expected an AxiResponseError at offset "
-                   f"{err['base']:#x}, got {err['error']}: {err['message'][:300]}")
-    sweep = dict(results[6])
-    bad += [f"register {off:#x}: wrote 0xffffffff, read {v:#x}" for off, v in sweep.pop("ones").items()
-            if v != 0xFFFFFFFF]
-    if sweep.pop("far"):
-        bad.append("the last word of the register window (unmapped) did not read 0")
-    writable = {r.offset for r in control.REGISTER_MAP if r.access == "RW"}
-    for off, (first, second) in sweep.items():
-        if off in writable and off != 0 and first != 0x1000 + off:
-            bad.append(f"register {off:#x}: wrote {0x1000 + off:#x}, read {first:#x}")
-        if off not in writable and first != second:
-            bad.append(f"register {off:#x}: a write to a read-only register changed it ({first:#x} -> {second:#x})")
-    return bad

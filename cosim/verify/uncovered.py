@@ -1,0 +1,101 @@
+"""Uncovered lines of the accelerator mapped back to the Amaranth source, and why a known one is unreachable.
+
+:func:`uncovered_sources` keys each never-executed Verilog line by where it comes from (the Amaranth ``file:line``
+of its ``src`` attribute, the condition an ``if`` tests, the case label and its subject); :func:`explain` finds the
+reason of :data:`cosim.verify.line_waivers.KNOWN_UNREACHABLE` for a key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from .coverage_dat import is_testbench, kind_module
+from .line_waivers import KNOWN_UNREACHABLE
+from .sources import source_line
+
+__all__ = ["src_index", "with_source_text", "uncovered_sources", "explain"]
+
+_SRC = re.compile(r'\(\*\s*src\s*=\s*"([^"]+)"')
+_COND = re.compile(r"^\s*(?:end else )?if \((\\\S+ |[A-Za-z_][\w$]*)\)")
+_LABEL = re.compile(r"^\s*(\d+'h[0-9a-f]+|default)\s*:")
+_CASE = re.compile(r"^\s*casez? \((.+)\)\s*$")
+
+
+def src_index(verilog: Path) -> list:
+    """For each line of the Verilog, where it comes from: the Amaranth file:line of the condition an ``if``
+    tests (the src of the ``assign`` that defines it in the same module), or of the nearest ``src``
+    attribute at or above the line; a case label also names the value tested (``case compute_fsm_state =
+    3'h3``: an FSM's state number, in the order the states are first named in the Amaranth source)."""
+    text = verilog.read_text(errors="replace").splitlines()
+    module_of, assigns, module = [], defaultdict(dict), ""
+    for line in text:
+        if line.startswith("module "):
+            module = line.split("(")[0].split()[1]
+        module_of.append(module)
+        m = re.match(r"\s*assign (\\\S+ |[A-Za-z_][\w$]*) ?= (.*)", line)
+        if m and _SRC.search(m[2]):
+            assigns[module][m[1].strip()] = _SRC.search(m[2])[1].split("|")[0]
+    current, cases, out = "", [], []
+    for n, line in enumerate(text):
+        m = _SRC.search(line)
+        if m:
+            current = m[1].split("|")[0]
+        indent = len(line) - len(line.lstrip())
+        cases = [(i, subject) for i, subject in cases if i < indent]
+        case = _CASE.match(line)
+        if case:
+            cases.append((indent, case[1].strip()))
+        cond, label = _COND.match(line), _LABEL.match(line)
+        where = current
+        if cond and cond[1].strip() in assigns[module_of[n]]:
+            where = f"{assigns[module_of[n]][cond[1].strip()]} (if {cond[1].strip()})"
+        elif cond:                      # a wire with no assign of its own: only the nearest declaration
+            where = f"{current} (near: if {cond[1].strip()})"
+        elif label and cases:
+            where = f"{current} (case {cases[-1][1]} = {label[1]})"
+        out.append(where)
+    return out
+
+
+
+
+def with_source_text(src: str) -> str:
+    """``hw/alu.py:137 (if x)`` -> ``hw/alu.py:137 `with m.If(~ok):` (if x)``: the project's source line of a
+    condition quoted (other keys name only the nearest declaration, not worth quoting)."""
+    m = re.match(r"(hw/[\w/]+\.py):(\d+)( \(if .*)", src)
+    line = source_line(m[1], int(m[2])) if m else None
+    return f"{m[1]}:{m[2]} `{line}`{m[3]}" if line is not None else src
+
+
+def uncovered_sources(points, verilog: Path) -> dict:
+    """{Amaranth source line: (Verilog lines, modules)} of the line points never executed in the accelerator.
+
+    Where the Verilog carries no ``src`` attribute (``hw.top.top_verilog`` leaves them out), the key is the
+    Verilog line and its statement."""
+    index = src_index(verilog)
+    text = verilog.read_text(errors="replace").splitlines()
+    out = defaultdict(lambda: (set(), set()))
+    for p in points:
+        kind, module = kind_module(p)
+        if kind != "line" or p["count"] or is_testbench(module) or not p.get("f", "").endswith("vta_top.v"):
+            continue
+        n = int(p.get("l", 0))
+        src = index[n - 1] if 0 < n <= len(index) and index[n - 1] else \
+            f"vta_top.v:{n} `{text[n - 1].strip() if 0 < n <= len(text) else ''}`"
+        src = with_source_text(src)
+        out[src][0].add(n)
+        out[src][1].add(module)
+    return dict(out)
+
+
+
+def explain(src: str, modules, waivers=None) -> str | None:
+    """The reason an uncovered line (its source key of :func:`uncovered_sources`, its modules) is unreachable,
+    or None when it is not known to be (``waivers``: :data:`~cosim.verify.line_waivers.KNOWN_UNREACHABLE` by
+    default)."""
+    for module_pattern, pattern, reason in KNOWN_UNREACHABLE if waivers is None else waivers:
+        if all(re.search(module_pattern, m) for m in modules) and re.search(pattern, src):
+            return reason
+    return None
