@@ -252,7 +252,7 @@ def run_tiles(tiles, interleave=None) -> dict:
         _check_fifo(step_bufs, next_buf)
         _check_fifo(accs, next_acc)
         i = 0
-        deferred = None     # (tile, its acc loads, its other compute actions, store_next, its residual loads left,
+        deferred: tuple | None = None     # (tile, its acc loads, its other compute actions, store_next, its residual loads left,
                             # whether it has a residual)
         zeroed = set()      # tiles whose accumulators the ALU zeroed or initialized (and whose s2g it popped)
         initialized = set()     # those started at the bias (Epilogue.init_actions)
