@@ -237,16 +237,15 @@ def test_tensor_source_reused_through_the_inner_loop(op):
     cfg = MUL_CFG
     acc = random_acc(cfg, 32, 60 + int(op))
     acc[24:] %= 40                       # the shift amounts and factors of SHR and MUL: small
-    for n_in, n_out in ((7, 3), (3, 5), (2, 4), (1, 6)):
-        f = dict(alu_opcode=op, uop_end=1, iter_out=n_out, iter_in=n_in, dst_factor_out=n_in, dst_factor_in=1,
-                 src_factor_out=1, src_factor_in=0)
-        uops = [(0, 24, 0)]
-        cycles = run_alu(cfg, [alu_insn(**f)], uops, acc, src_apart=1)
-        n = n_in * n_out
-        spaced = 3 * n + 7 if op == AluOp.SHR else 2 * n + 8      # two cycles per micro-op, SHR three
-        assert cycles == [(n + n_out + 8) if n_in > 1 else spaced], (n_in, n_out, cycles)
-        # the same instruction without the promise: spaced, the same result
-        assert run_alu(cfg, [alu_insn(**f)], uops, acc) == [spaced]
+    shapes = ((7, 3), (3, 5), (2, 4), (1, 6))
+    insns = [alu_insn(alu_opcode=op, uop_end=1, iter_out=n_out, iter_in=n_in, dst_factor_out=n_in, dst_factor_in=1,
+                      src_factor_out=1, src_factor_in=0) for n_in, n_out in shapes]
+    uops = [(0, 24, 0)]                  # destinations 0-20, sources 24 and up: no instruction writes a source
+    spaced = [3 * n_in * n_out + 7 if op == AluOp.SHR else 2 * n_in * n_out + 8 for n_in, n_out in shapes]
+    reused = [n_in * n_out + n_out + 8 if n_in > 1 else s for (n_in, n_out), s in zip(shapes, spaced)]
+    assert run_alu(cfg, insns, uops, acc, src_apart=1) == reused
+    # the same instructions without the promise: two cycles per micro-op (SHR three), the same results
+    assert run_alu(cfg, insns, uops, acc) == spaced
 
 
 def test_reused_source_with_rows_written_back_to_back():
