@@ -75,7 +75,7 @@ class Config:
     def from_dict(cls, data: dict, name: str = "config") -> Config:
         if not isinstance(data, dict):
             raise ConfigError(f"{name}: a config is a JSON object of keys, got {type(data).__name__}")
-        values = {}
+        values: dict[str, int | str] = {}
         for key, value in data.items():
             if key in _STR_KEYS:
                 if not isinstance(value, str):
@@ -102,7 +102,7 @@ class Config:
         if values.get("HW_VER", "0.0.2") not in _SUPPORTED_HW_VER:
             raise ConfigError(f"{name}: key 'HW_VER' = {values['HW_VER']!r} is not built; allowed: "
                               f"{', '.join(_SUPPORTED_HW_VER)}")
-        cfg = cls(name=name, **values)
+        cfg = cls(name=name, **values)  # type: ignore[arg-type]  # each key checked above against its type
         cfg._check()
         return cfg
 

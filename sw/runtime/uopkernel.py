@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 
+from sw.config import Config
 from sw.isa import AluOp, EncodeError, alu_opcode_error, isa_for
 from sw.pipeline import InsnError, VTAError, check_int
 
@@ -20,7 +21,7 @@ RECORDING = threading.local()      # per thread: .kernel, the micro-kernel being
 class UopKernel:
     """A recorded micro-kernel: its micro-ops, up to two loops, and its mode and ALU operation."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         self.uops: list[tuple[int, int, int]] = []
         self.loops: list[tuple[int, int, int, int]] = []
@@ -32,7 +33,7 @@ class UopKernel:
         self.open_loops = 0       # uop_loop_begin calls not yet closed by uop_loop_end
         self.dram_addr = None     # where its encoded micro-ops live in device memory
         self.chunk = None         # the handle of the staging buffer that holds them
-        self.sram_begin = None    # its range in the uop SRAM while resident
+        self.sram_begin: int | None = None    # its range in the uop SRAM while resident
         self.checked_op = None    # its instruction's fields once checked (sw.runtime push_op)
 
     @property
