@@ -31,7 +31,8 @@ class UopKernel:
         self.use_imm = 0
         self.imm = 0
         self.open_loops = 0       # uop_loop_begin calls not yet closed by uop_loop_end
-        self.dram_addr = None     # where its encoded micro-ops live in device memory
+        # where its encoded micro-ops live in device memory (ignore: set when they are written, before any LOAD)
+        self.dram_addr: int = None  # type: ignore[assignment]
         self.chunk = None         # the handle of the staging buffer that holds them
         self.sram_begin: int | None = None    # its range in the uop SRAM while resident
         self.checked_op = None    # its instruction's fields once checked (sw.runtime push_op)
