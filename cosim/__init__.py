@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from sw.config import Config, load_config
 from sw.runtime import runners
@@ -36,8 +36,14 @@ def run(fn: Callable, *args, config: Config | str | None = None, waves: bool = F
     return run_many([(fn, args, {})], config=config, waves=waves, **options)[0]
 
 
+@overload
 def run_many(calls: list[tuple[Callable, tuple, dict]], config: Config | str | None = None, waves: bool = False,
-             return_trace: bool = False, **options) -> list:
+             return_trace: Literal[False] = False, **options: Any) -> list: ...
+@overload
+def run_many(calls: list[tuple[Callable, tuple, dict]], config: Config | str | None = None, waves: bool = False, *,
+             return_trace: Literal[True], **options: Any) -> tuple[list, Any]: ...
+def run_many(calls: list[tuple[Callable, tuple, dict]], config: Config | str | None = None, waves: bool = False,
+             return_trace: bool = False, **options: Any) -> list | tuple[list, Any]:
     """Run several ``(fn, args, kwargs)`` in one simulation, in order; return their results (and the trace of the
     run with ``return_trace``). The options are :func:`submit`'s."""
     batch = submit(calls, config, waves=waves, trace=return_trace or options.pop("trace", False), **options)

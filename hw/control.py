@@ -5,6 +5,8 @@ hardware (:class:`ControlRegs`), the offsets used by the runtime and co-simulati
 and the documentation table (:func:`register_table_markdown`).
 """
 
+from typing import cast
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -83,7 +85,7 @@ class ControlRegs(wiring.Component):
             if r.kind == "host":
                 members[r.name] = Out(32)
             elif r.kind in ("counter", "input", "delta"):
-                members[r.port] = In(r.width)
+                members[cast(str, r.port)] = In(r.width)
         super().__init__(members)
 
     def elaborate(self, platform):

@@ -75,7 +75,7 @@ class Config:
     def from_dict(cls, data: dict, name: str = "config") -> Config:
         if not isinstance(data, dict):
             raise ConfigError(f"{name}: a config is a JSON object of keys, got {type(data).__name__}")
-        values = {}
+        values: dict[str, int | str] = {}
         for key, value in data.items():
             if key in _STR_KEYS:
                 if not isinstance(value, str):
@@ -102,7 +102,7 @@ class Config:
         if values.get("HW_VER", "0.0.2") not in _SUPPORTED_HW_VER:
             raise ConfigError(f"{name}: key 'HW_VER' = {values['HW_VER']!r} is not built; allowed: "
                               f"{', '.join(_SUPPORTED_HW_VER)}")
-        cfg = cls(name=name, **values)
+        cfg = cls(name=name, **values)  # type: ignore[arg-type]  # each key checked above against its type
         cfg._check()
         return cfg
 
@@ -164,50 +164,145 @@ class Config:
             raise AttributeError("LOG_BLOCK is undefined when LOG_BLOCK_IN != LOG_BLOCK_OUT")
         return self.LOG_BLOCK_IN
 
-    LOG_OUT_WIDTH = property(lambda self: self.LOG_INP_WIDTH)
-    INP_WIDTH = property(lambda self: 1 << self.LOG_INP_WIDTH)
-    WGT_WIDTH = property(lambda self: 1 << self.LOG_WGT_WIDTH)
-    ACC_WIDTH = property(lambda self: 1 << self.LOG_ACC_WIDTH)
-    OUT_WIDTH = property(lambda self: 1 << self.LOG_OUT_WIDTH)
-    BATCH = property(lambda self: 1 << self.LOG_BATCH)
-    BLOCK_IN = property(lambda self: 1 << self.LOG_BLOCK_IN)
-    BLOCK_OUT = property(lambda self: 1 << self.LOG_BLOCK_OUT)
-    BUS_WIDTH = property(lambda self: 1 << self.LOG_BUS_WIDTH)
+    @property
+    def LOG_OUT_WIDTH(self) -> int:
+        return self.LOG_INP_WIDTH
 
-    # log2 bytes of one SRAM element of each memory type
-    LOG_UOP_ELEM_BYTES = property(lambda self: 2)
-    LOG_INP_ELEM_BYTES = property(lambda self: self.LOG_INP_WIDTH + self.LOG_BATCH + self.LOG_BLOCK_IN - 3)
-    LOG_WGT_ELEM_BYTES = property(lambda self: self.LOG_WGT_WIDTH + self.LOG_BLOCK_OUT + self.LOG_BLOCK_IN - 3)
-    LOG_ACC_ELEM_BYTES = property(lambda self: self.LOG_ACC_WIDTH + self.LOG_BATCH + self.LOG_BLOCK_OUT - 3)
-    LOG_OUT_ELEM_BYTES = property(lambda self: self.LOG_OUT_WIDTH + self.LOG_BATCH + self.LOG_BLOCK_OUT - 3)
-    UOP_ELEM_BYTES = property(lambda self: 1 << self.LOG_UOP_ELEM_BYTES)
-    INP_ELEM_BYTES = property(lambda self: 1 << self.LOG_INP_ELEM_BYTES)
-    WGT_ELEM_BYTES = property(lambda self: 1 << self.LOG_WGT_ELEM_BYTES)
-    ACC_ELEM_BYTES = property(lambda self: 1 << self.LOG_ACC_ELEM_BYTES)
-    OUT_ELEM_BYTES = property(lambda self: 1 << self.LOG_OUT_ELEM_BYTES)
+    @property
+    def INP_WIDTH(self) -> int:
+        return 1 << self.LOG_INP_WIDTH
 
-    # matrix widths in bits (docs/architecture.md §1.2)
-    INP_MATRIX_WIDTH = property(lambda self: self.INP_WIDTH * self.BATCH * self.BLOCK_IN)
-    WGT_MATRIX_WIDTH = property(lambda self: self.WGT_WIDTH * self.BLOCK_OUT * self.BLOCK_IN)
-    ACC_MATRIX_WIDTH = property(lambda self: self.ACC_WIDTH * self.BATCH * self.BLOCK_OUT)
-    OUT_MATRIX_WIDTH = property(lambda self: self.OUT_WIDTH * self.BATCH * self.BLOCK_OUT)
+    @property
+    def WGT_WIDTH(self) -> int:
+        return 1 << self.LOG_WGT_WIDTH
 
-    # ------------------------------------------------------------------ SRAM depths
-    LOG_OUT_BUFF_SIZE = property(lambda self: self.LOG_ACC_BUFF_SIZE + self.LOG_OUT_WIDTH - self.LOG_ACC_WIDTH)
-    LOG_UOP_DEPTH = property(lambda self: self.LOG_UOP_BUFF_SIZE - self.LOG_UOP_ELEM_BYTES)
-    LOG_INP_DEPTH = property(lambda self: self.LOG_INP_BUFF_SIZE - self.LOG_INP_ELEM_BYTES)
-    LOG_WGT_DEPTH = property(lambda self: self.LOG_WGT_BUFF_SIZE - self.LOG_WGT_ELEM_BYTES)
-    LOG_ACC_DEPTH = property(lambda self: self.LOG_ACC_BUFF_SIZE - self.LOG_ACC_ELEM_BYTES)
-    LOG_OUT_DEPTH = property(lambda self: self.LOG_ACC_DEPTH)
-    UOP_DEPTH = property(lambda self: 1 << self.LOG_UOP_DEPTH)
-    INP_DEPTH = property(lambda self: 1 << self.LOG_INP_DEPTH)
-    WGT_DEPTH = property(lambda self: 1 << self.LOG_WGT_DEPTH)
-    ACC_DEPTH = property(lambda self: 1 << self.LOG_ACC_DEPTH)
-    OUT_DEPTH = property(lambda self: 1 << self.LOG_OUT_DEPTH)
-    # the micro-op src field addresses inp (GEMM) and acc (ALU) rows
-    UOP_SRC_BITS = property(lambda self: max(self.LOG_ACC_DEPTH, self.LOG_INP_DEPTH))
+    @property
+    def ACC_WIDTH(self) -> int:
+        return 1 << self.LOG_ACC_WIDTH
 
-    # bus ratios (how many bus beats one element takes; at least 1)
+    @property
+    def OUT_WIDTH(self) -> int:
+        return 1 << self.LOG_OUT_WIDTH
+
+    @property
+    def BATCH(self) -> int:
+        return 1 << self.LOG_BATCH
+
+    @property
+    def BLOCK_IN(self) -> int:
+        return 1 << self.LOG_BLOCK_IN
+
+    @property
+    def BLOCK_OUT(self) -> int:
+        return 1 << self.LOG_BLOCK_OUT
+
+    @property
+    def BUS_WIDTH(self) -> int:  # log2 bytes of one SRAM element of each memory type
+        return 1 << self.LOG_BUS_WIDTH
+
+    @property
+    def LOG_UOP_ELEM_BYTES(self) -> int:
+        return 2
+
+    @property
+    def LOG_INP_ELEM_BYTES(self) -> int:
+        return self.LOG_INP_WIDTH + self.LOG_BATCH + self.LOG_BLOCK_IN - 3
+
+    @property
+    def LOG_WGT_ELEM_BYTES(self) -> int:
+        return self.LOG_WGT_WIDTH + self.LOG_BLOCK_OUT + self.LOG_BLOCK_IN - 3
+
+    @property
+    def LOG_ACC_ELEM_BYTES(self) -> int:
+        return self.LOG_ACC_WIDTH + self.LOG_BATCH + self.LOG_BLOCK_OUT - 3
+
+    @property
+    def LOG_OUT_ELEM_BYTES(self) -> int:
+        return self.LOG_OUT_WIDTH + self.LOG_BATCH + self.LOG_BLOCK_OUT - 3
+
+    @property
+    def UOP_ELEM_BYTES(self) -> int:
+        return 1 << self.LOG_UOP_ELEM_BYTES
+
+    @property
+    def INP_ELEM_BYTES(self) -> int:
+        return 1 << self.LOG_INP_ELEM_BYTES
+
+    @property
+    def WGT_ELEM_BYTES(self) -> int:
+        return 1 << self.LOG_WGT_ELEM_BYTES
+
+    @property
+    def ACC_ELEM_BYTES(self) -> int:
+        return 1 << self.LOG_ACC_ELEM_BYTES
+
+    @property
+    def OUT_ELEM_BYTES(self) -> int:  # matrix widths in bits (docs/architecture.md §1.2)
+        return 1 << self.LOG_OUT_ELEM_BYTES
+
+    @property
+    def INP_MATRIX_WIDTH(self) -> int:
+        return self.INP_WIDTH * self.BATCH * self.BLOCK_IN
+
+    @property
+    def WGT_MATRIX_WIDTH(self) -> int:
+        return self.WGT_WIDTH * self.BLOCK_OUT * self.BLOCK_IN
+
+    @property
+    def ACC_MATRIX_WIDTH(self) -> int:
+        return self.ACC_WIDTH * self.BATCH * self.BLOCK_OUT
+
+    @property
+    def OUT_MATRIX_WIDTH(self) -> int:  # ------------------------------------------------------------------ SRAM depths
+        return self.OUT_WIDTH * self.BATCH * self.BLOCK_OUT
+
+    @property
+    def LOG_OUT_BUFF_SIZE(self) -> int:
+        return self.LOG_ACC_BUFF_SIZE + self.LOG_OUT_WIDTH - self.LOG_ACC_WIDTH
+
+    @property
+    def LOG_UOP_DEPTH(self) -> int:
+        return self.LOG_UOP_BUFF_SIZE - self.LOG_UOP_ELEM_BYTES
+
+    @property
+    def LOG_INP_DEPTH(self) -> int:
+        return self.LOG_INP_BUFF_SIZE - self.LOG_INP_ELEM_BYTES
+
+    @property
+    def LOG_WGT_DEPTH(self) -> int:
+        return self.LOG_WGT_BUFF_SIZE - self.LOG_WGT_ELEM_BYTES
+
+    @property
+    def LOG_ACC_DEPTH(self) -> int:
+        return self.LOG_ACC_BUFF_SIZE - self.LOG_ACC_ELEM_BYTES
+
+    @property
+    def LOG_OUT_DEPTH(self) -> int:
+        return self.LOG_ACC_DEPTH
+
+    @property
+    def UOP_DEPTH(self) -> int:
+        return 1 << self.LOG_UOP_DEPTH
+
+    @property
+    def INP_DEPTH(self) -> int:
+        return 1 << self.LOG_INP_DEPTH
+
+    @property
+    def WGT_DEPTH(self) -> int:
+        return 1 << self.LOG_WGT_DEPTH
+
+    @property
+    def ACC_DEPTH(self) -> int:
+        return 1 << self.LOG_ACC_DEPTH
+
+    @property
+    def OUT_DEPTH(self) -> int:  # the micro-op src field addresses inp (GEMM) and acc (ALU) rows
+        return 1 << self.LOG_OUT_DEPTH
+
+    @property
+    def UOP_SRC_BITS(self) -> int:  # bus ratios (how many bus beats one element takes; at least 1)
+        return max(self.LOG_ACC_DEPTH, self.LOG_INP_DEPTH)
     def beats(self, elem_bytes: int) -> int:
         return max(1, elem_bytes * 8 // self.BUS_WIDTH)
 
@@ -226,7 +321,7 @@ class Config:
         return f"{self.name} ({self.bitstream}, bus {self.BUS_WIDTH})"
 
 
-def load_config(source=None) -> Config:
+def load_config(source: Config | str | os.PathLike | dict | None = None) -> Config:
     """Load a config from a JSON path, a dict, an existing :class:`Config`, or None (the default).
 
     None means the file named by the ``VTA_CONFIG`` environment variable when it is set, else

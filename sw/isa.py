@@ -209,7 +209,12 @@ class Format:
         """Decode many words at once; ``lo``/``hi`` are the uint64 halves (bits 0-63 and 64-127)."""
         out = {}
         for f in self.fields.values():
-            src, off = (lo, f.offset) if f.offset < 64 else (hi, f.offset - 64)
+            if f.offset < 64:
+                src, off = lo, f.offset
+            elif hi is None:
+                raise TypeError(f"decode_array: field {f.name} lies in bits 64-127; give hi")
+            else:
+                src, off = hi, f.offset - 64
             v = (src >> np.uint64(off)) & np.uint64(f.mask)
             v = v.astype(np.int64)
             if f.signed:

@@ -112,7 +112,7 @@ TOKEN_QUEUES = {
     "s2g": (STAGE_STORE, STAGE_COMPUTE),
 }
 # stage -> flag -> token queue it acts on (None = reserved, must be 0)
-_FLAG_QUEUES = {
+_FLAG_QUEUES: dict[int, dict[str, str | None]] = {
     STAGE_LOAD: {"pop_prev": None, "pop_next": "g2l", "push_prev": None, "push_next": "l2g"},
     STAGE_COMPUTE: {"pop_prev": "l2g", "pop_next": "s2g", "push_prev": "g2l", "push_next": "g2s"},
     STAGE_STORE: {"pop_prev": "g2s", "pop_next": None, "push_prev": "s2g", "push_next": None},
@@ -122,19 +122,21 @@ _FLAG_QUEUES = {
 @cache
 def elem_bytes(cfg, mem: int) -> int:
     """Bytes of one element of a memory type in DRAM (ACC_8BIT: the int8 lanes of one acc element)."""
-    return {
+    sizes: dict[int, int] = {
         MemId.UOP: cfg.UOP_ELEM_BYTES, MemId.WGT: cfg.WGT_ELEM_BYTES, MemId.INP: cfg.INP_ELEM_BYTES,
         MemId.ACC: cfg.ACC_ELEM_BYTES, MemId.OUT: cfg.OUT_ELEM_BYTES,
         MemId.ACC_8BIT: cfg.ACC_ELEM_BYTES // (cfg.ACC_WIDTH // 8),
-    }[mem]
+    }
+    return sizes[mem]
 
 
 @cache
 def sram_depth(cfg, mem: int) -> int:
-    return {
+    depths: dict[int, int] = {
         MemId.UOP: cfg.UOP_DEPTH, MemId.WGT: cfg.WGT_DEPTH, MemId.INP: cfg.INP_DEPTH,
         MemId.ACC: cfg.ACC_DEPTH, MemId.OUT: cfg.OUT_DEPTH, MemId.ACC_8BIT: cfg.ACC_DEPTH,
-    }[mem]
+    }
+    return depths[mem]
 
 
 def _mem_name(mem):
@@ -246,7 +248,7 @@ def schedule(cfg, insns: list[Insn], execute=None, disasm=None, order=None, peak
     instruction as it runs: with the default ``order`` the same sequence every time for the same stream, so a
     stream's dry run can hand it to the golden model.
     """
-    queues = {STAGE_LOAD: [], STAGE_COMPUTE: [], STAGE_STORE: []}
+    queues: dict[int, list[int]] = {STAGE_LOAD: [], STAGE_COMPUTE: [], STAGE_STORE: []}
     for i, insn in enumerate(insns):
         queues[insn.stage].append(i)
     heads = {s: 0 for s in queues}

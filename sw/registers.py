@@ -62,7 +62,7 @@ class Register:
     reset: object         # int, or "config" for a value derived from the build's config
     kind: str
     description: str
-    port: str = None
+    port: str | None = None
     width: int = 32
 
 

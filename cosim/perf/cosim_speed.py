@@ -84,7 +84,7 @@ def measure(config, repeats=8, runs=3, ceiling_args=()):
 
 
 def format_table(rows, ceiling_args=(), markdown: bool = False) -> str:
-    columns = [("config", "config"), Column("cold_launch_s", "launch cold s", ".3f"),
+    columns: list[Column | str | tuple] = [("config", "config"), Column("cold_launch_s", "launch cold s", ".3f"),
                Column("warm_launch_s", "launch warm s", ".3f"), Column("warm_call_s", "call warm s", ".3f"),
                Column("cycles", "cycles", ",d"), Column("cosim_cycles_per_s", "cosim cycles/s", ",.0f"),
                Column("cosim_cycles_per_cpu_s", "per CPU s", ",.0f"),

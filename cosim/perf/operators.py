@@ -32,6 +32,7 @@ from pathlib import Path
 from sw import tables
 from sw.cli import UsageError, choose, command, progress_bar, run_as_main
 from sw.config import load_config
+from sw.runtime.runners import Call
 from sw.tables import Column
 from sw.testing import workloads as sw_workloads
 
@@ -196,7 +197,7 @@ def measure(names=None, vts=(1, 2), config=None, per_launch: int = 0, dram_laten
         for lo in range(0, len(jobs), per_launch):
             chunk = jobs[lo:lo + per_launch]
             progress_path = os.path.join(tmp, f"progress-{lo}")
-            calls = [(measured_call, (*workloads[name][vt], progress_path, lo + i), {})
+            calls: list[Call] = [(measured_call, (*workloads[name][vt], progress_path, lo + i), {})
                      for i, (name, vt) in enumerate(chunk)]
             out = _run_launch(calls, cfg, launch_kwargs, progress_path, bar, labels, lo)
             values, trace = out if return_traces else (out, None)
@@ -236,7 +237,7 @@ def _pct(x):
     return "   n/a" if x is None or x != x else f"{100 * x:5.1f}%"
 
 
-TABLE_COLUMNS = [("workload", "workload"), Column("vt", "vt", "d"), Column("macs", "MACs", ",d"),
+TABLE_COLUMNS: list[Column | str | tuple] = [("workload", "workload"), Column("vt", "vt", "d"), Column("macs", "MACs", ",d"),
                  Column("cycles", "cycles", ",d"), Column("utilization", "utilization", ".1%"),
                  Column("bound_cycles", "bound cycles", ",.0f"), Column("bound_fraction", "of bound", ".1%"),
                  ("bound_by", "bound by"), Column("bytes", "bytes", ",d"), ("active", "active ld/cmp/st %"),

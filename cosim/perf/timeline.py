@@ -51,7 +51,8 @@ def intervals(trace, start=None, end=None, modules=None) -> list[np.ndarray]:
     out = []
     for m in range(len(MODULES) if modules is None else modules):
         rows = trace[trace[:, 1] == m]
-        spans, opened = [], None
+        spans: list[tuple[int, int]] = []
+        opened = None
         for cycle, _, busy in rows:
             if busy and opened is None:
                 opened = int(cycle)

@@ -87,7 +87,7 @@ def stall_counts() -> dict | None:
     return {name: int(lib.vta_axi_stall_count(i)) for i, name in enumerate(STALL_CHANNELS)}
 
 
-def violations() -> list:
+def violations() -> tuple[list[str], int]:
     """The violations of the current run (at most 32 messages) and their total count."""
     lib = _lib()
     n = int(lib.vta_axi_violation_count())

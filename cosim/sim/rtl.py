@@ -78,7 +78,7 @@ class RtlDevice:
         dut.trace_enable.value = int(trace)
         self.launches = 0
         self.mem = mem
-        self._fault = None
+        self._fault: tuple[str, int, str] | None = None
         self.window = 0
         self.base_registers = None      # what a launch writes to the base-address registers (None: the window)
         if mem == "cocotbext":           # cocotbext-axi's AxiRam serves the memory port (cosim/sim/axiram.py)

@@ -92,7 +92,8 @@ class Simulator:
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(cmd, cwd=self.dir, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, pass_fds=(job_r, res_w))
-        os.close(job_r), os.close(res_w)
+        os.close(job_r)
+        os.close(res_w)
         self.chan = Channel(res_r, job_w)
         hello = self.chan.recv()
         if not hello or not hello.get("ready"):

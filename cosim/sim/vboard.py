@@ -94,9 +94,9 @@ class VirtualBoard:
         self.phys, self.dram_bytes, self.run_options = phys, dram_bytes, run_options
         self._directory = directory
         self._tmp = None
-        self._thread = None
+        self._thread: threading.Thread | None = None
         self._result: dict = {}
-        self._page = None
+        self._page: Mmio | None = None
         self.stats = None
 
     # ------------------------------------------------------------------ the files a device maps
@@ -121,8 +121,10 @@ class VirtualBoard:
 
     def reset(self, timeout: float = 10.0) -> None:
         """Reset the accelerator (the board's PL reset): write :data:`RESET_WORD` and wait until it reads 0."""
-        self._page.write32(RESET_WORD, 1)
-        self._wait(lambda: self._page.read32(RESET_WORD) == 0, timeout, "the reset to be acknowledged")
+        page = self._page
+        assert page is not None, "the virtual board is not started"
+        page.write32(RESET_WORD, 1)
+        self._wait(lambda: page.read32(RESET_WORD) == 0, timeout, "the reset to be acknowledged")
 
     # ------------------------------------------------------------------ the session
     def __enter__(self):
@@ -161,7 +163,7 @@ class VirtualBoard:
     def _wait(self, done, timeout: float, what: str) -> None:
         start = time.monotonic()
         while not done():
-            if "error" in self._result or not self._thread.is_alive():
+            if "error" in self._result or self._thread is None or not self._thread.is_alive():
                 raise BoardError(f"the virtual board's simulator ended while waiting for {what}") \
                     from self._result.get("error")
             if time.monotonic() - start > timeout:

@@ -112,7 +112,8 @@ def fuzz(start: int, count: int, configs, n_ops: int = 24, shard: int = 200, sch
         t0 = time.time()                        # the run, not the start of a local cluster
         size = round_shards or (sum(client.nthreads().values()) if client is not None else 1)
         rounds = [shards[i:i + size] for i in range(0, len(shards), size)] if steer else [shards]
-        results, coverage = {}, {}
+        results: dict = {}
+        coverage: dict = {}
         for k, batch in enumerate(rounds):
             if k:
                 steer_round(batch, coverage)

@@ -47,7 +47,7 @@ def kind_module(point) -> tuple:
 
 def module_table(points) -> dict:
     """{module: {"line": (covered, total), "toggle": (covered, total)}} over every instance of the module."""
-    table = defaultdict(lambda: {"line": [0, 0], "toggle": [0, 0]})
+    table: defaultdict[str, dict[str, list[int]]] = defaultdict(lambda: {"line": [0, 0], "toggle": [0, 0]})
     for p in points:
         kind, module = kind_module(p)
         if kind in ("line", "toggle"):
@@ -117,7 +117,9 @@ def untoggled_signals(points) -> list:
     """The accelerator's signals with bits that never toggled, most untoggled points first:
     ``[(module, signal, untoggled points, toggle points, [bits never toggled])]`` (a point is one direction of
     one bit)."""
-    total, missed, bits = defaultdict(int), defaultdict(int), defaultdict(set)
+    total: defaultdict[tuple, int] = defaultdict(int)
+    missed: defaultdict[tuple, int] = defaultdict(int)
+    bits: defaultdict[tuple, set] = defaultdict(set)
     for p in points:
         kind, module = kind_module(p)
         if kind != "toggle" or is_testbench(module):

@@ -46,7 +46,8 @@ def report(points, verilog: Path) -> str:
                 acc[k][1] += row[k][1]
     lines.append(f"| **accelerator (all but the testbench)** | {_pct(*acc['line'])} | {acc['line'][0]}/{acc['line'][1]} "
                  f"| {_pct(*acc['toggle'])} | {acc['toggle'][0]}/{acc['toggle'][1]} |")
-    holes, explained = [], []
+    holes: list[str] = []
+    explained: list[str] = []
     for src, (vlines, modules) in sorted(uncovered_sources(points, verilog).items()):
         why = explain(src, modules)
         entry = f"  {src}: vta_top.v lines {sorted(vlines)} in {sorted(modules)}"
@@ -57,7 +58,7 @@ def report(points, verilog: Path) -> str:
               + (":" if explained else "")] + explained
     signals = untoggled_signals(points)
     if signals:
-        shapes = defaultdict(lambda: [0, 0])
+        shapes: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])
         for row in signals:
             shapes[toggle_shape(row)][0] += 1
             shapes[toggle_shape(row)][1] += row[2]
@@ -67,13 +68,13 @@ def report(points, verilog: Path) -> str:
         lines += ["", f"Signals with bits never toggled: {len(signals)}, {sum(r[2] for r in signals)} toggle points; "
                   f"the {min(TOP_UNTOGGLED, len(signals))} with most (module, signal: untoggled/all points, bits):"]
         lines += [f"  {m}, {sig}: {n}/{t}, bits {_ranges(bits)}" for m, sig, n, t, bits in signals[:TOP_UNTOGGLED]]
-        explained, holes = explain_toggles(untoggled_points(points), verilog)
+        why_toggles, toggle_holes = explain_toggles(untoggled_points(points), verilog)
         lines += ["", f"Untoggled points of the accelerator, by Amaranth-level reason (cosim/verify/toggles.py): "
-                  f"{len(holes)} not explained" + (":" if holes else "")]
-        by_signal = defaultdict(set)
-        for mod, sig, bit in holes:
+                  f"{len(toggle_holes)} not explained" + (":" if toggle_holes else "")]
+        by_signal: defaultdict[tuple[str, str], set[int]] = defaultdict(set)
+        for mod, sig, bit in toggle_holes:
             by_signal[(mod, sig)].add(bit)
         lines += [f"  {mod}, {sig}: bits {_ranges(sorted(bits))}" for (mod, sig), bits in sorted(by_signal.items())]
-        lines += ["", f"Untoggled points explained: {sum(len(v) for v in explained.values())}:"]
-        lines += [f"  {len(pts)} points: {why}" for why, pts in sorted(explained.items(), key=lambda kv: -len(kv[1]))]
+        lines += ["", f"Untoggled points explained: {sum(len(v) for v in why_toggles.values())}:"]
+        lines += [f"  {len(pts)} points: {why}" for why, pts in sorted(why_toggles.items(), key=lambda kv: -len(kv[1]))]
     return "\n".join(lines)

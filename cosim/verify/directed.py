@@ -33,7 +33,7 @@ def register_sweep() -> dict:
     offsets = sorted(r.offset for r in control.REGISTER_MAP)
     host = {r.offset for r in control.REGISTER_MAP if r.kind == "host"}
     writable = {r.offset for r in control.REGISTER_MAP if r.access == "RW"}
-    out = {}
+    out: dict = {}
     for off in offsets + [offsets[-1] + 4]:
         if off in writable and off != 0:                      # host registers, cycles (0: control would launch)
             write(off, 0x1000 + off)
@@ -291,7 +291,7 @@ def huge_transfers(rows: int = (1 << 15) + 1, max_beats: int = 1 << 17) -> list:
     q = runtime.current()
     cfg, dev = q.cfg, q.target
     beat_bytes = cfg.BUS_WIDTH // 8
-    out = []
+    out: list[tuple] = []
     for mem in (MemId.INP, MemId.WGT, MemId.UOP, MemId.ACC, MemId.ACC_8BIT, MemId.OUT):
         eb = elem_bytes(cfg, mem)
         store = mem == MemId.OUT

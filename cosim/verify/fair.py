@@ -50,9 +50,10 @@ def ordering_problem(cfg, insns) -> str | None:
     """Why a stream is not a fair test (unbalanced or cyclic tokens, a race, FINISH too early), or None."""
     n = len(insns)
     stages = [stage(f) for f in insns]
-    preds = [[] for _ in range(n)]
-    last = {}
-    pushes, pops = {}, {}
+    preds: list[list[int]] = [[] for _ in range(n)]
+    last: dict[int, int] = {}
+    pushes: dict[str, list[int]] = {}
+    pops: dict[str, list[int]] = {}
     for i, (f, s) in enumerate(zip(insns, stages)):
         if s in last:
             preds[i].append(last[s])
@@ -69,7 +70,7 @@ def ordering_problem(cfg, insns) -> str | None:
     # ancestors of every instruction (bit sets), in a topological order
     anc = [0] * n
     waiting = [len(p) for p in preds]
-    succ = [[] for _ in range(n)]
+    succ: list[list[int]] = [[] for _ in range(n)]
     for c, ps in enumerate(preds):
         for p in ps:
             succ[p].append(c)

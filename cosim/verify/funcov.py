@@ -64,7 +64,7 @@ def _dma_bins(cfg, what: str) -> list:
     narrow = {"read": min(cfg.UOP_ELEM_BYTES, cfg.INP_ELEM_BYTES, cfg.WGT_ELEM_BYTES, cfg.ACC_ELEM_BYTES // 4),
               "write": cfg.OUT_ELEM_BYTES}
     partial = {d: narrow[d] % bus != 0 for d in narrow}
-    out = []
+    out: list[tuple[str, ...]] = []
     for d in ("read", "write"):
         if what == "len":
             out += [(d, b) for b in MAX_BURST_CLASS if b != "1" or narrow[d] <= bus]

@@ -107,7 +107,8 @@ def axi_error_run(name: str, seed: int, n_ops: int = 24, bias=None) -> dict:
         got, ok = "finished without an error", False
     except Exception as err:  # noqa: BLE001 - the error is the result
         got = f"raised {type(err).__name__}: {str(err)[:500]}"
-        ok = type(err).__name__ == "AxiResponseError" and (err.channel, err.response) == (channel, response)
+        ok = (type(err).__name__ == "AxiResponseError"
+              and (getattr(err, "channel", None), getattr(err, "response", None)) == (channel, response))
     device.dram[:CHECK_BYTES] = before
     return {"injected": f"{response} on {channel} beat {beat}", "got": got, "ok": ok}
 

@@ -42,7 +42,7 @@ def run_raw(fields_list, wait_cycles: int = 1 << 31, at: int | None = None, coun
     addr = q.memory.get(h).phys if at is None else at
     q.dram[addr:addr + raw.size] = raw
     before = q.dram[:CHECK_BYTES].copy()
-    out = {"error": None, "message": ""}
+    out: dict[str, object] = {"error": None, "message": ""}
     try:
         out["counters"] = q.target.run(addr, len(fields_list) if count is None else count, wait_cycles)
     except Exception as err:  # noqa: BLE001 - the error is the result

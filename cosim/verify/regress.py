@@ -16,6 +16,7 @@ import argparse
 
 from sw.cli import choose, command, run_as_main
 from sw.config import load_config
+from sw.runtime.runners import Call
 
 from . import funcov
 from .differential import differences, fuzz_check, program_check, program_names, run_golden
@@ -23,7 +24,7 @@ from .differential import differences, fuzz_check, program_check, program_names,
 
 def compare(names, config, **cosim_options) -> list:
     import cosim
-    calls = [(program_check, (name,), {}) for name in names]
+    calls: list[Call] = [(program_check, (name,), {}) for name in names]
     rtl = cosim.run_many(calls, config=config, **cosim_options)
     gold = run_golden(calls, config)
     return [d for name, g, r in zip(names, gold, rtl) for d in differences(f"{name} [{config}]", g, r)]
@@ -31,7 +32,7 @@ def compare(names, config, **cosim_options) -> list:
 
 def fuzz(seeds, config, n_ops=24, bias=None, **cosim_options) -> list:
     import cosim
-    calls = [(fuzz_check, (seed, n_ops, bias), {}) for seed in seeds]
+    calls: list[Call] = [(fuzz_check, (seed, n_ops, bias), {}) for seed in seeds]
     rtl = cosim.run_many(calls, config=config, **cosim_options)
     gold = run_golden(calls, config)
     return [d for seed, g, r in zip(seeds, gold, rtl) for d in differences(f"random program seed {seed} [{config}]", g, r)]

@@ -25,6 +25,7 @@ import base64
 import json
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -95,8 +96,9 @@ def record(calls, config, index: int | None = None) -> dict:
         raise ValueError(f"call {index} ran nothing on the device: no program to record")
     isa = isa_for(cfg)
     insns = [dict(kind=i.kind, **i.f) for i in isa.decode_stream(snap["raw"])]
-    program = {"config": cfg.to_dict(), "config_name": cfg.name, "insn_addr": int(snap["insn_addr"]), "insns": insns,
-               "image": zlib.compress(snap["image"].tobytes(), 6), "restore": {}}
+    program: dict[str, Any] = {
+        "config": cfg.to_dict(), "config_name": cfg.name, "insn_addr": int(snap["insn_addr"]), "insns": insns,
+        "image": zlib.compress(snap["image"].tobytes(), 6), "restore": {}}
     for name, (lo, hi) in restore_ranges(program).items():
         program["restore"][name] = [lo, zlib.compress(snap["srams"][name][lo:hi].tobytes(), 6)]
     return program
@@ -186,7 +188,8 @@ def _encode(isa, insns) -> np.ndarray:
 
 def _restore_stream(cfg, program, base: int):
     """(bytes to write at ``base``, LOAD stream) that put the recorded rows back into each SRAM."""
-    blobs, loads = [], {"load": [], "compute": []}
+    blobs: list = []
+    loads: dict[str, list] = {"load": [], "compute": []}
     addr = base
     for name, (lo, blob) in sorted(program["restore"].items()):
         mem = SRAMS[name]

@@ -14,6 +14,7 @@ import time
 
 from sw import runtime
 from sw.config import load_config
+from sw.runtime.runners import Call
 
 from . import injected, replay
 from .evaluate import ERROR_KINDS
@@ -36,8 +37,9 @@ def fuzz_probe(seed: int, n_ops: int = 24, fault: str | None = None, bias=None) 
         out = differential.fuzz_check(seed, n_ops, bias)
     except Exception as err:  # noqa: BLE001 - an error is what the comparison reports
         out = {"seed": seed, "error": type(err).__name__, "message": str(err)}
-    if before is not None:
-        out["stalls"] = {k: v - before[k] for k, v in axi_monitor.stall_counts().items()}
+    after = axi_monitor.stall_counts()
+    if before is not None and after is not None:
+        out["stalls"] = {k: v - before[k] for k, v in after.items()}
     return out
 
 
@@ -72,7 +74,7 @@ def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, bias=N
     seeds = [int(s) for s in seeds]
     t0, cpu0 = time.time(), cpu_seconds()
     axi = fault in injected.AXI_FAULTS
-    calls = [(fuzz_probe, (s, n_ops, None if axi else fault, bias), {}) for s in seeds]
+    calls: list[Call] = [(fuzz_probe, (s, n_ops, None if axi else fault, bias), {}) for s in seeds]
     if axi:
         # the programs run cleanly first (compared with the golden model as usual), then each again with an AXI error
         # injected (it must stop and name it), then a reference program that must still be right: after the errors,
@@ -106,7 +108,7 @@ def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, bias=N
                              "batch": seeds, "program": None, "failure": {
                                  "signature": ["axi-error", "after"], "description": dut[-1]}})
         dut = dut[:len(seeds)]
-    golden_calls = [(fuzz_probe, (s, n_ops, None, bias), {}) for s in seeds]
+    golden_calls: list[Call] = [(fuzz_probe, (s, n_ops, None, bias), {}) for s in seeds]
     funcov.define(cfg)
     before = funcov.snapshot()
     gold = differential.run_golden(golden_calls, cfg, dram_bytes=replay.DRAM_BYTES)

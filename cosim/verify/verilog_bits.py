@@ -115,7 +115,8 @@ def bit_classes(verilog: Path):
     assignment. A register is in the class of its next-state value (their toggles are the same, a cycle apart).
     Modules and signals are named as in the coverage file (Verilog names without their escapes)."""
     lines = Path(verilog).read_text().splitlines()
-    widths, modules, module = defaultdict(dict), {}, None
+    widths: defaultdict[str, dict[str, int]] = defaultdict(dict)
+    modules, module = {}, None
     srcs, attr = {}, None
     for line in lines:                                   # first pass: every module's signal widths and sources
         m = _MODULE.match(line)
@@ -129,10 +130,13 @@ def bit_classes(verilog: Path):
             if attr:
                 srcs[(module, _name(m[3]))] = attr
         a = _ASSIGN.match(line)
-        if a and module and _SRC.search(a[4]):
-            srcs[(module, _name(a[1]))] = _SRC.search(a[4])[1]
-        attr = _SRC.search(line)[1] if line.lstrip().startswith("(*") and _SRC.search(line) else None
-    classes, derived, processes, registers = _Classes(), {}, {}, defaultdict(list)
+        src = _SRC.search(a[4]) if a and module else None
+        if a and src:
+            srcs[(module, _name(a[1]))] = src[1]
+        src = _SRC.search(line) if line.lstrip().startswith("(*") else None
+        attr = src[1] if src else None
+    classes, derived, registers = _Classes(), {}, defaultdict(list)
+    processes: dict = {}
     module, instance = None, None
     for line in lines:
         m = _MODULE.match(line)
@@ -164,8 +168,8 @@ def bit_classes(verilog: Path):
                 mux, arith = _MUX.match(text), _SUM.match(text)
                 # a multiplexer: a bit is explained when the bit of every input is; a sum or difference: when the
                 # bit of an operand is (its carries follow that operand's bits)
-                mode, operands = ("all", mux.group(2, 3)) if mux else ("any", arith.group(1, 3)) if arith else (None, ())
-                operands = [_bits(op, widths[module]) for op in operands]
+                mode, texts = ("all", mux.group(2, 3)) if mux else ("any", arith.group(1, 3)) if arith else (None, ())
+                operands = [_bits(op, widths[module]) for op in texts]
                 if mode and all(operands):
                     derived[(module, lhs)] = (mode, [[b if b[0] == "c" else (module, *b) for b in op]
                                                      for op in operands])

@@ -12,6 +12,7 @@ source.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from amaranth.hdl import Assert, Assume, Elaboratable, Module, ResetSignal, Signal, Value
 from amaranth.lib import wiring
@@ -44,7 +45,7 @@ class Check:
     fast_depth: int
     mutants: tuple
     why_depth: str = ""
-    build: object = field(default=None, compare=False, repr=False)    # build(h, m, check_name, mutant_name)
+    build: Any = field(default=None, compare=False, repr=False)    # build(h, m, check_name, mutant_name)
 
     def mutant(self, name):
         for mu in self.mutants:
@@ -64,8 +65,8 @@ class Harness(Elaboratable):
         self._build = build
         self.prop = prop
         self.helpers = helpers
-        self.ports = []
-        self.assertions = {}
+        self.ports: list = []
+        self.assertions: dict = {}
         self.started = None
 
     def free(self, shape, name):

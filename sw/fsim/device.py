@@ -58,7 +58,7 @@ class FsimDevice:
         }
         self.counters = dict.fromkeys(COUNTER_NAMES, 0)
         self._index_cache: dict = {}
-        self._checked = None
+        self._checked: tuple[int, np.ndarray, list, list | None] | None = None
 
     def checked_stream(self, insn_addr: int, raw: np.ndarray, insns: list, order: list | None = None) -> None:
         """The runtime announces the stream it wrote at ``insn_addr`` (its bytes ``raw``) and already checked: every
@@ -80,7 +80,7 @@ class FsimDevice:
         hint, self._checked = self._checked, None
         checked = (hint is not None and hint[0] == insn_addr and len(hint[2]) == insn_count
                    and np.array_equal(self.dram[insn_addr:end], hint[1]))
-        if checked:
+        if hint is not None and checked:
             insns = hint[2]
         else:
             try:
@@ -93,7 +93,7 @@ class FsimDevice:
                 except InsnError as err:            # name the instruction (disassembled only when it is wrong)
                     raise InsnError(str(err).replace("\0", f"instruction #{i} ({self.isa.disasm(insn)})", 1)) from None
         self.counters = dict.fromkeys(COUNTER_NAMES, 0)
-        if checked and hint[3] is not None:
+        if hint is not None and checked and hint[3] is not None:
             execute = self._execute
             for i in hint[3]:
                 execute(i, insns[i])

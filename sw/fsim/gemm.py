@@ -110,13 +110,14 @@ def gemm_folded(acc, inp, wgt, fold) -> bool:
     R, K = dst.size, us.shape[1]
     nu, nw = us.shape[0], uw.shape[0]
     chunk = max(1, F32_TERMS // I)
-    total = None
+    total: np.ndarray | None = None
     for k0 in range(0, K, chunk):
         x = inp[us[:, k0:k0 + chunk]].transpose(0, 2, 1, 3).astype(np.float32, order="C")
         y = wgt[uw[:, k0:k0 + chunk]].transpose(0, 2, 1, 3).astype(np.float32, order="C")
         p = (x.reshape(nu * B, -1) @ y.reshape(nw * O, -1).T).reshape(nu, B, nw, O)   # exact: <= 1024 terms
         p = (p.transpose(0, 2, 1, 3) if in_order else p[inv_s, :, inv_w, :]).astype(np.int32)   # (R, B, O)
         total = p if total is None else total + p         # int32 wrap-around
+    assert total is not None          # K >= 1: one chunk at least
     total = total.reshape(R, B * O)
     lo = int(dst[0])
     if run:

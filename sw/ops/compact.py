@@ -45,7 +45,7 @@ def _alu(op, a, b) -> np.ndarray:
 def _arrays(steps, vectors, channels: int) -> list:
     """Steps as (op, operand) with operand a per-channel int64 constant (C,), a tensor operand (``'r'``: the
     residual, ``'b'``: the branch) or an int shift (SHR)."""
-    out = []
+    out: list[tuple[object, str | int | np.ndarray]] = []
     for op, v in steps:
         if op == SHR or v in ("r", "b"):
             out.append((op, v if isinstance(v, str) else int(v)))

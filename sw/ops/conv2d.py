@@ -38,7 +38,7 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: i
     ho, wo = (h + 2 * pad - kh) // s + 1, (w + 2 * pad - kw) // s + 1
     kk = kh * kw
     INP, WGT, ACC, ACC8 = int(MemId.INP), int(MemId.WGT), int(MemId.ACC), int(MemId.ACC_8BIT)
-    tiles = []
+    tiles: list[_Tile] = []
     step_no = 0
     ti = 0
     uop_cap = _conv_caps(cfg, vt)["uop"]

@@ -123,7 +123,7 @@ def requantize(a: np.ndarray, shift: int = 8, bias: np.ndarray | None = None, cl
     """(a >> shift), optional + bias, clip to [0, 127] as MIN 127 then MAX 0, int8 (docs/architecture.md §6.4)."""
     if not 0 <= shift <= 31:
         raise ValueError(f"shift = {shift}; allowed range [0, 31]")
-    ops = [("imm", AluOp.SHR, shift)]
+    ops: list[tuple] = [("imm", AluOp.SHR, shift)]
     if bias is not None:
         ops.append(("bias_add",))
     if clip:

@@ -383,17 +383,18 @@ def bias_init(epi: Epilogue, vectors, acc_bound: int) -> tuple[Epilogue, np.ndar
             or not steps or steps[0] != (AluOp.ADD, "v0") or not steps[1:]
             or any(op not in (AluOp.MIN, AluOp.MAX) or isinstance(v, str) for op, v in steps[1:])):
         return None
+    bounds = [(op, v) for op, v in steps[1:] if not isinstance(v, str)]    # all of steps[1:] (checked above)
     lo, hi = -(1 << 31), (1 << 31) - 1
-    for op, v in steps[1:]:
+    for op, v in bounds:
         lo, hi = (min(lo, v), min(hi, v)) if op == AluOp.MIN else (max(lo, v), max(hi, v))
     if lo == -(1 << 31):
         return None
-    c = (min(v for _, v in steps[1:]) - IMM_MIN) // 256 * 256
+    c = (min(v for _, v in bounds) - IMM_MIN) // 256 * 256
     v0 = (np.asarray(vectors, np.int64) - c) << s
     if (v0.max() > lo - c or v0.min() - acc_bound < -(1 << 31) or v0.max() + acc_bound > (1 << 31) - 1
             or np.abs(np.asarray(vectors, np.int64)).max() + acc_bound + c > (1 << 31) - 1):
         return None
-    new = [(AluOp.ADD, "v0")] + ([(AluOp.SHR, s)] if s else []) + [(op, v - c) for op, v in steps[1:]]
+    new = [(AluOp.ADD, "v0")] + ([(AluOp.SHR, s)] if s else []) + [(op, v - c) for op, v in bounds]
     return Epilogue(tuple(new)), v0.astype(np.int32)
 
 

@@ -151,7 +151,7 @@ class Ranked(Sequence):
     def __len__(self) -> int:
         return len(self._args)
 
-    def __getitem__(self, i: int):
+    def __getitem__(self, i: int):  # type: ignore[override]  # no slices: a ranked list is read by index
         return self._cls(*self._args[i])
 
     def tiles(self, i: int) -> tuple:
@@ -171,7 +171,7 @@ def _measured_or(search: Callable, explicit: Callable, measured: tuple | None):
 
 def dense_candidates(nb: int, kb: int, mb: int, vt: int, epi: Epilogue, cfg) -> Ranked:
     """Every dense plan that fits, cheapest first by the planning model."""
-    found = []
+    found: list = []
     planes = epi.planes
     ie, we = cfg.INP_ELEM_BYTES, cfg.WGT_ELEM_BYTES
     for slots, tn, tm in itertools.product((1, 2) if vt > 1 else (1,), _cands(nb), _cands(mb)):
@@ -292,7 +292,7 @@ def conv2d_candidates(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, ep
         raise TileError(f"conv2d {kh}x{kw} cannot be tiled: one input-channel block of the kernel "
                         + _limit_message(cfg, vt, o))
     ie, we = cfg.INP_ELEM_BYTES, cfg.WGT_ELEM_BYTES
-    found = []
+    found: list = []
     kk = kh * kw
     tc_cands = _cands(cb)
     bus = cfg.BUS_WIDTH // 8

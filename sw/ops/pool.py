@@ -40,7 +40,7 @@ def pool2d_ref(x, kernel, stride=1, padding=0, pad_value: int = 0, mode: str = "
     xp = np.pad(np.asarray(x, np.int32), ((0, 0), (0, 0), (t, b), (l, r)), constant_values=pad_value)
     ho, wo = (xp.shape[2] - kh) // sh + 1, (xp.shape[3] - kw) // sw + 1
     taps = [xp[:, :, i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw] for i in range(kh) for j in range(kw)]
-    return (np.max(taps, axis=0) if mode == "max" else np.sum(taps, axis=0, dtype=np.int64)).astype(np.int32)
+    return np.asarray(np.max(taps, axis=0) if mode == "max" else np.sum(taps, axis=0, dtype=np.int64)).astype(np.int32)
 
 
 def _pool_args(kernel, stride, padding):
@@ -106,8 +106,10 @@ def _pool_tiles(cfg, vt, shape, op, epi: Epilogue, xd, pd, yd) -> list[_Tile]:
             else:                                    # every tap of the window into one output row
                 comps += [_alu_tensor(out + oy * wo + ox, src + oy * sh * wp + ox * sw, ((kh, 0, wp), (kw, 0, 1)), op)
                           for oy, ox in itertools.product(range(nh), range(wo))]
-        comps += epi.actions(base, rows, nc, ((nc, nh * wo, 1), (nh * wo, 1, 0)),
-                             lambda i, row, c0=c0, nc=nc: Load(pd, i * cb + c0, nc, 1, nc, row, ACC))
+        def load_vector(i: int, row: int, c0: int = c0, nc: int = nc) -> Load:
+            return Load(pd, i * cb + c0, nc, 1, nc, row, ACC)
+
+        comps += epi.actions(base, rows, nc, ((nc, nh * wo, 1), (nh * wo, 1, 0)), load_vector)
         stores = [Store(base + p * rows, yd, ((p * nb + q) * cb + c0) * ho * wo + y0 * wo, nh * wo, nc, ho * wo)
                   for p in range(epi.planes)]
         tiles.append(_Tile(acc=ti % vt, computes=comps, stores=stores))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from sw.ops.layout import pack_bias
@@ -63,6 +65,11 @@ def dense_ref(data: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = No
     return _requant_plain(gemm_ref(data, weight), bias, shift, clip, (1, -1))
 
 
+def _pair(v: int | tuple[int, int]) -> tuple[int, int]:
+    # cast: np.isscalar's TypeGuard names numpy's scalar types, not the int it is here
+    return cast("tuple[int, int]", (v, v) if np.isscalar(v) else v)
+
+
 def conv2d_nchw(data: np.ndarray, weight: np.ndarray, stride=1, padding=0, groups: int = 1) -> np.ndarray:
     """Direct convolution in int32: data (N, C, H, W), weight (O, C / groups, kh, kw) -> (N, O, Ho, Wo);
     output channels [g O/groups, (g+1) O/groups) see input channels [g C/groups, (g+1) C/groups)."""
@@ -74,8 +81,8 @@ def conv2d_nchw(data: np.ndarray, weight: np.ndarray, stride=1, padding=0, group
         raise ValueError(f"groups = {groups} must divide the {c} input and {o} output channels")
     if c2 * groups != c:
         raise ValueError(f"data has {c} channels, weight {c2}" + (f" per group of {groups}" if groups > 1 else ""))
-    sh, sw = (stride, stride) if np.isscalar(stride) else stride
-    ph, pw = (padding, padding) if np.isscalar(padding) else padding
+    sh, sw = _pair(stride)
+    ph, pw = _pair(padding)
     ho, wo = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
     x = np.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=np.float64)
     x[:, :, ph:ph + h, pw:pw + w] = data

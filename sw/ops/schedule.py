@@ -34,7 +34,7 @@ class _Step:
     buf: int
     loads: list
     computes: list
-    holds: tuple = None
+    holds: tuple | None = None
 
 
 @dataclass
@@ -44,11 +44,11 @@ class _Tile:
     steps: list = field(default_factory=list)
     computes: list = field(default_factory=list)
     stores: list = field(default_factory=list)
-    reset: tuple = None         # (acc row, rows) zeroed before the first step (GEMM reset, or the ALU)
+    reset: tuple | None = None         # (acc row, rows) zeroed before the first step (GEMM reset, or the ALU)
     gemm_uops: int = 0          # GEMM micro-ops of the tile (the window for overlapped ALU work)
-    init: tuple = None          # (actions that start the accumulators at the bias, the other computes): the
+    init: tuple | None = None          # (actions that start the accumulators at the bias, the other computes): the
                                 # reset's alternative on a region an earlier tile left (Epilogue.init_actions)
-    tail: Callable = None       # tail(initialized) -> [(computes, stores)]: the tile finished in parts, each
+    tail: Callable | None = None       # tail(initialized) -> [(computes, stores)]: the tile finished in parts, each
                                 # stored while the ALU works on the next (the operator's last tile)
 
     def insn_bound(self) -> int:
@@ -183,7 +183,8 @@ def _check_fifo(keys, nxt):
 def _repeats(keyed_loads) -> list[bool]:
     """For each ``(key, loads)`` in program order: the loads are not empty and equal the last loads of the
     same key (an SRAM region that only such LOADs write), so the rows still hold their data."""
-    last, out = {}, []
+    last: dict = {}
+    out: list[bool] = []
     for key, loads in keyed_loads:
         out.append(bool(loads) and last.get(key) == loads)
         last[key] = loads
@@ -252,11 +253,11 @@ def run_tiles(tiles, interleave=None) -> dict:
         _check_fifo(step_bufs, next_buf)
         _check_fifo(accs, next_acc)
         i = 0
-        deferred: tuple | None = None     # (tile, its acc loads, its other compute actions, store_next, its residual loads left,
-                            # whether it has a residual)
+        # (tile, its acc loads, its other compute actions, store_next, its residual loads left, whether it has a residual)
+        deferred: tuple | None = None
         zeroed = set()      # tiles whose accumulators the ALU zeroed or initialized (and whose s2g it popped)
         initialized = set()     # those started at the bias (Epilogue.init_actions)
-        covered = {}        # acc region -> the rows its last tile finished
+        covered: dict = {}        # acc region -> the rows its last tile finished
         if interleave and chunk[0].reset and not prev_acc[0]:
             # the first tile's accumulators: zeroed by the ALU while the first loads are in flight (the
             # second tile's beside the first's GEMMs, below)
@@ -327,6 +328,7 @@ def run_tiles(tiles, interleave=None) -> dict:
                     emit_computes(deferred[0], deferred[1])
                 elif pending:
                     # (a compute-module LOAD of the acc runs beside this step's GEMMs in the other bank)
+                    assert deferred is not None     # pending: the deferred tile's residual loads
                     emit_computes(deferred[0], [pending.pop(0)])
                 if k == 0 and reset is not None:
                     Gemm(_k_reset(*reset)).emit(cmd)
@@ -341,6 +343,7 @@ def run_tiles(tiles, interleave=None) -> dict:
                     j = next((j for j, a in enumerate(share) if getattr(a, "reads_residual", False)),
                              len(share) if k == last_share else None)
                     if j is not None:
+                        assert deferred is not None     # pending: the deferred tile's residual loads
                         emit_computes(deferred[0], share[:j] + pending)
                         share, pending = share[j:], []
                 if own_res and k == len(t.steps) - 1:
@@ -358,6 +361,7 @@ def run_tiles(tiles, interleave=None) -> dict:
                     for j, a in enumerate(own_res):
                         emit_computes(t, [a])
                         if rest and j < n - 1:
+                            assert deferred is not None     # rest: a part of the deferred tile's share
                             emit_computes(deferred[0], rest[j * per:(j + 1) * per])
                     share = rest[(n - 1) * per:] if rest else share[cut:]
                 if deferred is not None and k == last_share:

@@ -104,7 +104,7 @@ class DeviceMemory:
 
     def _return_pages(self, buf: Buffer) -> None:
         bisect.insort(self._free, (buf.phys, buf.pages))
-        merged = []
+        merged: list[tuple[int, int]] = []
         for start, ln in self._free:
             if merged and merged[-1][0] + merged[-1][1] == start:
                 merged[-1] = (merged[-1][0], merged[-1][1] + ln)

@@ -53,7 +53,7 @@ from sw.isa import (
 from sw.pipeline import InsnError, VTAError, check_insn, check_int, elem_bytes, force_serial, format_stream, schedule
 from sw.runtime import session
 from sw.runtime.ffi import python_callable
-from sw.runtime.memory import BufferError, DeviceMemory
+from sw.runtime.memory import Buffer, BufferError, DeviceMemory
 from sw.runtime.uopcache import STAGE_CHUNK, KernelCache
 from sw.runtime.uopkernel import RECORDING, UopKernel
 from sw.runtime.uopkernel import naturals as _naturals
@@ -111,7 +111,7 @@ class CommandQueue:
         self.uop_cache: list[UopKernel] = []
         self.uop_sram_end = 0
         self._held: set[int] = set()         # buffers the queued stream uses (released by synchronize)
-        self._insn_buf = None
+        self._insn_buf: int | None = None
         self.last_counters: dict = {}
         self._index_checks: dict = {}       # (kernel, loop fields) -> the index problem or None
         self._load_bounds: dict = {}        # memory type -> the bounds of load_2d / store_2d arguments
@@ -134,7 +134,7 @@ class CommandQueue:
         phys, _, buf = self.region(obj, what)
         return phys, buf
 
-    def region(self, obj, what: str) -> tuple[int, int, object]:
+    def region(self, obj, what: str) -> tuple[int, int, Buffer]:
         """(start, end, buffer): the device byte range a handle or a tensor view names (``views.device_range``)."""
         return device_range(self.memory, self.dram, obj, what)
 
@@ -286,7 +286,7 @@ class CommandQueue:
         self._hold(buf, what)     # raises if another thread freed the buffer meanwhile
         return self._append(stage, kind, probe)
 
-    def _dram_base(self, what, obj, elem_offset, mem, x_size, y_size, x_stride) -> tuple[int, object]:
+    def _dram_base(self, what, obj, elem_offset, mem, x_size, y_size, x_stride) -> tuple[int, Buffer]:
         """The DRAM element address of an access, checked against the range ``obj`` names, and its buffer."""
         phys, end_ok, buf = self.region(obj, what)
         eb = elem_bytes(self.cfg, mem)
@@ -430,7 +430,7 @@ class CommandQueue:
                 raise VTAError("synchronize: dependency pops are still pending")
             if self.debug & DEBUG_DUMP_INSN:
                 print(self.dump(), file=self.out)
-            order = []      # token-level dry run: deadlocks never reach a target
+            order: list[int] = []      # token-level dry run: deadlocks never reach a target
             schedule(self.cfg, insns, None, self.isa.disasm, trace=order)
             addr, raw = self._write_insns(insns)
             with session.run_lock(self.target):      # one run at a time on a device, whichever handle queued it

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Protocol
+from typing import Any
 
 from sw.config import Config, load_config
 from sw.pipeline import VTAError
@@ -51,8 +51,9 @@ class Batch:
     extra: dict = field(default_factory=dict)
 
 
-class Runner(Protocol):
-    def __call__(self, calls: Sequence[Call], config: Config, **options: Any) -> Batch: ...
+# runner(calls, config, **options) -> Batch: each runner takes its own keyword options (a Protocol with **options
+# would hold only runners that take any keyword at all)
+Runner = Callable[..., Batch]
 
 
 _RUNNERS: dict[str, Runner] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 
+from sw.config import Config
 from sw.isa import AluOp, EncodeError, alu_opcode_error, isa_for
 from sw.pipeline import InsnError, VTAError, check_int
 
@@ -20,7 +21,7 @@ RECORDING = threading.local()      # per thread: .kernel, the micro-kernel being
 class UopKernel:
     """A recorded micro-kernel: its micro-ops, up to two loops, and its mode and ALU operation."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         self.uops: list[tuple[int, int, int]] = []
         self.loops: list[tuple[int, int, int, int]] = []
@@ -30,9 +31,10 @@ class UopKernel:
         self.use_imm = 0
         self.imm = 0
         self.open_loops = 0       # uop_loop_begin calls not yet closed by uop_loop_end
-        self.dram_addr = None     # where its encoded micro-ops live in device memory
+        # where its encoded micro-ops live in device memory (ignore: set when they are written, before any LOAD)
+        self.dram_addr: int = None  # type: ignore[assignment]
         self.chunk = None         # the handle of the staging buffer that holds them
-        self.sram_begin = None    # its range in the uop SRAM while resident
+        self.sram_begin: int | None = None    # its range in the uop SRAM while resident
         self.checked_op = None    # its instruction's fields once checked (sw.runtime push_op)
 
     @property

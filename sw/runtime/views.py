@@ -48,6 +48,7 @@ def device_range(memory: DeviceMemory, dram: np.ndarray, obj, what: str) -> tupl
 
 def host_bytes(obj, what: str, writable: bool) -> np.ndarray:
     """The bytes of a host array or DLPack tensor (``buffer_copy``'s host side), as a flat uint8 view."""
+    arr: np.ndarray | None
     try:
         arr = np.from_dlpack(obj) if not isinstance(obj, np.ndarray) else obj
     except Exception:  # noqa: BLE001 - not a DLPack producer: try the buffer protocol

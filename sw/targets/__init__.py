@@ -11,18 +11,20 @@ Running a whole function somewhere (the golden model, the RTL, a board) is chose
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from sw.config import Config, load_config
 from sw.pipeline import VTAError
 
 __all__ = ["make_target", "is_board_spec"]
 
 
-def is_board_spec(spec: object) -> bool:
+def is_board_spec(spec: object) -> TypeGuard[str]:
     """Whether ``spec`` names a board: ``"board"`` or ``"board:UIO[,MEM[@PHYS]]"``."""
     return isinstance(spec, str) and (spec == "board" or spec.startswith("board:"))
 
 
-def make_target(config: Config | str | None = None, /, **options) -> object:
+def make_target(config: Config | str | dict | None = None, /, **options) -> object:
     """The target ``config`` names: a board spec, ``"board"`` or ``"board:UIO[,MEM[@PHYS]]"`` (e.g.
     ``"board:/dev/uio0,/dev/udmabuf0"``), opens the accelerator of a Zynq board (:func:`sw.targets.zynq.open_board`,
     which takes the ``options``: ``uio``, ``udmabuf``, ``phys``, ``size``, ``config``, ``timeout``, ``reset``);

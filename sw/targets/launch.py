@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -149,7 +150,7 @@ def counter_registers() -> tuple:
 
 
 def launch(cfg, dram: np.ndarray, insn_addr: int, insn_count: int, window: int = 0,
-           bases: int | None = None) -> Generator[Operation, object, dict]:
+           bases: int | None = None) -> Generator[Operation, Any, dict]:
     """The launch of ``insn_count`` instructions at byte offset ``insn_addr`` of device memory ``dram`` (a config's
     accelerator), device memory being at bus address ``window``: ``insn_addr`` is written as ``window + insn_addr``
     and the five base-address registers as ``window`` (so every DMA address, ``base | offset``, lands in device
@@ -181,7 +182,7 @@ def launch(cfg, dram: np.ndarray, insn_addr: int, insn_count: int, window: int =
     return profiler_counters(regs)
 
 
-def run_sync(sequence: Generator[Operation, object, dict], execute: Callable[[Operation], object]) -> dict:
+def run_sync(sequence: Generator[Operation, Any, dict], execute: Callable[[Operation], object]) -> dict:
     """Drive a launch sequence with a blocking driver: ``execute(op)`` performs one operation and returns its
     result. Returns the sequence's return value (the counters); its errors propagate."""
     result = None
@@ -207,7 +208,7 @@ def profiler_counters(regs: dict) -> dict:
 
 def decode_error(status: int) -> str:
     """The error code in a ``status`` value, as "NAME (code n)"; "" when there is none."""
-    lo, width = STATUS_BITS["error_code"]
+    lo, width = cast("tuple[int, int]", STATUS_BITS["error_code"])   # (low bit, width): a field of several bits
     code = (status >> lo) & ((1 << width) - 1)
     if not code:
         return ""

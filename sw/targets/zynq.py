@@ -147,7 +147,7 @@ class Mmio:
     def close(self) -> None:
         """Unmap the window (once no numpy view of it is left: else when the last one is freed)."""
         if self._mm is not None:
-            self.words = None
+            self.words = None   # type: ignore[assignment]  # dropped at close: a closed window is not used again
             _unmap(self._mm, self._fd)
             self._mm = None
 
@@ -217,7 +217,7 @@ class ContiguousMemory:
     def close(self) -> None:
         """Unmap the buffer (once no numpy view of it is left, such as a runtime's: else when the last one is freed)."""
         if self._mm is not None:
-            self.dram = None
+            self.dram = None    # type: ignore[assignment]  # dropped at close: a closed buffer is not used again
             _unmap(self._mm, self._fd)
             self._mm = None
 
@@ -238,7 +238,7 @@ class ZynqPlReset:
     def __init__(self, line: int = 0, path="/dev/mem", slcr: int = 0xF8000000, hold_seconds: float = 1e-4):
         self.line = _check_int("ZynqPlReset", "line", line, 0, 3)
         self.path, self.slcr, self.hold_seconds = path, slcr, hold_seconds
-        self._mmio = None
+        self._mmio: Mmio | None = None
 
     def __call__(self) -> None:
         if self._mmio is None:
@@ -349,7 +349,7 @@ class BoardDevice:
         """Unmap the register window and device memory (and the reset's, if it has one to close)."""
         self.regs.close()
         self.mem.close()
-        self.dram = None
+        self.dram = None    # type: ignore[assignment]  # dropped at close: a closed device is not used again
         close = getattr(self.reset, "close", None)
         if close is not None:
             close()
@@ -373,7 +373,7 @@ def parse_spec(spec: str) -> dict:
     if not isinstance(spec, str) or not (spec == "board" or spec.startswith("board:")):
         raise BoardError(f"target spec = {spec!r}; allowed: 'board' or 'board:UIO[,MEM[@PHYS]]', e.g. "
                          f"'board:{DEFAULT_UIO},{DEFAULT_UDMABUF}'")
-    out = {}
+    out: dict[str, str | int] = {}
     rest = spec[len("board:"):] if spec != "board" else ""
     if not rest:
         return out

@@ -121,7 +121,7 @@ def bench_runtime(cfg, n=20000):
             "rate": n / dt, "cpu_seconds": dc, "cpu_rate": n / max(dc, 1e-9), "unit": "insn/s"}
 
 
-COLUMNS = [("benchmark", "benchmark"), ("work", "work"), Column("seconds", "seconds", ".4f"),
+COLUMNS: list[Column | str | tuple] = [("benchmark", "benchmark"), ("work", "work"), Column("seconds", "seconds", ".4f"),
            Column("rate", "rate", ".3e"), Column("cpu_seconds", "CPU s", ".4f"), Column("cpu_rate", "rate per CPU s", ".3e"),
            ("unit", "unit")]
 

@@ -9,6 +9,7 @@ programs run on whatever target is current, so ``cosim.run(program, ...)`` runs 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import numpy as np
@@ -360,7 +361,7 @@ def vector_add(api_kind="python", n=64, seed=0):
     return {"result": c, "expected": (a + b).astype(np.int8), "counters": counters}
 
 
-PROGRAMS = {
+PROGRAMS: dict[str, tuple[Callable[..., dict], dict]] = {
     "vector_add": (vector_add, {}),
     "runtime_array": (runtime_array, {}),
     "save_load_out": (save_load_out, {}),

@@ -6,6 +6,8 @@ or the benchmarks (``sw.testing.fsim_speed``, ``cosim.perf.operators``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from sw.isa import AluOp
@@ -61,6 +63,7 @@ def run_conv2d_workload(name=None, batch=None, h=None, w=None, cin=None, cout=No
         r = _rand(rng, (batch, cout, ho, wo))
         y, counters = conv2d(x, wt, b, stride, pad, virtual_threads=virtual_threads, tiles=tiles, return_counters=True,
                              epilogue=RESIDUAL_EPILOGUE, residual=r)
+        assert b is not None            # made with the residual
         expected = RESIDUAL_EPILOGUE.reference(conv2d_nchw(x, wt, stride, pad), b[None], 1, r)
     else:
         y, counters = conv2d(x, wt, b, stride, pad, virtual_threads=virtual_threads, tiles=tiles, return_counters=True)
@@ -81,7 +84,7 @@ def workloads(virtual_threads=2) -> dict:
     ``{"ok", "macs", "counters"}``; MAC utilisation = macs / (cycles * BATCH*BLOCK_IN*BLOCK_OUT) on a
     target that counts cycles (the golden model counts GEMM micro-ops but no cycles)."""
     vt = virtual_threads
-    out = {
+    out: dict[str, tuple[Callable, tuple]] = {
         "matrix_multiply_opt": (run_dense_workload, (1, 1024, 1024, vt, False, "blocks256")),
         "gemm_256": (run_dense_workload, (256, 256, 256, vt)),
         "dense_128": (run_dense_workload, (128, 128, 128, vt)),
