@@ -10,8 +10,6 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("sw", "hw", "cosim")
 
@@ -39,7 +37,7 @@ PENDING: frozenset[str] = frozenset({
 
 
 def test_mypy():
-    api = pytest.importorskip("mypy.api")
+    from mypy import api
     cwd = os.getcwd()
     os.chdir(ROOT)           # mypy reads pyproject.toml and the `files` it names from the working directory
     try:
