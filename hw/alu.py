@@ -172,7 +172,7 @@ class Alu(wiring.Component):
                          reuse.eq(self.src_apart & self.dst_distinct & ~insn.use_imm & (insn.src_factor_in == 0)
                                   & (insn.uop_end == insn.uop_bgn + 1) & (insn.iter_in > 1))]
             m.d.sync += Cat(imm_left, imm_amount).eq(Cat(*shift_amount(imm_in.as_unsigned())))
-            with m.If(~ok):
+            with m.If(~ok):  # unreachable: alu-opcode
                 m.d.sync += [self.done.eq(1), self.error.eq(1)]
             with m.Elif((insn.uop_end <= insn.uop_bgn) | (insn.iter_out == 0) | (insn.iter_in == 0)):
                 m.d.sync += self.done.eq(1)
@@ -219,7 +219,7 @@ class Alu(wiring.Component):
         # S2: add the offsets into the index registers
         uop = uop_layout(cfg)(uop_q)
         src2 = Signal(aw)           # (the source row as S2 computes it; S3 holds it in ``src[3]``)
-        m.d.comb += src2.eq(uop.src_idx + o2_s)
+        m.d.comb += src2.eq(uop.src_idx + o2_s)  # untoggled: sram-index
         m.d.sync += [dst[3].eq(uop.dst_idx + o2_d), src[3].eq(src2)]
         # S3 reads acc[s] (tensor operand), S4 acc[d]; with a tensor operand the two never coincide.
         # The read address is a register, chosen a cycle ahead (from what S3 and S4 will hold).

@@ -73,9 +73,9 @@ class _BurstSplitter:
     def _next(self, addr, left):
         """Statements setting ``beats`` and ``final`` for a command at ``addr`` with ``left`` beats."""
         lb, max_burst = self._log_bytes, self._max_burst
-        to_boundary = (AXI_BOUNDARY >> lb) - addr[lb:12]
-        beats = Mux((left <= max_burst) & (left <= to_boundary), left,
-                    Mux(to_boundary <= max_burst, to_boundary, max_burst))
+        to_boundary = (AXI_BOUNDARY >> lb) - addr[lb:12]  # untoggled: burst-length
+        beats = Mux((left <= max_burst) & (left <= to_boundary), left,  # untoggled: burst-length
+                    Mux(to_boundary <= max_burst, to_boundary, max_burst))  # untoggled: burst-length
         return [self.beats.eq(beats), self.final.eq(beats == left)]
 
     def load(self, addr, beats):

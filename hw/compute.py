@@ -317,7 +317,7 @@ class Compute(wiring.Component):
         m.d.comb += self.out_rd.data.eq(Mux(out_last, out_rds[-1].data, out_rds[0].data))
 
         # counters
-        m.d.sync += self.acc_writes.eq(self.acc_writes + sum(wr_count))
+        m.d.sync += self.acc_writes.eq(self.acc_writes + sum(wr_count))  # untoggled: acc-writes-sum
         with m.If(gemm.uop_fire):
             m.d.sync += self.gemm_uops.eq(self.gemm_uops + 1)
         with m.If(alu.uop_fire):
@@ -339,8 +339,8 @@ class Compute(wiring.Component):
         # the row count of a LOAD, multiplied out from ``word`` in a multiplier with its own registers
         # (an ECP5 MULT18X18D without them was the critical path): valid two cycles after DECODE, so
         # from the second DRAIN cycle (each sum < 2^16 + 2 x 15 fits 17 bits)
-        ld_rows = registered_mul(m, platform, (mem.y_size + mem.y_pad_0 + mem.y_pad_1)[:MEMOP_SIZE_BITS + 1],
-                                 (mem.x_size + mem.x_pad_0 + mem.x_pad_1)[:MEMOP_SIZE_BITS + 1], "ld_rows",
+        ld_rows = registered_mul(m, platform, (mem.y_size + mem.y_pad_0 + mem.y_pad_1)[:MEMOP_SIZE_BITS + 1],  # untoggled: padded-size  # noqa: E501
+                                 (mem.x_size + mem.x_pad_0 + mem.x_pad_1)[:MEMOP_SIZE_BITS + 1], "ld_rows",  # untoggled: padded-size  # noqa: E501
                                  signed_operands=False)
         rows_ok = Signal()               # DRAIN: ``ld_rows`` holds this instruction's count (a cycle late)
         # a LOAD's rows from its first to the end of that row's acc bank (registered from ``word``, valid

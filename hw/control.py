@@ -185,10 +185,10 @@ class ControlRegs(wiring.Component):
             with m.If(running):
                 for r in REGISTER_MAP:
                     if r.kind == "cycles":
-                        m.d.sync += regs[r.name].eq(regs[r.name] + 1)
+                        m.d.sync += regs[r.name].eq(regs[r.name] + 1)  # untoggled: counter
                     elif r.kind == "counter":
                         with m.If(getattr(self, r.port)):
-                            m.d.sync += regs[r.name].eq(regs[r.name] + 1)
+                            m.d.sync += regs[r.name].eq(regs[r.name] + 1)  # untoggled: counter
                     elif r.kind == "delta":
-                        m.d.sync += regs[r.name].eq(getattr(self, r.port) - bases[r.name])
+                        m.d.sync += regs[r.name].eq(getattr(self, r.port) - bases[r.name])  # untoggled: counter
         return m

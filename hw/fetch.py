@@ -171,7 +171,7 @@ class Fetch(wiring.Component):
             # room for every word that arrives (a constant keeps the R channel's ready logic short)
             self.dma.data.ready.eq(1),
         ]
-        reserved_next = reserved + requested - staging.r_en
+        reserved_next = reserved + requested - staging.r_en  # untoggled: staging-reserved
         m.d.sync += [reserved.eq(reserved_next), room.eq(reserved_next <= depth - chunk)]
 
         # ---------------------------------------------------------------- decode queue
@@ -200,7 +200,7 @@ class Fetch(wiring.Component):
             final_part = part == ratio - 1
             with m.If(discard):
                 m.d.comb += staging.r_en.eq(staging.r_rdy)
-            with m.Elif(staging.r_rdy & (~final_part | free)):
+            with m.Elif(staging.r_rdy & (~final_part | free)):  # untoggled: fetch-room
                 m.d.comb += staging.r_en.eq(1)
                 with m.If(final_part):
                     m.d.comb += load_insn.eq(1)
@@ -293,7 +293,7 @@ class Fetch(wiring.Component):
         # ---------------------------------------------------------------- start and end
         idle = Signal()
         quiet = ~running & ~cmd_hold & (reserved == 0) & ~insn_valid & ~assembling
-        m.d.comb += idle.eq(quiet & ~pending_start & ~discard)
+        m.d.comb += idle.eq(quiet & ~pending_start & ~discard)  # untoggled: fetch-idle
         with m.If(discard & ~cmd_hold & (reserved == 0) & ~insn_valid):
             m.d.sync += discard.eq(0)
 

@@ -81,16 +81,16 @@ class AccFootprint(wiring.Component):
             """(n - 1) * f (0 for n = 0), three cycles after its inputs: the operands into registers
             here, then :func:`~hw.gemm.registered_mul` (a multiplier block may sit far away)."""
             n1, fq = Signal(len(n), name=f"{name}_n", reset_less=True), Signal(len(f), name=f"{name}_f", reset_less=True)
-            m.d.sync += [n1.eq(Mux(n == 0, 0, n - 1)), fq.eq(f)]
+            m.d.sync += [n1.eq(Mux(n == 0, 0, n - 1)), fq.eq(f)]  # untoggled: count-minus-one
             return registered_mul(m, platform, n1, fq, name, signed_operands=False)
 
         # the loop spans, always computed from ``insn`` (stable from ``start`` until the next one):
         # registered products (on an ECP5 in MULT18X18D registers), then their sums, ready four
         # cycles after ``start`` (``age``), before the bounds need them
-        off_d, off_s = Signal(32, reset_less=True), Signal(32, reset_less=True)
+        off_d, off_s = Signal(32, reset_less=True), Signal(32, reset_less=True)  # untoggled: loop-span
         span_d1 = span(gem.iter_in, gem.dst_factor_in, "span_d1")
         m.d.sync += [
-            off_d.eq(span(gem.iter_out, gem.dst_factor_out, "span_d0") + span_d1),
+            off_d.eq(span(gem.iter_out, gem.dst_factor_out, "span_d0") + span_d1),  # untoggled: loop-span
             off_s.eq(span(alu.iter_out, alu.src_factor_out, "span_s0") + span(alu.iter_in, alu.src_factor_in, "span_s1")),
         ]
         age = Signal(3)                 # cycles since start, up to 4
@@ -123,15 +123,15 @@ class AccFootprint(wiring.Component):
             m.d.sync += [rd_valid.eq(reading & (u < end)), row_valid.eq(rd_valid)]
             with m.If(reading):
                 with m.If(u < end):
-                    m.d.sync += u.eq(u + 1)
+                    m.d.sync += u.eq(u + 1)  # untoggled: uop-count-plus-one
                 with m.Else():
                     m.d.sync += reading.eq(0)
             with m.If(row_valid):
                 m.d.sync += [
-                    min_d.eq(Mux(uop.dst_idx < min_d, uop.dst_idx, min_d)),
-                    max_d.eq(Mux(uop.dst_idx > max_d, uop.dst_idx, max_d)),
-                    min_s.eq(Mux(uop.src_idx < min_s, uop.src_idx, min_s)),
-                    max_s.eq(Mux(uop.src_idx > max_s, uop.src_idx, max_s)),
+                    min_d.eq(Mux(uop.dst_idx < min_d, uop.dst_idx, min_d)),  # untoggled: uop-index-bounds
+                    max_d.eq(Mux(uop.dst_idx > max_d, uop.dst_idx, max_d)),  # untoggled: uop-index-bounds
+                    min_s.eq(Mux(uop.src_idx < min_s, uop.src_idx, min_s)),  # untoggled: uop-index-bounds
+                    max_s.eq(Mux(uop.src_idx > max_s, uop.src_idx, max_s)),  # untoggled: uop-index-bounds
                     prev_d.eq(uop.dst_idx), seen.eq(1),
                 ]
                 with m.If(~seen):
@@ -141,7 +141,7 @@ class AccFootprint(wiring.Component):
             # S3: the bounds, once the last micro-op is in
             m.d.sync += summing.eq(0)
             with m.If(age != 4):
-                m.d.sync += age.eq(age + 1)
+                m.d.sync += age.eq(age + 1)  # untoggled: age
             with m.If(~reading & ~rd_valid & ~row_valid & ~summing & ~self.done & (age == 4)):
                 hi_d = max_d + off_d
                 hi_s = max_s + off_s

@@ -59,7 +59,7 @@ def registered_mul(m, platform, a, b, name, *, signed_operands=True):
     else:
         op_shape = signed if signed_operands else unsigned
         aq, bq = Signal(op_shape(wa), name=f"{name}_a"), Signal(op_shape(wb), name=f"{name}_b")
-        m.d.sync += [aq.eq(a), bq.eq(b), prod.eq(aq * bq)]
+        m.d.sync += [aq.eq(a), bq.eq(b), prod.eq(aq * bq)]  # untoggled: acc-load-rows
     return prod
 
 
@@ -95,13 +95,13 @@ class UopSequencer(wiring.Component):
         m = Module()
         cfg = self._cfg
         uw = cfg.LOG_UOP_DEPTH + 1
-        u, bgn, end = Signal(uw), Signal(uw), Signal(uw)
+        u, bgn, end = Signal(uw), Signal(uw), Signal(uw)  # untoggled: uop-address
         i_out, i_in, n_out, n_in = Signal(14), Signal(14), Signal(14), Signal(14)
         regs = {}
         for name, w in self._widths.items():
-            regs[name] = dict(off_out=Signal(w, name=f"{name}_off_out"), off_in=Signal(w, name=f"{name}_off_in"),
+            regs[name] = dict(off_out=Signal(w, name=f"{name}_off_out"), off_in=Signal(w, name=f"{name}_off_in"),  # untoggled: sram-index  # noqa: E501
                               f_out=Signal(w, name=f"{name}_f_out"), f_in=Signal(w, name=f"{name}_f_in"))
-            m.d.comb += getattr(self, name).eq(regs[name]["off_out"] + regs[name]["off_in"])
+            m.d.comb += getattr(self, name).eq(regs[name]["off_out"] + regs[name]["off_in"])  # untoggled: sram-index
 
         # "this is the last value" flags of the three counters are registers, updated with the
         # counters (for timing: the step logic and its fan-out see three flip-flops, no compares)
@@ -114,7 +114,7 @@ class UopSequencer(wiring.Component):
                 u.eq(self.uop_bgn), bgn.eq(self.uop_bgn), end.eq(self.uop_end),
                 i_out.eq(0), i_in.eq(0), n_out.eq(self.iter_out), n_in.eq(self.iter_in), self.first_in.eq(1),
                 self.valid.eq((self.uop_end > self.uop_bgn) & (self.iter_out != 0) & (self.iter_in != 0)),
-                u_last.eq(self.uop_bgn + 1 == self.uop_end), bgn_last.eq(self.uop_bgn + 1 == self.uop_end),
+                u_last.eq(self.uop_bgn + 1 == self.uop_end), bgn_last.eq(self.uop_bgn + 1 == self.uop_end),  # untoggled: uop-count-plus-one  # noqa: E501
                 in_last.eq(self.iter_in == 1), out_last.eq(self.iter_out == 1),
             ]
             for name, r in regs.items():
@@ -123,16 +123,16 @@ class UopSequencer(wiring.Component):
                              r["f_in"].eq(getattr(self, f"{name}_factor_in"))]
         with m.Elif(self.valid & self.step):
             with m.If(~u_last):
-                m.d.sync += [u.eq(u + 1), u_last.eq(u + 2 == end)]
+                m.d.sync += [u.eq(u + 1), u_last.eq(u + 2 == end)]  # untoggled: uop-count-plus-one
             with m.Else():
                 m.d.sync += [u.eq(bgn), u_last.eq(bgn_last)]
                 with m.If(~in_last):
-                    m.d.sync += [i_in.eq(i_in + 1), in_last.eq(i_in + 2 == n_in), self.first_in.eq(0)]
+                    m.d.sync += [i_in.eq(i_in + 1), in_last.eq(i_in + 2 == n_in), self.first_in.eq(0)]  # untoggled: uop-count-plus-one  # noqa: E501
                     m.d.sync += [r["off_in"].eq(r["off_in"] + r["f_in"]) for r in regs.values()]
                 with m.Else():
                     m.d.sync += [i_in.eq(0), in_last.eq(n_in == 1), self.first_in.eq(1)]
                     m.d.sync += [r["off_in"].eq(0) for r in regs.values()]
-                    m.d.sync += [i_out.eq(i_out + 1), out_last.eq(i_out + 2 == n_out)]
+                    m.d.sync += [i_out.eq(i_out + 1), out_last.eq(i_out + 2 == n_out)]  # untoggled: uop-count-plus-one
                     m.d.sync += [r["off_out"].eq(r["off_out"] + r["f_out"]) for r in regs.values()]
                     with m.If(out_last):
                         m.d.sync += self.valid.eq(0)

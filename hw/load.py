@@ -115,7 +115,7 @@ class TensorLoad(wiring.Component):
             m.d.sync += reg.eq(value)
             return reg
         def sum_is_one(*terms):     # t0 + t1 + ... == 1 for unsigned terms, without adders
-            return Cat(*((t == 1) & Cat(*(u == 0 for u in terms if u is not t)).all() for t in terms)).any()
+            return Cat(*((t == 1) & Cat(*(u == 0 for u in terms if u is not t)).all() for t in terms)).any()  # untoggled: padding-alone  # noqa: E501
         e_yd_hi = early(insn.y_pad_0 + insn.y_size, 17)
         e_xd_hi = early(insn.x_pad_0 + insn.x_size, 17)
         e_xd_last = early(insn.x_pad_0 + insn.x_size - 1, 17)
@@ -160,9 +160,9 @@ class TensorLoad(wiring.Component):
             m.d.comb += cmd.payload.beats.eq(x_size << (log_eb - log_bb))
         else:
             m.d.comb += cmd.payload.beats.eq(
-                (c_byte[:log_bb] + (x_size << log_eb) + (bb - 1)) >> log_bb)
+                (c_byte[:log_bb] + (x_size << log_eb) + (bb - 1)) >> log_bb)  # untoggled: uop-row-bytes
         with m.If(cmd.valid & cmd.ready):
-            m.d.sync += [c_left.eq(c_left - 1), c_last.eq(c_left == 1), c_elem.eq(c_elem + x_stride)]
+            m.d.sync += [c_left.eq(c_left - 1), c_last.eq(c_left == 1), c_elem.eq(c_elem + x_stride)]  # untoggled: stride-carry  # noqa: E501
             with m.If(c_last):
                 m.d.sync += c_active.eq(0)
 
@@ -208,7 +208,7 @@ class TensorLoad(wiring.Component):
             with m.If(flag["col_end"] & flag["row_end"]):
                 m.d.sync += [w_active.eq(0), self.done.eq(1)]
         with m.If(consume & row_last):
-            m.d.sync += d_elem.eq(d_elem + x_stride)
+            m.d.sync += d_elem.eq(d_elem + x_stride)  # untoggled: stride-carry
 
         # ---- element extraction from the bus words. They wait in a two-entry FIFO, so ``data.ready``
         # is its "not full" (a register compare), and neither the DMA's R channel nor the SRAM write

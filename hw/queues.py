@@ -60,7 +60,7 @@ class TokenQueue(wiring.Component):
 
         with m.If(self.clear):
             m.d.sync += [count.eq(0), nonzero.eq(0), self.overflow.eq(0)]
-        with m.Elif(push & pop):
+        with m.Elif(push & pop):  # untoggled: token-push-pop; unreachable: token-push-pop
             pass
         with m.Elif(push):
             with m.If(full):

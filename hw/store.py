@@ -93,7 +93,7 @@ class Store(wiring.Component):
         with m.If(start):
             m.d.sync += [c_active.eq(1), c_y.eq(0), c_elem.eq(insn.dram_base), base.eq(self.out_base)]
         with m.Elif(cmd.valid & cmd.ready):
-            m.d.sync += [c_y.eq(c_y + 1), c_elem.eq(c_elem + insn.x_stride)]
+            m.d.sync += [c_y.eq(c_y + 1), c_elem.eq(c_elem + insn.x_stride)]  # untoggled: store-count, stride-carry
             with m.If(c_y == insn.y_size - 1):
                 m.d.sync += c_active.eq(0)
 
@@ -134,10 +134,10 @@ class Store(wiring.Component):
             m.d.sync += [r_active.eq(1), r_y.eq(0), r_x.eq(0), r_ptr.eq(insn.sram_base),
                          r_elem.eq(insn.dram_base), row_end.eq(insn.x_size == 1), last_row.eq(insn.y_size == 1)]
         with m.Elif(issue):
-            m.d.sync += [r_ptr.eq(r_ptr + 1), r_x.eq(r_x + 1), row_end.eq(r_x + 2 == insn.x_size)]
+            m.d.sync += [r_ptr.eq(r_ptr + 1), r_x.eq(r_x + 1), row_end.eq(r_x + 2 == insn.x_size)]  # untoggled: store-count
             with m.If(row_end):
-                m.d.sync += [r_x.eq(0), r_y.eq(r_y + 1), r_elem.eq(r_elem + insn.x_stride),
-                             row_end.eq(insn.x_size == 1), last_row.eq(r_y + 2 == insn.y_size)]
+                m.d.sync += [r_x.eq(0), r_y.eq(r_y + 1), r_elem.eq(r_elem + insn.x_stride),  # untoggled: store-count, stride-carry  # noqa: E501
+                             row_end.eq(insn.x_size == 1), last_row.eq(r_y + 2 == insn.y_size)]  # untoggled: store-count
                 with m.If(last_row):
                     m.d.sync += r_active.eq(0)
 
@@ -186,7 +186,7 @@ class Store(wiring.Component):
         with m.If(start):
             m.d.sync += acks.eq(0)
         with m.Elif(self.dma.done):
-            m.d.sync += acks.eq(acks + 1)
+            m.d.sync += acks.eq(acks + 1)  # untoggled: store-count
 
         go = Signal()
         m.d.sync += go.eq(0)
@@ -199,7 +199,7 @@ class Store(wiring.Component):
                     m.next = "DECODE"
             with m.State("DECODE"):
                 m.d.comb += self.busy.eq(1)
-                with m.If((insn.memory_type != MemId.OUT) & (insn.x_size != 0)):
+                with m.If((insn.memory_type != MemId.OUT) & (insn.x_size != 0)):  # untoggled: module-error
                     m.d.sync += self.error.eq(1)
                     m.next = "HALT"
                 with m.Else():

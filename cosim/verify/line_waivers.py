@@ -1,18 +1,37 @@
-"""The uncovered lines of the accelerator that no program can reach (or that a module-level test covers).
+"""The uncovered lines of the accelerator that no program can reach (or that a module-level test covers), read by
+:func:`cosim.verify.uncovered.explain`.
 
-Each entry of :data:`KNOWN_UNREACHABLE` is (module pattern, pattern on the line's source key of
-:func:`cosim.verify.uncovered.uncovered_sources`, why). The report lists a matching uncovered line under
-"explained"; anything else is a hole for a new directed test.
+A waiver is keyed in one of two ways:
+
+- by the Amaranth line of an ``if``'s condition: :data:`ANNOTATED`, ``{key: (module pattern, why)}``, applied to an
+  uncovered ``if`` whose condition comes from a line of the project annotated ``# unreachable: KEY``
+  (:mod:`cosim.verify.sources`): the annotation sits on the line the condition's ``src`` attribute names, so it
+  moves with the line;
+- by what the Verilog names: :data:`KNOWN_UNREACHABLE`, (module pattern, pattern on the line's source key of
+  :func:`cosim.verify.uncovered.uncovered_sources`, why), for keys the Verilog spells with signal names (a case
+  label and its subject, an ``if`` on a wire with no ``src`` of its own).
+
+The module pattern (a regex over the module's name, "" for any) must match every module the line is uncovered in.
+The report lists a line with a waiver under "explained"; anything else is a hole for a new directed test.
 """
 
 from __future__ import annotations
 
-__all__ = ["KNOWN_UNREACHABLE"]
+__all__ = ["ANNOTATED", "KNOWN_UNREACHABLE"]
+
+ANNOTATED: dict = {
+    "alu-opcode": (r"^vta_top\.compute\.alu$",
+                   "the ALU's own unsupported-opcode error: fetch already stops the stream with BAD_ALU_OPCODE before "
+                   "such an instruction reaches the compute queue"),
+    "token-push-pop": (r"^vta_top\.tokens_",
+                       "reachable, not unreachable: a token queue pushed and popped in the same cycle while it holds "
+                       "tokens; in the system that needs the producer's end and the consumer's start to fall on one "
+                       "cycle (the directed token_traffic program lines it up for s2g only); tests/hw/test_queues.py "
+                       "drives it on the TokenQueue itself (test_random_against_model, "
+                       "test_default_depth_saturates_at_255)"),
+}
 
 KNOWN_UNREACHABLE = [
-    (r"^vta_top\.compute\.alu$", r"hw/alu\.py:\d+ `with m\.If\(~ok\):`",
-     "the ALU's own unsupported-opcode error: fetch already stops the stream with BAD_ALU_OPCODE before such an "
-     "instruction reaches the compute queue"),
     (r"^vta_top\.compute$", r"case insn\[2:0\] = default",
      "compute's decoder default (opcodes 5-7): fetch stops the stream with BAD_OPCODE before such an instruction "
      "is queued"),
@@ -33,9 +52,4 @@ KNOWN_UNREACHABLE = [
      "the error-code priority branches for load/compute/store module errors: the modules' errors repeat checks "
      "fetch makes first (see the HALT states); the AXI error response's branch is covered by the directed "
      "programs that make the memory answer SLVERR/DECERR (cosim.verify.directed_suite.AXI_CASES)"),
-    (r"^vta_top\.tokens_", r"hw/queues\.py:\d+ `with m\.Elif\(push & pop\):`",
-     "reachable, not unreachable: a token queue pushed and popped in the same cycle while it holds tokens; in the "
-     "system that needs the producer's end and the consumer's start to fall on one cycle (the directed "
-     "token_traffic program lines it up for s2g only); tests/hw/test_queues.py drives it on the TokenQueue itself "
-     "(test_random_against_model, test_default_depth_saturates_at_255)"),
 ]

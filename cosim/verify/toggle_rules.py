@@ -1,17 +1,30 @@
-"""The reasons bits of the accelerator never toggle in the coverage runs: :data:`TOGGLE_RULES`, read by
+"""The reasons bits of the accelerator never toggle in the coverage runs, read by
 :func:`cosim.verify.toggles.explain_toggles`.
+
+A reason is keyed in one of two ways:
+
+- by signal name: :data:`TOGGLE_RULES`, (module pattern, signal-name pattern, bits, why), for named signals (a
+  counter, a field, a port);
+- by the Amaranth line of an expression: :data:`ANNOTATED`, ``{key: (module pattern, bits, why)}``, applied to the
+  signals whose ``src`` attribute names a line of the project annotated ``# untoggled: KEY`` (several keys:
+  ``# untoggled: KEY, KEY``, tried in that order; :mod:`cosim.verify.sources`). This is how the unnamed ``$N`` wires
+  of an expression are explained without depending on Amaranth's numbering of them: the annotation sits on the line
+  the ``src`` attribute names, so it moves with the line. Lines of the Amaranth library (which carries no
+  annotations) are keyed by :data:`LIBRARY_LINES`, ``{"amaranth/<file>:<line>": (key, ...)}``, for the version
+  :data:`AMARANTH_VERSION` (its line numbers change with the version).
+
+The bits: "all", "from k" (bits k and up), "below k", "bits a,b,c", "high" (the signal's untoggled bits that reach
+its top) or "low" (those from its bit 0 up). The module pattern (a regex over the module's name, "" for any) limits
+a rule or a key to some instances. The rules by name are tried before a signal's annotated keys. A reason explains a
+whole class of equal bits (:func:`cosim.verify.verilog_bits.bit_classes`) when one member matches, so a rule names
+the signal where the reason is plain rather than each copy.
 """
 
 from __future__ import annotations
 
-__all__ = ["COUNTER", "FIFO_FULL", "MODULE_ERROR", "ACC_LOAD_ROWS", "TOGGLE_RULES"]
+__all__ = ["COUNTER", "FIFO_FULL", "MODULE_ERROR", "ACC_LOAD_ROWS", "TOGGLE_RULES", "ANNOTATED", "LIBRARY_LINES",
+           "AMARANTH_VERSION"]
 
-# Untoggled bits no run makes toggle, with the reason: (module pattern, signal pattern, the bits: "all", "from k"
-# (bits k and up), "below k", "bits a,b,c", "high" (the signal's untoggled bits that reach its top) or "low" (those from its
-# bit 0 up), why). A rule explains a whole class of equal bits (bit_classes) when one member
-# matches, so a rule names the signal where the reason is plain (a counter, a field) rather than each copy. A
-# signal pattern starting with "src:" matches the Amaranth line of an unnamed expression instead
-# ("src:hw/axi.py:76 to_boundary = ..."), so rules do not depend on Amaranth's numbering of ``$N``.
 COUNTER = ("an event counter (cycles, busy or stalled cycles, micro-ops, accumulator writes, bus beats, instructions, "
            "bytes), "
            "or the value a register latched from one at launch: bit k first rises after 2^k events; the longest "
@@ -26,13 +39,95 @@ ACC_LOAD_ROWS = ("the row count of an acc load (rows x elements with padding, ea
                  "registered multiplier, hw.gemm.registered_mul) and the last row it writes: bit 31 needs a load of "
                  "2^31 to 2^32 - 1 rows, reachable, not among the huge transfers (they take every size field at its "
                  "largest, 2^32 + 2^22 rows with the padding, and bit 32 toggles)")
+
+ANNOTATED: dict = {
+    # a counter plus one, a counter minus its value at launch: the count of the run (a host write of all ones to
+    # ``cycles`` moves only the carry out of the sum)
+    "counter": (r"\.regs$", "all", COUNTER),
+    "padded-size": (r"\.compute$", "from 17",
+                    "a size plus its two paddings (< 2^16 + 2 x 15 < 2^17) in an acc load's row count"),
+    "acc-load-rows": (r"\.compute$", "from 31", ACC_LOAD_ROWS),
+    "module-error": (r"\.store$", "all", MODULE_ERROR),
+    "store-count": (r"\.store$", "high",
+                    "a row, element or response count of one store plus one or two: it reaches 2^16 only in the last "
+                    "rows of a store of 65,535 rows (the coverage runs stop long stores after 2^17 beats), or never (a "
+                    "count below the size, at most 65,534, plus one)"),
+    "stride-carry": (r"\.(store|load\.(inp|wgt)|compute\.ld_\w+)$", "from 32",
+                     "the carry out of a DRAM element address plus the row stride: only for rows past element address "
+                     "2^32 - 1, byte addresses far above the 32-bit bus"),
+    "uop-row-bytes": (r"\.compute\.ld_uop$", "high",
+                      "the bytes of one UOP row plus its offset in a beat (at most 65,535 x 4 + 7): the adder's top "
+                      "bits stay 0"),
+    "fetch-room": (r"\.fetch$", "all",
+                   "fetch asks for an instruction's words only when its command queue has room for it (the level "
+                   "checks), so 'not the last part, or room' is always true"),
+    "fetch-idle": (r"\.fetch$", "all",
+                   "fetch is idle unless a launch is pending (pending_start, never set: see its own entry)"),
+    "token-push-pop": (r"^vta_top\.tokens_", "all",
+                       "a token queue pushed and popped in the same cycle while it holds tokens: the reachable case of "
+                       "the uncovered line hw/queues.py `push & pop` (tests/hw/test_queues.py drives it on the queue "
+                       "itself)"),
+    "burst-length": (r"\.axi$", "high",
+                     "a burst's length: the smaller of the command's beats left, the beats to the next 4 KiB boundary "
+                     "(at most 512) and 256; the bits above those limits stay 0"),
+    "byte-counter-next": (r"", "high",
+                          "a byte counter's next value before it is cut to 32 bits: the counter plus one instruction's "
+                          "bytes (below 2^32 elements x the element size): the bits above stay 0"),
+    "uop-index-bounds": (r"\.compute\.footprint$", "high",
+                         "the least and greatest micro-op index of an instruction: SRAM indices (11 bits here) in "
+                         "32-bit registers"),
+    "count-minus-one": (r"\.compute\.footprint$", "high",
+                        "n - 1 for a loop count n >= 1 (0 for n = 0): never negative, the borrow bit stays 0"),
+    "staging-reserved": (r"\.fetch$", "high", "the staging buffer's reserved words: at most its depth"),
+    "fifo-pointer": (r"", "high",
+                     "a FIFO pointer's next value: the increment reaches the pointer's width only at the last entry, "
+                     "where the pointer wraps to 0 instead"),
+    "padding-alone": (r"\.(load\.(inp|wgt)|compute\.ld_\w+)$", "bits 0",
+                      "'a padding term alone is 1' in the loader's first-position flags: it needs x_size = 0 (a NOP: "
+                      "the loader never starts) or y_size = 0 with padding, which the ISA forbids (the runtime and the "
+                      "golden model refuse it)"),
+    "uop-count-plus-one": (r"\.compute\.(gemm|alu)\.seq$|\.compute\.footprint$", "high",
+                           "a micro-op address or loop counter plus one: at most the micro-op SRAM's depth or 2^14 - 1 "
+                           "iterations, the bit above stays 0"),
+    "loop-span": (r"\.compute\.footprint$", "high",
+                  "the loops' span of an instruction ((iterations - 1) x factor over both loops): 2^25 and more only "
+                  "for loops whose indices leave the SRAM, which the runtime and the golden model refuse"),
+    "age": (r"\.compute\.footprint$", "high", "age counts to 4 and stops: age + 1 stays below 8"),
+    "acc-writes-sum": (r"\.compute$", "high",
+                       "the accumulator writes of one cycle (the GEMM's and the ALU's, 0 or 1 each): the partial sums' "
+                       "top bits stay 0"),
+    "fsm-halt-test": (r"\.(compute|load|store)$", "all",
+                      "the test Amaranth's FSM writes for a module's HALT state, entered only on a decode error that "
+                      "fetch pre-empts (the uncovered lines of the HALT states)"),
+    "uop-address": (r"\.compute\.(gemm|alu)\.seq$", "high",
+                    "a micro-op address register (the current one, the first): below the micro-op SRAM's depth (only "
+                    "the end may equal it)"),
+    "fifo-level": (r"", "high", FIFO_FULL),
+    "staging-read": (r"\.fetch\.staging$", "all",
+                     "fetch takes every staging word in the cycle it appears (r_en whenever r_rdy): '~r_rdy | r_en' is "
+                     "always 1"),
+    "sram-index": (r"\.compute\.(gemm|alu)\.seq$|\.compute\.alu$", "high",
+                   "an SRAM index (a micro-op's index plus the loops' offsets): below the SRAM's depth, as the runtime "
+                   "and the golden model refuse loops that leave an SRAM (the carry bit above stays 0)"),
+    "load-or-store": (r"^vta_top$", "all",
+                      "'the accepted instruction is a LOAD or STORE', for a module that fetch only sends loads (load) "
+                      "or stores (store): always true there"),
+}
+
+AMARANTH_VERSION = "0.5.10"
+LIBRARY_LINES: dict = {
+    "amaranth/hdl/_dsl.py:486": ("fsm-halt-test",),          # Module.FSM: the state tests after the FSM's body
+    "amaranth/lib/fifo.py:118": ("fifo-pointer",),           # _incr: the next read or write pointer
+    "amaranth/lib/fifo.py:184": ("fifo-level",),             # SyncFIFO: level + 1
+    "amaranth/lib/fifo.py:186": ("fifo-level",),             # SyncFIFO: level - 1
+    "amaranth/lib/fifo.py:287": ("staging-read",),           # SyncFIFOBuffered: do_inner_read
+    "amaranth/lib/fifo.py:312": ("fifo-level",),             # SyncFIFOBuffered: inner_level + 1
+    "amaranth/lib/fifo.py:314": ("fifo-level",),             # SyncFIFOBuffered: inner_level - 1
+    "amaranth/lib/fifo.py:322": ("fifo-level",),             # SyncFIFOBuffered: level = inner_level + r_rdy
+}
 TOGGLE_RULES: list = [
     (r"", r"^(reg_|base_)?(cycles|\w+_busy|\w+_stall|gemm_uops|alu_uops|acc_writes|dma_\w+_beats|read_beats__\d+"
           r"|write_beats|insn_fetched|routed)(\$\d+)?$", "high", COUNTER),
-    # a counter plus one, a counter minus its value at launch: the count of the run (a host write of all ones to
-    # ``cycles`` moves only the carry out of the sum)
-    (r"\.regs$", r"^src:hw/control\.py:\d+ .*(regs\[r\.name\] \+ 1\)|getattr\(self, r\.port\) - bases)", "all",
-     COUNTER),
     (r"", r"^(reg_|base_)?((inp|wgt|acc|uop)_load|out_store)_bytes(\$\d+)?$", "high",
      "a byte counter's top bits, or the value a register latched from one at launch: the counter adds the bytes of "
      "each accepted transfer, and an AXI error (the only way to start a transfer longer than device memory) resets "
@@ -58,11 +153,7 @@ TOGGLE_RULES: list = [
     (r"", r"^(base_)?dma_(fetch|load|store)_beats$", "low",
      "the beats of whole instructions or elements (two bus beats each on a 64-bit bus): the count is even at every "
      "launch"),
-    (r"\.compute$", r"^src:hw/compute\.py:\d+ .*mem\.[xy]_size \+ mem\.[xy]_pad_0 \+ mem\.[xy]_pad_1", "from 17",
-     "a size plus its two paddings (< 2^16 + 2 x 15 < 2^17) in an acc load's row count"),
     (r"\.compute$", r"^ld_rows$", "from 31", ACC_LOAD_ROWS),
-    (r"\.compute$", r"^src:(hw/compute\.py:\d+ +last = first \+ ld_rows|hw/gemm\.py:\d+ .*prod\.eq\(aq \* bq\))",
-     "from 31", ACC_LOAD_ROWS),
     (r"\.(load\.(inp|wgt)|compute\.ld_\w+)$", r"^(c_y|w_r|w_c|rows|row_pitch|xd_hi|yd_hi)$", "from 17",
      "a count of rows or elements with padding: at most 65,535 + 2 x 15 < 2^17"),
     (r"\.(load\.(inp|wgt)|compute\.ld_\w+)$", r"^(c_y|w_r|w_c)$", "high",
@@ -119,81 +210,12 @@ TOGGLE_RULES: list = [
      "a launch that arrives while fetch still discards the words of a stopped run: the runtime resets the "
      "accelerator after every stopped run, so a launch always finds fetch quiet"),
     (r"\.(load|compute|store|compute\.alu)$", r"^(error|bad)$", "all", MODULE_ERROR),
-    (r"\.store$", r"^src:hw/store\.py:\d+ .*insn\.memory_type != MemId\.OUT", "all", MODULE_ERROR),
-    (r"\.store$", r"^src:hw/store\.py:\d+ .*(c_y \+ 1|r_x \+ 1|r_y \+ 1|r_y \+ 2|acks \+ 1)", "high",
-     "a row, element or response count of one store plus one or two: it reaches 2^16 only in the last rows of a "
-     "store of 65,535 rows (the coverage runs stop long stores after 2^17 beats), or never (a count below the size, "
-     "at most 65,534, plus one)"),
-    (r"\.(store|load\.(inp|wgt)|compute\.ld_\w+)$", r"^src:hw/(store|load)\.py:\d+ .*[cdr]_elem \+ (insn\.)?x_stride",
-     "from 32",
-     "the carry out of a DRAM element address plus the row stride: only for rows past element address 2^32 - 1, "
-     "byte addresses far above the 32-bit bus"),
-    (r"\.compute\.ld_uop$", r"^src:hw/load\.py:\d+ .*\(c_byte\[:log_bb\] \+ \(x_size << log_eb\)", "high",
-     "the bytes of one UOP row plus its offset in a beat (at most 65,535 x 4 + 7): the adder's top bits stay 0"),
-    (r"\.fetch$", r"^src:hw/fetch\.py:\d+ .*staging\.r_rdy & \(~final_part \| free\)", "all",
-     "fetch asks for an instruction's words only when its command queue has room for it (the level checks), so "
-     "'not the last part, or room' is always true"),
-    (r"\.fetch$", r"^src:hw/fetch\.py:\d+ .*idle\.eq\(quiet & ~pending_start", "all",
-     "fetch is idle unless a launch is pending (pending_start, never set: see its own entry)"),
-    (r"^vta_top\.tokens_", r"^src:hw/queues\.py:\d+ +with m\.Elif\(push & pop\):", "all",
-     "a token queue pushed and popped in the same cycle while it holds tokens: the reachable case of the uncovered "
-     "line hw/queues.py `push & pop` (tests/hw/test_queues.py drives it on the queue itself)"),
-    (r"\.axi$", r"^src:hw/axi\.py:\d+ +(to_boundary = |beats = Mux|Mux\(to_boundary)", "high",
-     "a burst's length: the smaller of the command's beats left, the beats to the next 4 KiB boundary (at most 512) "
-     "and 256; the bits above those limits stay 0"),
     (r"\.axi\.write_len$", r"^storage\[\d+\]$", "bits 0",
      "bit 0 of a stored write burst length (AWLEN = beats - 1): the store's bursts are whole 16-byte elements, an "
      "even number of beats, so every length written is odd"),
-    (r"", r"^src:hw/top\.py:\d+ .*counters\[name\] \+ \(elems << log_bytes\)", "high",
-     "a byte counter's next value before it is cut to 32 bits: the counter plus one instruction's bytes (below 2^32 "
-     "elements x the element size): the bits above stay 0"),
-    (r"\.compute\.footprint$", r"^src:hw/footprint\.py:\d+ .*(min_[ds]|max_[ds])\.eq\(Mux", "high",
-     "the least and greatest micro-op index of an instruction: SRAM indices (11 bits here) in 32-bit registers"),
-    (r"\.compute\.footprint$", r"^src:hw/footprint\.py:\d+ .*n1\.eq\(Mux\(n == 0, 0, n - 1\)\)", "high",
-     "n - 1 for a loop count n >= 1 (0 for n = 0): never negative, the borrow bit stays 0"),
-    (r"\.fetch$", r"^src:hw/fetch\.py:\d+ +reserved_next = ", "high",
-     "the staging buffer's reserved words: at most its depth"),
-    (r"", r"^src:\S+/amaranth/lib/fifo\.py:\d+ +return Mux\(signal == modulo - 1, 0, signal \+ 1\)", "high",
-     "a FIFO pointer's next value: the increment reaches the pointer's width only at the last entry, where the "
-     "pointer wraps to 0 instead"),
-    (r"\.(load\.(inp|wgt)|compute\.ld_\w+)$", r"^src:hw/load\.py:\d+ .*sum_is_one|^src:hw/load\.py:\d+ +return Cat\("
-     r"\*\(\(t == 1\)", "bits 0",
-     "'a padding term alone is 1' in the loader's first-position flags: it needs x_size = 0 (a NOP: the loader never "
-     "starts) or y_size = 0 with padding, which the ISA forbids (the runtime and the golden model refuse it)"),
-    (r"\.compute\.(gemm|alu)\.seq$|\.compute\.footprint$",
-     r"^src:hw/(gemm|footprint)\.py:\d+ .*((u|i_in|i_out)\.eq\((u|i_in|i_out) \+ 1\)|self\.uop_bgn \+ 1 == )", "high",
-     "a micro-op address or loop counter plus one: at most the micro-op SRAM's depth or 2^14 - 1 iterations, the "
-     "bit above stays 0"),
-    (r"\.compute\.footprint$", r"^src:hw/footprint\.py:\d+ .*(span\(gem\.|off_d, off_s = )", "high",
-     "the loops' span of an instruction ((iterations - 1) x factor over both loops): 2^25 and more only for loops "
-     "whose indices leave the SRAM, which the runtime and the golden model refuse"),
-    (r"\.compute\.footprint$", r"^src:hw/footprint\.py:\d+ .*age\.eq\(age \+ 1\)", "high",
-     "age counts to 4 and stops: age + 1 stays below 8"),
-    (r"\.compute$", r"^src:hw/compute\.py:\d+ .*sum\(wr_count\)", "high",
-     "the accumulator writes of one cycle (the GEMM's and the ALU's, 0 or 1 each): the partial sums' top bits stay 0"),
-    (r"\.(compute|load|store)$", r"^src:\S+/amaranth/hdl/_dsl\.py:\d+", "all",
-     "the test Amaranth's FSM writes for a module's HALT state, entered only on a decode error that fetch pre-empts "
-     "(the uncovered lines of the HALT states)"),
-    (r"\.compute\.(gemm|alu)\.seq$", r"^src:hw/gemm\.py:\d+ +u, bgn, end = Signal\(uw\)", "high",
-     "a micro-op address register (the current one, the first): below the micro-op SRAM's depth (only the end may "
-     "equal it)"),
-    (r"\.(load\.(inp|wgt)|compute\.ld_\w+)$", r"^src:hw/load\.py:\d+ .*(in_rows = |row_pitch\.eq\(|[xy]d_hi\.eq\()",
-     "from 17", "a count of rows or elements with padding: at most 65,535 + 2 x 15 < 2^17"),
-    (r"\.(load\.(inp|wgt)|compute\.ld_\w+)$", r"^src:hw/load\.py:\d+ .*c_y\.eq\(c_y \+ 1\)", "from 16",
-     "the loader's data-row counter plus one: rows below y_size (at most 65,534) plus one stay below 2^16"),
-    (r"", r"^src:\S+/amaranth/lib/fifo\.py:\d+ .*level\.eq\(", "high", FIFO_FULL),
-    (r"\.fetch\.staging$", r"^src:\S+/amaranth/lib/fifo\.py:\d+ +do_inner_read", "all",
-     "fetch takes every staging word in the cycle it appears (r_en whenever r_rdy): '~r_rdy | r_en' is always 1"),
     (r"", r"^\$auto\$verilog_backend", "all",
      "a register Yosys's Verilog writer adds to each module to run its combinational processes at time 0 (never "
      "assigned)"),
-    (r"\.compute\.(gemm|alu)\.seq$|\.compute\.alu$", r"^src:hw/(gemm|alu)\.py:\d+ .*(off_out.+off_in|src_idx \+ o2_s)",
-     "high",
-     "an SRAM index (a micro-op's index plus the loops' offsets): below the SRAM's depth, as the runtime and the golden "
-     "model refuse loops that leave an SRAM (the carry bit above stays 0)"),
-    (r"^vta_top$", r"^src:hw/top\.py:\d+ .*insn\.opcode <= Opcode\.STORE", "all",
-     "'the accepted instruction is a LOAD or STORE', for a module that fetch only sends loads (load) or stores "
-     "(store): always true there"),
     (r"", r"^error(_code)?(\$\d+)?$|^tail\.code$", "from 3",
      "error codes 8 and 9 (COMPUTE_ERROR, STORE_ERROR) come from module errors that repeat fetch's checks, so fetch "
      "stops such an instruction first (the uncovered lines of the HALT states)"),

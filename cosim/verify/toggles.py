@@ -1,10 +1,11 @@
 """Why a bit of the accelerator never toggled: the toggle half of ``make coverage``'s "every hole explained".
 
 A toggle point is one direction of one bit of one signal. An untoggled bit is explained when its class of equal bits
-(:func:`cosim.verify.verilog_bits.bit_classes`) is constant, or when some bit of its class matches a rule of
-:data:`cosim.verify.toggle_rules.TOGGLE_RULES` (module, signal, which bits, why), or when it is a bit of a sum, a
-multiplexer or a process whose inputs' bits are explained. :func:`explain_toggles` does this for every untoggled
-point and returns what stays unexplained, so the report can say "0 not explained" as it does for lines.
+(:func:`cosim.verify.verilog_bits.bit_classes`) is constant, or when some bit of its class has a reason of
+:mod:`cosim.verify.toggle_rules` (a key annotated ``# untoggled: KEY`` on the Amaranth line its ``src`` attribute
+names, or a rule by signal name), or when it is a bit of a sum, a multiplexer or a process whose inputs' bits are
+explained. :func:`explain_toggles` does this for every untoggled point and returns what stays unexplained, so the
+report can say "0 not explained" as it does for lines.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from .sources import source_line
-from .toggle_rules import TOGGLE_RULES
+from .sources import ROOT, annotated_keys
+from .toggle_rules import ANNOTATED, LIBRARY_LINES, TOGGLE_RULES
 from .verilog_bits import bit_classes
 
 __all__ = ["TIED", "explain_toggles"]
@@ -38,23 +39,40 @@ def _rule_bits(spec: str, bit: int, runs: tuple) -> bool:
 TIED = "tied to "
 
 
-def explain_toggles(untoggled, verilog: Path, rules=None):
+def _library_key(src: str) -> str:
+    """``.venv/lib/python3.11/site-packages/amaranth/lib/fifo.py:118`` -> ``amaranth/lib/fifo.py:118``."""
+    return src.rpartition("site-packages/")[2]
+
+
+def explain_toggles(untoggled, verilog: Path, rules=None, annotated=None, source_root: Path = ROOT):
     """Sort the untoggled points ``[(module, signal, bit)]`` by why: returns ``(explained, holes)`` where
-    ``explained`` maps each reason to its points and ``holes`` lists the points with no reason."""
+    ``explained`` maps each reason to its points and ``holes`` lists the points with no reason.
+
+    ``rules``: the rules by signal name (:data:`~cosim.verify.toggle_rules.TOGGLE_RULES` by default); ``annotated``:
+    the reasons of ``# untoggled: KEY`` annotations (:data:`~cosim.verify.toggle_rules.ANNOTATED`), read from the
+    source files under ``source_root`` (the project) that the ``src`` attributes name, or for a line of the Amaranth library
+    from :data:`~cosim.verify.toggle_rules.LIBRARY_LINES`. The rules by name come first, then the signal's annotated
+    keys in their order on the line. An annotation naming a key not in ``annotated`` raises
+    :class:`cosim.verify.sources.UnknownAnnotation`."""
     rules = TOGGLE_RULES if rules is None else rules
+    annotated = ANNOTATED if annotated is None else annotated
     find, members, derived, widths, srcs = bit_classes(verilog)
     compiled = [(re.compile(mp), re.compile(sp), spec, why) for mp, sp, spec, why in rules]
+    by_key = {key: (re.compile(mp), spec, why) for key, (mp, spec, why) in annotated.items()}
 
-    def source_text(mod, sig):
-        """``src:<file:line> <the Amaranth line>`` of a signal (what ``src:`` patterns of a rule match)."""
-        src = srcs.get((mod, sig))
-        if not src:
-            return ""
-        path, _, line = src.rpartition(":")
-        return f"src:{src} {source_line(path, int(line)) or ''}" if line.isdigit() else f"src:{src}"
+    found: dict = {}
 
-    def matches(sp, mod, sig):
-        return sp.search(source_text(mod, sig)) if sp.pattern.lstrip("^").startswith("src:") else sp.search(sig)
+    def candidates(mod, sig):
+        """The (module pattern, bits, why) that may explain a signal: the rules whose signal pattern matches its
+        name, then its annotated keys."""
+        if (mod, sig) not in found:
+            src = srcs.get((mod, sig))
+            keys = annotated_keys(src, "untoggled", annotated, source_root) or \
+                LIBRARY_LINES.get(_library_key(src or ""), ())
+            found[(mod, sig)] = [(mp, spec, why) for mp, sp, spec, why in compiled if sp.search(sig)] + \
+                [by_key[k] for k in keys]
+        return found[(mod, sig)]
+
     missing = defaultdict(set)
     for mod, sig, bit in untoggled:
         missing[(mod, sig)].add(bit)
@@ -74,8 +92,8 @@ def explain_toggles(untoggled, verilog: Path, rules=None):
         if root[0] == "c":
             return f"{TIED}{root[1]} in the Verilog (a constant, or a copy of one)"
         for mod, sig, bit in members.get(root, [root]):
-            for mp, sp, spec, why in compiled:
-                if mp.search(mod) and matches(sp, mod, sig) and _rule_bits(spec, bit, runs(mod, sig)):
+            for mp, spec, why in candidates(mod, sig):
+                if mp.search(mod) and _rule_bits(spec, bit, runs(mod, sig)):
                     return why
         if depth < 6:     # a bit of a sum, a difference, a multiplexer or a process: from the same bit of its inputs
             for mod, sig, bit in members.get(root, [root]):

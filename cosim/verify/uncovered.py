@@ -2,7 +2,8 @@
 
 :func:`uncovered_sources` keys each never-executed Verilog line by where it comes from (the Amaranth ``file:line``
 of its ``src`` attribute, the condition an ``if`` tests, the case label and its subject); :func:`explain` finds the
-reason of :data:`cosim.verify.line_waivers.KNOWN_UNREACHABLE` for a key.
+waiver of :mod:`cosim.verify.line_waivers` for a key: the ``# unreachable: KEY`` annotation on the Amaranth line of
+an ``if``'s condition, or a pattern over what the Verilog names.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from .coverage_dat import is_testbench, kind_module
-from .line_waivers import KNOWN_UNREACHABLE
-from .sources import source_line
+from .line_waivers import ANNOTATED, KNOWN_UNREACHABLE
+from .sources import ROOT, annotated_keys, source_code
 
 __all__ = ["src_index", "with_source_text", "uncovered_sources", "explain"]
 
@@ -63,9 +64,9 @@ def src_index(verilog: Path) -> list:
 
 def with_source_text(src: str) -> str:
     """``hw/alu.py:137 (if x)`` -> ``hw/alu.py:137 `with m.If(~ok):` (if x)``: the project's source line of a
-    condition quoted (other keys name only the nearest declaration, not worth quoting)."""
+    condition quoted, without its comment (other keys name only the nearest declaration, not worth quoting)."""
     m = re.match(r"(hw/[\w/]+\.py):(\d+)( \(if .*)", src)
-    line = source_line(m[1], int(m[2])) if m else None
+    line = source_code(m[1], int(m[2])) if m else None
     return f"{m[1]}:{m[2]} `{line}`{m[3]}" if line is not None else src
 
 
@@ -91,11 +92,26 @@ def uncovered_sources(points, verilog: Path) -> dict:
 
 
 
-def explain(src: str, modules, waivers=None) -> str | None:
+_IF_SOURCE = re.compile(r"(\S+:\d+) (?:`.*` )?\(if [^)]*\)$")
+
+
+def explain(src: str, modules, waivers=None, annotated=None, source_root: Path = ROOT) -> str | None:
     """The reason an uncovered line (its source key of :func:`uncovered_sources`, its modules) is unreachable,
-    or None when it is not known to be (``waivers``: :data:`~cosim.verify.line_waivers.KNOWN_UNREACHABLE` by
-    default)."""
+    or None when it is not known to be.
+
+    An ``if`` whose condition comes from a line annotated ``# unreachable: KEY`` (a key ``file:line ... (if c)``;
+    the file read under ``source_root``, the project) takes the reason of ``KEY`` in ``annotated``
+    (:data:`~cosim.verify.line_waivers.ANNOTATED` by default; an unknown key raises
+    :class:`cosim.verify.sources.UnknownAnnotation`); any key may match a pattern of ``waivers``
+    (:data:`~cosim.verify.line_waivers.KNOWN_UNREACHABLE` by default). A waiver's module pattern must match every
+    module."""
+    annotated = ANNOTATED if annotated is None else annotated
+    m = _IF_SOURCE.match(src)
+    keyed = [annotated[k] for k in annotated_keys(m[1], "unreachable", annotated, source_root)] if m else []
+    for module_pattern, reason in keyed:
+        if all(re.search(module_pattern, mod) for mod in modules):
+            return reason
     for module_pattern, pattern, reason in KNOWN_UNREACHABLE if waivers is None else waivers:
-        if all(re.search(module_pattern, m) for m in modules) and re.search(pattern, src):
+        if all(re.search(module_pattern, mod) for mod in modules) and re.search(pattern, src):
             return reason
     return None

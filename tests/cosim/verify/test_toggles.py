@@ -1,5 +1,7 @@
 """Why bits never toggled (cosim.verify.toggles): a rule, a constant class or an operand explains a point."""
-from cosim.verify import toggles
+import pytest
+
+from cosim.verify import sources, toggles
 
 from .demo_verilog import VERILOG
 
@@ -33,12 +35,34 @@ def test_a_multiplexer_or_process_is_explained_only_when_all_its_inputs_agree(tm
     assert sorted(p for v in explained.values() for p in v) == [("top", "$7", 0), ("top", "$8", 1)]
 
 
-def test_rule_bit_specs_and_source_patterns(tmp_path):
+def test_rule_bit_specs_and_source_annotations(tmp_path):
     path = classes(tmp_path)
+    (tmp_path / "hw").mkdir()          # $10 (copied to $5) comes from hw/demo.py:7 (its src attribute)
+    (tmp_path / "hw" / "demo.py").write_text("\n" * 6 + "y = x + 1  # untoggled: demo-line\n")
     points = [("top", "cnt", 0), ("top", "cnt", 1), ("top", "cnt", 4), ("top", "cnt", 7), ("top", "$5", 2)]
-    rules = [("", "^cnt$", "low", "low bits"), ("", "^cnt$", "bits 4", "bit four"),
-             ("", r"^src:hw/demo\.py:7\b", "all", "from its source line")]
-    explained, holes = toggles.explain_toggles(points, path, rules)
+    rules = [("", "^cnt$", "low", "low bits"), ("", "^cnt$", "bits 4", "bit four")]
+    annotated = {"demo-line": ("^top$", "all", "from its source line")}
+    explained, holes = toggles.explain_toggles(points, path, rules, annotated, tmp_path)
     assert explained == {"low bits": [("top", "cnt", 0), ("top", "cnt", 1)], "bit four": [("top", "cnt", 4)],
                          "from its source line": [("top", "$5", 2)]}
     assert holes == [("top", "cnt", 7)]                                # bit 7 alone: not the top run of a rule
+    # the annotation applies in the modules of its key's pattern only
+    explained, holes = toggles.explain_toggles(points, path, rules, {"demo-line": ("^other$", "all", "x")}, tmp_path)
+    assert ("top", "$5", 2) in holes
+
+
+def test_an_annotation_with_an_unknown_key_is_an_error(tmp_path):
+    path = classes(tmp_path)
+    (tmp_path / "hw").mkdir()
+    (tmp_path / "hw" / "demo.py").write_text("\n" * 6 + "y = x + 1  # untoggled: no-such-key\n")
+    with pytest.raises(sources.UnknownAnnotation, match=r"hw/demo\.py:7: .*'no-such-key'.*known keys: demo-line"):
+        toggles.explain_toggles([("top", "$5", 2)], path, [], {"demo-line": ("", "all", "why")}, tmp_path)
+
+
+def test_a_library_line_is_keyed_by_its_place_in_the_package(tmp_path, monkeypatch):
+    path = tmp_path / "top.v"
+    path.write_text(VERILOG.replace("hw/demo.py:7", ".venv/lib/python3.11/site-packages/amaranth/lib/x.py:9"))
+    monkeypatch.setattr(toggles, "LIBRARY_LINES", {"amaranth/lib/x.py:9": ("lib-line",)})
+    explained, holes = toggles.explain_toggles([("top", "$5", 2)], path, [], {"lib-line": ("", "all", "a library")},
+                                               tmp_path)
+    assert explained == {"a library": [("top", "$5", 2)]} and holes == []

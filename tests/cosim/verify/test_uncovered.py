@@ -1,5 +1,7 @@
 """Uncovered lines (cosim.verify.uncovered): mapped to the Amaranth source, explained by a waiver or listed as holes."""
-from cosim.verify import coverage_report, uncovered
+import pytest
+
+from cosim.verify import coverage_report, sources, uncovered
 
 
 def test_uncovered_lines_map_to_the_amaranth_source(tmp_path):
@@ -43,3 +45,24 @@ def test_conditions_map_to_the_source_of_their_assign_and_labels_name_the_case(t
     assert index[4] == "hw/queues.py:50 (near: if clear)"
     assert index[8] == "hw/queues.py:50 (case q_fsm_state = 3'h2)"
     assert uncovered.with_source_text(index[5]).startswith("hw/queues.py:63 `with m.Elif(push & pop):` (if")
+
+
+def test_an_if_whose_condition_comes_from_an_annotated_line_takes_its_waiver(tmp_path):
+    (tmp_path / "hw").mkdir()
+    (tmp_path / "hw" / "q.py").write_text("\n" * 62 + "with m.Elif(push & pop):  # unreachable: both\n")
+    annotated = {"both": (r"^vta_top\.tokens_", "pushed and popped at once")}
+    key = "hw/q.py:63 `with m.Elif(push & pop):` (if \\$2)"
+    assert uncovered.explain(key, {"vta_top.tokens_a"}, [], annotated, tmp_path) == "pushed and popped at once"
+    assert uncovered.explain(key, {"vta_top.tokens_a", "vta_top.x"}, [], annotated, tmp_path) is None
+    # only the condition's own line: not a statement that merely follows the annotated line's src attribute
+    assert uncovered.explain("hw/q.py:63", {"vta_top.tokens_a"}, [], annotated, tmp_path) is None
+    assert uncovered.explain("hw/q.py:63 (near: if \\$2)", {"vta_top.tokens_a"}, [], annotated, tmp_path) is None
+    with pytest.raises(sources.UnknownAnnotation, match=r"hw/q\.py:63: .*'both'.*known keys: other"):
+        uncovered.explain(key, {"vta_top.tokens_a"}, [], {"other": ("", "x")}, tmp_path)
+
+
+def test_the_real_token_queue_condition_is_waived_by_its_annotation():
+    line = next(n for n, kinds in sources.annotations("hw/queues.py").items() if "unreachable" in kinds)
+    key = uncovered.with_source_text(f"hw/queues.py:{line} (if \\$2)")
+    assert key == f"hw/queues.py:{line} `with m.Elif(push & pop):` (if \\$2)"
+    assert uncovered.explain(key, {"vta_top.tokens_g2l$343"}).startswith("reachable, not unreachable")
