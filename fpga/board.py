@@ -44,7 +44,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from hw.axi import axi4_lite_signature, axi4_signature
-from hw.control import REGISTERS
+from sw.registers import REGISTERS
 from hw.top import CTL_ADDR_BITS, Top
 from sw.cli import UsageError, command, require_extra, run_as_main
 from sw.config import load_config
