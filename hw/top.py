@@ -41,7 +41,7 @@ from .queues import TokenQueue
 from .sram import make_memory
 from .store import Store
 
-__all__ = ["Top", "top_verilog", "CTL_ADDR_BITS", "MODULES", "TRACE_LANES"]
+__all__ = ["Top", "top_verilog", "constant_meminit", "CTL_ADDR_BITS", "MODULES", "TRACE_LANES"]
 
 CTL_ADDR_BITS = 16
 MODULES = ("fetch", "load", "compute", "store")
@@ -200,15 +200,15 @@ def top_verilog(cfg=None, name: str = "vta_top", emit_src: bool = False) -> str:
     attributes that name the Amaranth source of each statement (code-coverage builds map lines back with them)."""
     from amaranth.back import verilog
     top = Top(load_config(cfg))
-    with _constant_meminit():
+    with constant_meminit():
         return verilog.convert(top, name=name, emit_src=emit_src)
 
 
 @contextmanager
-def _constant_meminit():
-    """Write a memory's initial contents as one RTLIL constant built from its rows, where Amaranth 0.5's RTLIL
-    backend goes through one netlist bit (a Python object) per SRAM bit; the Verilog is byte-identical
-    (tests/hw/test_top.py compares both ways on a config)."""
+def constant_meminit():
+    """A context in which Amaranth 0.5's RTLIL backend writes each memory's initial contents as one RTLIL constant
+    built from its rows (its own writer goes through one netlist bit, a Python object, per SRAM bit). The RTLIL,
+    and so the Verilog, is the same as without it (tests/hw/test_top.py compares both ways)."""
     from amaranth.back import rtlil
     from amaranth.hdl import _nir
 
