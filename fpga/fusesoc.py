@@ -112,7 +112,7 @@ def _board_files(cfg, out: Path, freq_mhz: float) -> dict:
     Yosys) and its LPF constraints, into ``out``."""
     import tempfile
 
-    from .board import board_plan
+    from .board.build import board_plan
 
     with tempfile.TemporaryDirectory() as plan_dir:
         plan, _ = board_plan("ulx3s", cfg, freq_mhz, plan_dir, debug_verilog=True)

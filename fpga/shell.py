@@ -27,7 +27,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hw.axi import axi4_lite_signature, axi4_signature
-from hw.top import CTL_ADDR_BITS, Top, _flat_members
+from hw.interfaces import flat_members
+from hw.top import CTL_ADDR_BITS, Top
 from sw.cli import command, run_as_main
 from sw.config import ConfigError, load_config
 
@@ -57,8 +58,8 @@ class VtaShell(wiring.Component):
     def __init__(self, cfg=None):
         self.cfg = cfg = load_config(cfg)
         members = {"ap_clk": In(1), "aresetn": In(1), "interrupt": Out(1)}
-        members.update(_flat_members("m_axi", axi4_signature(cfg.BUS_WIDTH), flip=False))
-        members.update(_flat_members("s_axi", axi4_lite_signature(CTL_ADDR_BITS, 32), flip=True))
+        members.update(flat_members("m_axi", axi4_signature(cfg.BUS_WIDTH), flip=False))
+        members.update(flat_members("s_axi", axi4_lite_signature(CTL_ADDR_BITS, 32), flip=True))
         super().__init__(members)
         for port, attrs in _ATTRS.items():
             getattr(self, port).attrs.update(attrs)

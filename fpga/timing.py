@@ -3,14 +3,12 @@
     python -m fpga.timing --config configs/ulx3s.json --period 10     (yosys only, then the analysis)
     python -m fpga.timing build/fpga/ulx3s/top.json --top 40          (the netlist of a board build)
 
-nextpnr reports one critical path per clock after a place and route of 15-30 minutes, so closing
-timing one path per build is slow. This reads the netlist yosys writes for nextpnr (``top.json``,
-after ``synth_ecp5``) and estimates, for every register, block RAM and multiplier input, the latest
-arrival of data after the clock edge with a simple delay model of the ECP5 speed grade 6 (the
-constants below, read off nextpnr's routed reports of this design; the route delay of a net is a
-flat estimate that grows with its fan-out). It lists the
-endpoints whose estimate exceeds the period, worst first, with the path that makes them late,
-grouped by signal so that a 256-bit bus is one row.
+nextpnr reports one critical path per clock after a whole place and route. This reads the netlist
+yosys writes for nextpnr (``top.json``, after ``synth_ecp5``) and estimates, for every register, block
+RAM and multiplier input, the latest arrival of data after the clock edge with a simple delay model of
+the ECP5 speed grade 6 (the constants of :data:`DELAYS`, nextpnr's cell delays; the route delay of a
+net is a flat estimate that grows with its fan-out). It lists the endpoints whose estimate exceeds the
+period, worst first, with the path that makes them late, grouped by signal so that a 256-bit bus is one row.
 
 The estimate is a ranking, not a sign-off: nextpnr's routed timing is the measure (``make
 bitstream``). It finds the same worst paths as nextpnr where the logic, not the placement, makes them slow.
@@ -18,8 +16,8 @@ bitstream``). It finds the same worst paths as nextpnr where the logic, not the 
     python -m fpga.timing --routed build/fpga/ulx3s/top_report.json      (after a board build)
 
 lists the same for a placed and routed build from nextpnr's own timing: the arrival of every endpoint
-(``--report FILE --detailed-timing-report``, which ``fpga.board`` asks for), where nextpnr's log names
-one critical path per clock; endpoints over the period are counted per unit and listed per signal.
+(``--report FILE --detailed-timing-report``, which :func:`fpga.board.nextpnr.nextpnr_options` asks for),
+where nextpnr's log names one critical path per clock; endpoints over the period are counted per unit and listed per signal.
 """
 
 from __future__ import annotations
@@ -41,9 +39,7 @@ __all__ = ["Netlist", "analyse", "format_report", "routed_endpoints", "format_ro
 # the large one: read data should go straight into a register)
 DELAYS = {
     "route": 0.90,            # one net, fan-out 1
-    "route_fanout": 0.020,    # + this x fan-out, up to "fanout_cap" sinks (a 271-sink net across the
-                              #   acc block RAMs took 10.8 ns in a routed build of this design; most
-                              #   nets of that fan-out are less spread out)
+    "route_fanout": 0.020,    # + this x fan-out, up to "fanout_cap" sinks
     "fanout_cap": 300,
     "lut": 0.24,              # LUT4 input -> F
     "mux": 0.17,              # PFUMX / L6MUX21 (fed inside the slice, no route before the data inputs)
@@ -390,7 +386,7 @@ def synthesise(board="ulx3s", config="configs/ulx3s.json", freq_mhz=100.0, build
     import subprocess
     from pathlib import Path
 
-    from .board import ROOT, board_plan
+    from .board.build import ROOT, board_plan
     out = Path(build_dir or ROOT / "build" / "timing" / board)
     board_plan(board, config, freq_mhz, out)
     subprocess.run([os.environ["YOSYS"], "-q", "-l", "top.rpt", "top.ys"], cwd=out, check=True)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from sw.cli import command, run_as_main
 from sw.config import load_config
+from sw.registers import register_table_markdown
 
-from .control import register_table_markdown
 from .top import TRACE_LANES, top_verilog
 
 PORT_DOC = """// Top-level ports of vta_top ({cfg}):

@@ -61,8 +61,8 @@ class Alu(wiring.Component):
     s < 0: left shift by min(-s, 31), wrapping) and, when ``cfg.ALU_MUL`` is 1, MUL (low 32 bits).
     Another opcode (or MUL when it is not built) does nothing and pulses ``error`` with ``done``.
 
-    Pipeline (for FPGA timing every SRAM read lands in a register before any logic, an ECP5 DP16KD
-    has about 6 ns clock-to-out): S0 read uop; S1 register the uop row; S2 add the loop offsets
+    Pipeline (for FPGA timing every SRAM read lands in a register before any logic, as a block RAM's
+    clock-to-out is long): S0 read uop; S1 register the uop row; S2 add the loop offsets
     into the index registers; S3 read acc[s] (tensor operand only); S4 read acc[d]; S5 register
     acc[s] (its raw read was registered in S4) and its SHR shift amount; S6 register acc[d] (raw
     read registered in S5), X with SHR's shift amount, MIN/MAX's compare of the two, and acc[d]

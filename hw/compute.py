@@ -18,59 +18,33 @@ __all__ = ["Compute"]
 
 
 class Compute(wiring.Component):
-    """The compute module (docs/architecture.md §2.7-§2.9), with a GEMM and an ALU that run
-    side by side.
+    """The compute module (docs/architecture.md §2.7-§2.9): GEMM and ALU units side by side, FINISH, and the
+    LOADs of UOP, ACC and ACC_8BIT.
 
-    Instructions come in order from ``insn``. A GEMM or ALU instruction is decoded, its acc footprint
-    computed (:class:`~hw.footprint.AccFootprint`, one cycle per micro-op, while older instructions
-    run), and it is issued to its unit as soon as the unit's slot is free and either the other unit
-    is idle or both footprints lie in different halves (banks) of the accumulator. So the
-    requantization of one virtual thread's tile (ALU) overlaps the GEMMs of the other thread's tile,
-    with no change of results: instructions that can touch the same acc row never overlap. At issue
-    it pops its tokens (``pop_prev``: l2g, ``pop_next``: s2g), waiting for them if needed. Its unit
-    is free again when it ends; its pushes (``push_prev``: g2l, ``push_next``: g2s) leave in program
-    order: those of an instruction that ends while an older one still runs are held until the older
-    one ends, and pushes leave one per cycle per queue (at most a few cycles late). LOAD UOP / ACC /
-    ACC_8BIT and FINISH wait until every older instruction has ended and its pushes have left, and
-    run alone, except a LOAD UOP that pushes nothing and writes none of the micro-ops of the running
-    instructions (the runtime's kernel staging), which runs beside them, and a LOAD ACC / ACC_8BIT
-    that pushes nothing and writes rows of one bank only: younger GEMM or ALU instructions whose
-    footprint lies in the other bank issue beside it, one at a time (a tile's residual or vectors load
-    while the next tile's GEMMs or the last tile's requantization run); anything else waits for it to end:
+    Instructions come in order from ``insn``. A GEMM or ALU instruction is issued to its unit once the unit
+    is free and either the other unit is idle or both acc footprints (:class:`~hw.footprint.AccFootprint`)
+    lie in different banks (halves) of the acc SRAM, so instructions that can touch the same acc row never
+    overlap. It pops its tokens at issue (``pop_prev``: l2g, ``pop_next``: s2g); its pushes (``push_prev``:
+    g2l, ``push_next``: g2s) leave in program order, one per cycle per queue, after it ends. LOADs and
+    FINISH run after every older instruction has ended and pushed, except a LOAD UOP that pushes nothing
+    and writes none of the running instructions' micro-ops, and a LOAD ACC / ACC_8BIT that pushes nothing
+    and writes one bank only (younger GEMM/ALU instructions on the other bank issue beside it, one at a time).
 
-    * LOAD UOP / ACC / ACC_8BIT: a :class:`~hw.load.TensorLoad` into the uop or acc SRAM (x_size = 0
-      is a NOP). ACC_8BIT reads BATCH*BLOCK_OUT int8 lanes per element and sign-extends them.
-      DRAM addresses are ORed with ``uop_base`` (UOP) or ``acc_base`` (ACC, ACC_8BIT).
-    * GEMM: :class:`~hw.gemm.Gemm`, one micro-op per cycle.
-    * ALU: :class:`~hw.alu.Alu`, one micro-op per cycle with an immediate, one per 2 cycles with a
-      tensor operand (one per cycle while its source row repeats and the footprint scan found it
-      apart from the rows written).
-    * FINISH: pulses ``finish`` for one cycle, in the cycle of its pops (if any) and before its pushes.
+    * LOAD UOP / ACC / ACC_8BIT: a :class:`~hw.load.TensorLoad` into the uop or acc SRAM (x_size = 0 is a
+      NOP); ACC_8BIT sign-extends int8 lanes. DRAM addresses are ORed with ``uop_base`` / ``acc_base``.
+    * GEMM: :class:`~hw.gemm.Gemm`; ALU: :class:`~hw.alu.Alu` (their latencies are theirs).
+    * FINISH: pulses ``finish`` for one cycle, in the cycle of its pops and before its pushes.
 
-    The acc SRAM and its OUT mirror are two banks each (the lower and upper half of the rows), each
-    with one read and one write port: a unit running alone drives both banks, two units each drive
-    the bank of their footprint; each bank takes its writes through a register beside the block
-    RAMs and its read port is not transparent (hw/sram.py: the units merge the writes a read
-    misses). OUT mirror: every acc write (loads, GEMM including reset, ALU) also writes the low 8
-    bits of each lane to the same row of the out SRAM, which the store module reads through
-    ``out_rd``. A bad instruction (STORE, LOAD of INP/WGT/OUT or an unknown memory type, an
-    unknown opcode, MUL when ``cfg.ALU_MUL`` = 0) sets the sticky ``error`` before popping any token
-    and stops the front end (instructions already issued finish).
-
-    Overhead per instruction: the footprint scan (micro-ops + 4 cycles) overlaps older instructions;
-    from a free slot to the issue is one cycle and the unit starts in the cycle after its issue (from
-    a register), and a unit is free in the cycle after its ``done`` (GEMM: N + 11 cycles for N
-    micro-ops, ALU: N + 9, N + R + 8 or 2N + 8). LOADs and FINISH spend at least two cycles in DRAIN
-    (their row count comes from a registered multiplier) and wait a cycle longer than the condition that
-    lets them run (it is registered), and a loader starts the cycle after its pops (loads: DMA
-    latency + three cycles + one cycle per SRAM row; ACC loads write through two registers, two more).
+    Every acc write also writes the low 8 bits of each lane to the same row of the out SRAM (the OUT mirror),
+    which the store module reads through ``out_rd``. A bad instruction (STORE, LOAD of INP/WGT/OUT or an
+    unknown memory type, an unknown opcode, MUL when ``cfg.ALU_MUL`` = 0) sets the sticky ``error`` before
+    popping any token and stops the front end until ``clear``.
 
     Members:
         ``insn``        In(stream of 128 bits)
         ``dma``         Out(DMA read client)    UOP, ACC and ACC_8BIT loads
-        ``inp_rd``      In(ReadPort.Signature(addr_width=LOG_INP_DEPTH, shape=INP_MATRIX_WIDTH))
-        ``wgt_rd``      In(ReadPort.Signature(addr_width=LOG_WGT_DEPTH, shape=WGT_MATRIX_WIDTH))
-        ``out_rd``      Out(ReadPort.Signature(addr_width=LOG_ACC_DEPTH, shape=OUT_MATRIX_WIDTH)), for the store
+        ``inp_rd``, ``wgt_rd``  In(SRAM read port)  the inp and wgt SRAMs
+        ``out_rd``      Out(SRAM read port)  the out SRAM, for the store
         ``l2g``, ``s2g``  Out(TokenPopSignature)   (pop_prev, pop_next)
         ``g2l``, ``g2s``  Out(TokenPushSignature)  (push_prev, push_next)
         ``uop_base``, ``acc_base``  In(32)
@@ -81,11 +55,10 @@ class Compute(wiring.Component):
         ``busy``        Out(1)  an instruction is in progress (including waiting for tokens)
         ``stall``       Out(1)  waiting for a token with neither unit running
         ``error``       Out(1)  sticky, a bad instruction stopped the module
-        ``clear``       In(1)   leave the error halt (clears ``error``; ignored unless halted), e.g. at launch
+        ``clear``       In(1)   leave the error halt (clears ``error``; ignored unless halted)
 
-    The units are the attributes ``gemm`` and ``alu``; the SRAMs are inside: ``uop_mem``, and ``acc_banks``/``out_banks``
-    (lists of two memories, rows
-    [0, D/2) and [D/2, D); one when the acc depth D is 1), attributes for tests.
+    Attributes for tests: the units ``gemm`` and ``alu``; the SRAMs ``uop_mem`` and ``acc_banks`` /
+    ``out_banks`` (rows [0, D/2) and [D/2, D) of acc depth D; one bank when D is 1).
     """
 
     def __init__(self, cfg):
@@ -268,7 +241,7 @@ class Compute(wiring.Component):
             # running beside another never touches the other's bank, so it is settled whenever it
             # matters. One-hot, so the muxes below are AND-OR (two LUT levels), with one copy per
             # lane for the data mux, whose fan-out is the row width (registers named *_copy* stay
-            # apart in the FPGA build: fpga.board.KEEP_COPIES).
+            # apart in the FPGA build: fpga.board.build.KEEP_COPIES).
             own = Signal(4, name=f"bank{b}_owner")
             own_lane = [Signal(4, name=f"bank{b}_owner_copy{i}") for i in range(lanes)]
             # (an acc load beside a GEMM or an ALU instruction: the unit drives its bank, the load the other;
@@ -337,7 +310,7 @@ class Compute(wiring.Component):
         fe_busy = Signal()
         token_wait = Signal()
         # the row count of a LOAD, multiplied out from ``word`` in a multiplier with its own registers
-        # (an ECP5 MULT18X18D without them was the critical path): valid two cycles after DECODE, so
+        # (on an ECP5 a MULT18X18D's input and output registers): valid two cycles after DECODE, so
         # from the second DRAIN cycle (each sum < 2^16 + 2 x 15 fits 17 bits)
         ld_rows = registered_mul(m, platform, (mem.y_size + mem.y_pad_0 + mem.y_pad_1)[:MEMOP_SIZE_BITS + 1],  # untoggled: padded-size  # noqa: E501
                                  (mem.x_size + mem.x_pad_0 + mem.x_pad_1)[:MEMOP_SIZE_BITS + 1], "ld_rows",  # untoggled: padded-size  # noqa: E501

@@ -1,8 +1,7 @@
 """Control and status registers: an AXI4-Lite slave with VTA's Chisel register map, extended.
 
-The register map is defined once, as data, in :mod:`hw.registers` (re-exported here). From it come the
-hardware (:class:`ControlRegs`), the offsets used by the runtime and co-simulation (:data:`REGISTERS`)
-and the documentation table (:func:`register_table_markdown`).
+The register map is defined once, as data, in :mod:`sw.registers`: :class:`ControlRegs` builds the registers
+from its :data:`~sw.registers.REGISTER_MAP`.
 """
 
 from typing import cast
@@ -11,26 +10,15 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .axi import axi4_lite_signature
-from .registers import (
-    ERROR_CODE_BITS,
-    REGISTER_MAP,
-    REGISTERS,
-    STATUS_BITS,
-    ErrorCode,
-    Register,
-    _const_values,
-    config_words,
-    register_table_markdown,
-    version_word,
-)
+from sw.registers import ERROR_CODE_BITS, REGISTER_MAP, const_values
 
-__all__ = ["ErrorCode", "ERROR_CODE_BITS", "Register", "REGISTER_MAP", "REGISTERS", "STATUS_BITS",
-           "ControlRegs", "register_table_markdown", "version_word", "config_words"]
+from .axi import axi4_lite_signature
+
+__all__ = ["ControlRegs"]
 
 
 class ControlRegs(wiring.Component):
-    """AXI4-Lite slave holding the control and status registers (:data:`REGISTER_MAP`).
+    """AXI4-Lite slave holding the control and status registers (:data:`sw.registers.REGISTER_MAP`).
 
     Ports
     -----
@@ -41,7 +29,7 @@ class ControlRegs(wiring.Component):
     ``insn_count``, ``insn_addr``, ``uop_addr``, ``inp_addr``, ``wgt_addr``, ``acc_addr``,
     ``out_addr`` (out, 32): the host-written registers.
     ``finish`` (in): ends the run (the compute module's FINISH).
-    ``error_code`` (in, 4): a non-zero :class:`ErrorCode`; the first one is latched into ``status``
+    ``error_code`` (in, 4): a non-zero :class:`sw.registers.ErrorCode`; the first one is latched into ``status``
     until the next launch, and it also ends the run (so a bad program never hangs). It is ignored
     in the cycle ``launch`` is high, so sources may clear a stale code on the launch pulse.
     ``fetch_busy``, ``fetch_stall``, ``load_busy``, ... ``store_stall`` (in, 1): counter enables,
@@ -91,7 +79,7 @@ class ControlRegs(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         bus = self.bus
-        consts = _const_values(self.cfg)
+        consts = const_values(self.cfg)
 
         running = Signal()
         finished = Signal()

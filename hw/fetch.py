@@ -5,8 +5,8 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.isa import INS_WIDTH, MemId, Opcode, alu_opcodes
+from sw.registers import ERROR_CODE_BITS, ErrorCode
 
-from .control import ERROR_CODE_BITS, ErrorCode
 from .interfaces import ADDR_BITS, dma_read_signature
 from .layouts import insn_layouts
 
@@ -28,7 +28,7 @@ class Fetch(wiring.Component):
     * ``load_queue``: LOAD with memory_type INP or WGT;
     * ``compute_queue``: every other LOAD (UOP, ACC, ACC_8BIT), GEMM, ALU, FINISH.
 
-    Checks, in this order (first failure wins; :class:`hw.control.ErrorCode`):
+    Checks, in this order (first failure wins; :class:`sw.registers.ErrorCode`):
 
     1. ``BAD_OPCODE``: opcode 5..7;
     2. ``BAD_MEMORY_TYPE``: a LOAD/STORE with memory_type 6..7, a LOAD of OUT, or a STORE that is

@@ -145,7 +145,7 @@ class Gemm(wiring.Component):
     BLOCK_IN x BLOCK_OUT int8, int32 wrap-around).
 
     Pipeline, one micro-op per cycle (II = 1), no stalls. For FPGA timing every SRAM read lands in a
-    register before any logic (an ECP5 DP16KD has about 6 ns clock-to-out), and every arithmetic
+    register before any logic (a block RAM's clock-to-out is long), and every arithmetic
     result is registered:
 
     * S0 read the uop (address = the sequencer's register);

@@ -27,7 +27,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["dma_read_signature", "dma_write_signature", "TokenPushSignature", "TokenPopSignature",
-           "DMA_BEATS_BITS", "ADDR_BITS"]
+           "DMA_BEATS_BITS", "ADDR_BITS", "flat_members"]
 
 ADDR_BITS = 32
 DMA_BEATS_BITS = 24
@@ -57,3 +57,17 @@ def dma_write_signature(bus_width: int) -> wiring.Signature:
 TokenPushSignature = wiring.Signature({"push": Out(1)})
 # Seen from the consumer of tokens.
 TokenPopSignature = wiring.Signature({"valid": In(1), "pop": Out(1)})
+
+
+def flat_members(prefix: str, signature: wiring.Signature, *, flip: bool) -> dict:
+    """The members of ``signature`` as flat ports of a component: ``{f"{prefix}_{name}": In/Out(shape)}``.
+
+    Each member keeps its flow (``flip=False``: the component drives the signature's ``Out`` members, as a
+    master does) or has it reversed (``flip=True``: as a slave). The top level exposes its AXI4 master as
+    ``m_axi_*`` and its AXI4-Lite slave as ``s_axi_*`` this way, so the Verilog ports carry the AMBA names.
+    """
+    out = {}
+    for name, member in signature.members.items():
+        flow = member.flow.flip() if flip else member.flow
+        out[f"{prefix}_{name}"] = (In if flow == wiring.In else Out)(member.shape)
+    return out

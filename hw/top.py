@@ -5,7 +5,7 @@ Ports (Verilog names; AXI names follow the AMBA convention so vendor tools infer
 * ``clk``, ``rst`` (active high, synchronous);
 * ``m_axi_*``: the AXI4 master to DRAM (data width ``cfg.BUS_WIDTH``, 32-bit addresses, ID width 1);
 * ``s_axi_*``: the AXI4-Lite slave of the control registers (16-bit addresses, 32-bit data;
-  :data:`hw.control.REGISTER_MAP`);
+  :data:`sw.registers.REGISTER_MAP`);
 * ``irq``: the finish bit of the control register (level, cleared by the next launch);
 * ``activity``: something moved this cycle (a bus beat, or a module working rather than waiting);
   testbenches use it as a watchdog;
@@ -24,34 +24,28 @@ from contextlib import contextmanager
 
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
 from sw.config import load_config
 from sw.isa import TOKEN_QUEUE_DEPTH, MemId, Opcode
+from sw.registers import ErrorCode
 
 from .axi import AxiMaster, axi4_lite_signature, axi4_signature
 from .compute import Compute
-from .control import ControlRegs, ErrorCode
+from .control import ControlRegs
 from .fetch import Fetch
+from .interfaces import flat_members
 from .layouts import insn_layouts
 from .load import Load
 from .queues import TokenQueue
 from .sram import make_memory
 from .store import Store
 
-__all__ = ["Top", "top_verilog", "CTL_ADDR_BITS", "MODULES", "TRACE_LANES"]
+__all__ = ["Top", "top_verilog", "constant_meminit", "CTL_ADDR_BITS", "MODULES", "TRACE_LANES"]
 
 CTL_ADDR_BITS = 16
 MODULES = ("fetch", "load", "compute", "store")
 TRACE_LANES = MODULES + ("gemm", "alu")     # the bits of the ``busy`` port
-
-
-def _flat_members(prefix, signature, flip):
-    out = {}
-    for name, member in signature.members.items():
-        flow = member.flow.flip() if flip else member.flow
-        out[f"{prefix}_{name}"] = (In if flow == wiring.In else Out)(member.shape)
-    return out
 
 
 class Top(wiring.Component):
@@ -64,8 +58,8 @@ class Top(wiring.Component):
         self._axi_sig = axi4_signature(cfg.BUS_WIDTH)
         self._lite_sig = axi4_lite_signature(CTL_ADDR_BITS, 32)
         members = {}
-        members.update(_flat_members("m_axi", self._axi_sig, flip=False))
-        members.update(_flat_members("s_axi", self._lite_sig, flip=True))
+        members.update(flat_members("m_axi", self._axi_sig, flip=False))
+        members.update(flat_members("s_axi", self._lite_sig, flip=True))
         members.update({"irq": Out(1), "activity": Out(1), "busy": Out(len(TRACE_LANES))})
         super().__init__(members)
 
@@ -206,16 +200,15 @@ def top_verilog(cfg=None, name: str = "vta_top", emit_src: bool = False) -> str:
     attributes that name the Amaranth source of each statement (code-coverage builds map lines back with them)."""
     from amaranth.back import verilog
     top = Top(load_config(cfg))
-    with _constant_meminit():
+    with constant_meminit():
         return verilog.convert(top, name=name, emit_src=emit_src)
 
 
 @contextmanager
-def _constant_meminit():
-    """Amaranth 0.5's RTLIL backend writes a memory's initial contents one netlist bit at a time (a Python
-    object per SRAM bit: 4 M for the default config, 40 % of its Verilog generation). The contents are
-    constants, so write the same RTLIL constant directly from the rows; the Verilog is byte-identical
-    (tests/hw/test_top.py compares both ways on a config)."""
+def constant_meminit():
+    """A context in which Amaranth 0.5's RTLIL backend writes each memory's initial contents as one RTLIL constant
+    built from its rows (its own writer goes through one netlist bit, a Python object, per SRAM bit). The RTLIL,
+    and so the Verilog, is the same as without it (tests/hw/test_top.py compares both ways)."""
     from amaranth.back import rtlil
     from amaranth.hdl import _nir
 

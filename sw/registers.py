@@ -1,7 +1,7 @@
 """The register map of the control interface, as data (no Amaranth): names, offsets, kinds, the status
 bits and error codes.
 
-The hardware (:class:`hw.control.ControlRegs`, through its re-export :mod:`hw.registers`), the launch
+The hardware (:class:`hw.control.ControlRegs`, which imports this module), the launch
 sequence every target driver runs (:mod:`sw.targets.launch`: the co-simulation's and the board's), the offsets
 they use (:data:`REGISTERS`) and the documentation table (:func:`register_table_markdown`) all come from
 :data:`REGISTER_MAP`. It lives in ``sw`` because the runtime's board target needs it and ``sw`` imports
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 __all__ = ["ErrorCode", "ERROR_CODE_BITS", "IMPL_REVISION", "Register", "REGISTER_MAP", "REGISTERS", "STATUS_BITS",
-           "register_table_markdown", "version_word", "config_words"]
+           "register_table_markdown", "version_word", "config_words", "const_values"]
 
 
 class ErrorCode(IntEnum):
@@ -87,7 +87,7 @@ REGISTER_MAP = (
     Register("acc_writes", 0x24, "RO", 0, "delta", "ACC row writes during the run (latched at finish)",
              "acc_writes", 32),
     Register("status", 0x40, "RO", 0, "status",
-             "bit 0 busy, bit 1 finished, bit 2 error; bits 8-11 error code (hw.control.ErrorCode: "
+             "bit 0 busy, bit 1 finished, bit 2 error; bits 8-11 error code (sw.registers.ErrorCode: "
              "1 bad opcode, 2 bad memory type, 3 reserved dependency flag, 4 bad ALU opcode, "
              "5 AXI error response, 6 bad UOP load, 7/8/9 load/compute/store module error); kept "
              "until the next launch"),
@@ -186,14 +186,15 @@ def config_words(cfg=None) -> tuple:
     return c0, c1
 
 
-def _const_values(cfg):
+def const_values(cfg) -> dict:
+    """The values of the constant registers for a config: ``{"version": ..., "config0": ..., "config1": ...}``."""
     c0, c1 = config_words(cfg)
     return {"version": version_word(cfg), "config0": c0, "config1": c1}
 
 
 def register_table_markdown(cfg=None) -> str:
     """The register map as a markdown table."""
-    consts = _const_values(cfg) if cfg is not None else {}
+    consts = const_values(cfg) if cfg is not None else {}
     rows = ["| offset | name | access | reset | description |", "|---|---|---|---|---|"]
     for r in REGISTER_MAP:
         if r.reset == "config":

@@ -263,8 +263,8 @@ PYTHON = {
     "--markdown docs/fpga.md": NotRun("yosys synthesis of three configs for three devices (tens of minutes)"),
     f"{PY} -m fpga.board --board ulx3s --config configs/ulx3s.json --freq 100 --timing 103 "
     "--seed 7 --docs docs/fpga.md":
-        NotRun("place and route of the ULX3S bitstream (about 35 minutes); tests/fpga/test_board.py simulates "
-               "the same design"),
+        NotRun("place and route of the ULX3S bitstream (about 35 minutes); tests/fpga/board/test_soc.py "
+               "simulates the same design"),
 }
 
 NOT_RUN = {"pip install", "--ceiling-args", "cosim.verify.coverage", "fpga.resources", "fpga.board"}

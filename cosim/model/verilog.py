@@ -97,8 +97,8 @@ def _elaborate(cfg: Config, directory: Path, src: bool = False):
     from amaranth.hdl import Shape
     from amaranth.lib import wiring
 
-    from hw import control
     from hw.top import CTL_ADDR_BITS, TRACE_LANES, Top, top_verilog
+    from sw.registers import REGISTERS
 
     text = top_verilog(cfg, emit_src=src)
     if src:        # src paths relative to the project (hw/alu.py:12) or the site-packages (amaranth/lib/...)
@@ -113,7 +113,7 @@ def _elaborate(cfg: Config, directory: Path, src: bool = False):
         rng = f"[{width - 1}:0] " if width > 1 else ""
         lines.append(f"logic {rng}{name};   // vta_top {kind}")
     interface = {"bus_width": cfg.BUS_WIDTH, "ctl_addr_bits": CTL_ADDR_BITS, "trace_lanes": list(TRACE_LANES),
-                 "registers": dict(control.REGISTERS)}
+                 "registers": dict(REGISTERS)}
     _write(directory / "vta_top.v", text)
     _write(directory / "vta_ports.svh", "\n".join(lines) + "\n")
     _write(directory / "interface.json", json.dumps(interface, indent=1) + "\n")   # written last: the entry is whole

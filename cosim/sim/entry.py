@@ -99,8 +99,7 @@ async def serve(dut):
     os.environ[INSIDE_ENV] = "1"          # cosim.run inside a job (a script's unguarded top level) is an error
     import numpy  # noqa: F401 - everything a job needs, loaded once before the first fork
 
-    from hw import registers  # noqa: F401 - the register map, without Amaranth
-    from sw import runtime  # noqa: F401
+    from sw import registers, runtime  # noqa: F401 - the register map (no Amaranth) and the runtime
 
     from . import rtl
     rtl.dram_view()

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Mux, Signal
 
+from sw.registers import REGISTER_MAP, config_words, version_word
+
 from ..control import ControlRegs
-from ..registers import REGISTER_MAP, config_words, version_word
 from .common import Check, Mutant, drive_inputs, held_until, past
 
 __all__ = ["CHECKS"]

@@ -15,10 +15,9 @@ the slave, the clients' ``data.ready``, the write data and ``error_clear`` are f
 Method: BMC. k-induction would need invariants tying every FIFO of the block (the routing FIFO, the R and W register
 slices, the W length and B FIFOs) to the harness's counters; the depth (20 cycles from reset) covers the longest
 command (three bursts), both outstanding limits reached with beats in flight behind them, and the first burst of the
-next command: the deepest mutant's counterexample needs 14 cycles. The two properties that follow every burst and
-beat through a reference queue of the harness stop earlier, where the solver's time grows from seconds to many
-minutes per step: ``axi-as-issued`` at 16 cycles (a three-burst command issued and the next one begun) and
-``axi-responses`` at 14 (two commands' bursts answered back to back; its mutant fails at step 6).
+next command. The two properties that follow every burst and beat through a reference queue of the harness run to
+smaller depths: ``axi-as-issued`` to 16 cycles (a three-burst command issued and the next one begun) and
+``axi-responses`` to 14 (two commands' bursts answered back to back).
 """
 
 from __future__ import annotations

@@ -24,9 +24,10 @@ import dataclasses
 from amaranth.hdl import Assume, Cat, Mux, Signal
 from amaranth.lib import data
 
+from sw.registers import ErrorCode
+
 from ..fetch import Fetch
 from ..layouts import insn_layouts
-from ..registers import ErrorCode
 from .common import Check, Mutant, drive_inputs, internal, past
 
 __all__ = ["CHECKS"]

@@ -47,8 +47,8 @@ def _overflow_not_sticky(q, dm):
 
 
 def build(h, m, prop, mutant):
-    # the 255 limit's mutant runs at 7 = 2**3 - 1, the same rule at 3 bits: at 255 its counterexample is 257 cycles
-    # long, and smtbmc needs about five minutes for that (measured); the real 255-deep queue is proved by induction
+    # the 255 limit's mutant runs at 7 = 2**3 - 1, the same rule at 3 bits (at 255 its counterexample would be 257
+    # cycles long); the real 255-deep queue is proved by induction
     depth = SMALL if prop != "queue-limit" else LIMIT if mutant is None else WIDE_SMALL
     q = (_SaturatesLate if mutant == "saturates-late" else TokenQueue)(depth)
     h.block(m, q, "q", {"valid-bypass": _valid_bypass, "overflow-not-sticky": _overflow_not_sticky}.get(mutant))

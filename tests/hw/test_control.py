@@ -5,16 +5,9 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from hw.control import (
-    REGISTER_MAP,
-    REGISTERS,
-    ControlRegs,
-    ErrorCode,
-    config_words,
-    register_table_markdown,
-    version_word,
-)
+from hw.control import ControlRegs
 from sw.config import load_config
+from sw.registers import REGISTER_MAP, REGISTERS, ErrorCode, config_words, register_table_markdown, version_word
 from tests.hw.bus_models import assert_value_error, axil_read, axil_write
 
 

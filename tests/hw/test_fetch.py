@@ -10,10 +10,11 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from hw.axi import AxiMaster
-from hw.control import REGISTERS, ControlRegs, ErrorCode
+from hw.control import ControlRegs
 from hw.fetch import Fetch
 from sw.config import load_config
 from sw.isa import STAGE_COMPUTE, STAGE_LOAD, STAGE_STORE, AluOp, MemId, Opcode, isa_for
+from sw.registers import REGISTERS, ErrorCode
 from tests.hw.bus_models import AxiMemory, axil_read, axil_write
 
 MEM_SIZE = 1 << 14

@@ -61,12 +61,12 @@ def test_cli_writes_verilog(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("shape, init", [(8, [0, 1, 255, 0x5A]), (signed(5), [-1, 3, -16]), (12, [])])
 def test_constant_meminit_writes_the_same_rtlil(shape, init):
-    """top_verilog's fast writer of SRAM contents (hw.top._constant_meminit) gives Amaranth's own RTLIL."""
+    """top_verilog's fast writer of SRAM contents (hw.top.constant_meminit) gives Amaranth's own RTLIL."""
     from amaranth.back import rtlil
     from amaranth.hdl import Module
     from amaranth.lib.memory import Memory
 
-    from hw.top import _constant_meminit
+    from hw.top import constant_meminit
 
     def design():
         m = Module()
@@ -75,7 +75,7 @@ def test_constant_meminit_writes_the_same_rtlil(shape, init):
         return m, [rd.addr, rd.data]
     m, ports = design()
     expected = rtlil.convert(m, ports=ports)
-    with _constant_meminit():
+    with constant_meminit():
         m, ports = design()
         got = rtlil.convert(m, ports=ports)
     assert got == expected and "$meminit_v2" in got

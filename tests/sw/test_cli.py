@@ -24,7 +24,7 @@ WRONG_CONFIG = [
     ("cosim.verify.regress", ["--config", "nope"]),
     ("cosim.verify.coverage", ["--config", "nope"]),
     ("fpga.shell", ["--config", "nope"]),
-    ("fpga.board", ["--config", "nope"]),
+    ("fpga.board.__main__", ["--config", "nope"]),
     ("fpga.timing", ["--config", "nope"]),
 ]
 
@@ -112,7 +112,7 @@ def test_missing_file_names_it(capsys):
     assert capsys.readouterr().err == "error: no such file: /nonexistent/x.json\n"
 
 
-@pytest.mark.parametrize("module, argv", [("fpga.timing", []), ("fpga.board", ["--board", "ulx3s"])])
+@pytest.mark.parametrize("module, argv", [("fpga.timing", []), ("fpga.board.__main__", ["--board", "ulx3s"])])
 def test_fpga_tools_without_the_fpga_extra_name_the_make_target(module, argv, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "amaranth_boards", None)        # as if the fpga extra were not installed
     monkeypatch.setitem(sys.modules, "amaranth_boards.ulx3s", None)

@@ -3,9 +3,9 @@ from amaranth.hdl import Shape
 from amaranth.lib import wiring
 
 from cosim.model import testbench, verilog
-from hw import control
 from hw.top import TRACE_LANES, Top
 from sw.config import load_config
+from sw.registers import REGISTERS
 
 
 def test_ports_header_declares_every_port_of_the_top_signature():
@@ -30,7 +30,7 @@ def test_interface_and_parameters_come_from_the_hardware():
     params = testbench.testbench_parameters(gen.interface)
     assert params["BUS"] == load_config("small").BUS_WIDTH and params["NMOD"] == len(TRACE_LANES)
     assert (params["REG_CONTROL"], params["REG_INSN_COUNT"], params["REG_INSN_ADDR"]) == tuple(
-        control.REGISTERS[n] for n in ("control", "insn_count", "insn_addr"))
+        REGISTERS[n] for n in ("control", "insn_count", "insn_addr"))
 
 
 def test_generate_is_memoized_and_keyed_by_the_sources():
