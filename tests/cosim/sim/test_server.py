@@ -64,11 +64,6 @@ def test_shutdown_ends_the_simulator_processes():
     assert all(p.poll() is not None for p in procs) and not server._SERVERS
 
 
-def test_launch_timing_is_recorded():
-    cosim.run(faults.target_info, [1], config=CONFIG)
-    assert 0 < server.LAST["launch"] <= server.LAST["total"]
-
-
 def test_the_simulator_skips_pytest_assertion_rewriting_of_its_imports():
     """cocotb rewrites the asserts of every module the simulator imports unless told not to: 0.6 s of a
     server's start (numpy, tvm-ffi and the runtime rewritten on each start)."""
