@@ -68,13 +68,11 @@ def _verilog_for(cfg: Config, src: bool = False) -> _verilog.Generated:
 # Verilating the model is also the lint of the accelerator's Verilog: Verilator's default warnings are on (not
 # fatal) and land in build.log, where Model.lint() reads those about vta_top.v (tests/hw/test_top.py fails
 # on any), with the waivers of hw.lint.LINT_WAIVERS.
-# The C++ of the model compiles with -O3 for this machine's CPU (-march=native): the ceiling harness ran the
-# default config at 519 k cycles/s with -O2 and 738 k with these (`python -m cosim.perf.cosim_speed --ceiling-args`);
-# the model cache key includes the CPU, so a cache copied to another machine builds again.
-# Verilator splits the model's C++ into functions of --output-split-cfuncs statements: 5000 measured fastest
-# of 2000-200,000 (ResNet-18 on the RTL 12.7-12.9 s against 13.7 s with 2000, which a small change of the
-# ALU had made 10 % slower than before it; the long-GEMM bench 671 k cycles/s against 630 k): where the
-# splits fall decides how well the C++ compiler optimises across them, and no value is best for every design.
+# The C++ of the model compiles with -O3 for this machine's CPU (-march=native; compare with
+# `python -m cosim.perf.cosim_speed --ceiling-args`); the model cache key includes the CPU, so a cache copied to
+# another machine builds again. Verilator splits the model's C++ into functions of --output-split-cfuncs
+# statements: where the splits fall decides how well the C++ compiler optimises across them, no value is best for
+# every design, and 5000 is the fastest of those tried (docs/CHANGELOG.md).
 BUILD_ARGS = ["-Wno-fatal", *LINT_WAIVERS, "-CFLAGS", "-std=c++20", "-CFLAGS", "-O3", "-CFLAGS", "-march=native",
               "-LDFLAGS", "-rdynamic", "--output-split", "2000", "--output-split-cfuncs", "5000",
               "-O3", "--x-assign", "fast", "--x-initial", "fast", "-DVTA_TB_CPP_CLOCK"]

@@ -5,9 +5,7 @@ the DPI memory, no coverage) is copied, the C++ Verilator marks as the hot path 
 evaluation, and ``sim_main.cpp``/``dram.cpp`` beside it) is compiled again instrumented, :func:`training` runs in
 that simulator, and the same files are compiled a third time with the profile. The runtime library and the
 model's initialisation code keep the plain model's objects, so the variant costs two compiles of the hot files
-and the training run (about 25 s for the default config on the 2-core machine) once per plain model.
-Measured on the whole ResNet-18 (default config, ``python -m apps.demo --demo resnet18 --target rtl``):
-12.7-12.9 s -> 12.3-12.5 s (docs/performance.md).
+and the training run once per plain model (its effect on speed: docs/performance.md).
 
 Tests and the coverage and waveform models keep the plain build: their runs are short and the variant would
 only add its build time.

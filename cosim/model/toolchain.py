@@ -56,8 +56,8 @@ def toolchain_env() -> dict:
 
 # ------------------------------------------------------------------------------------ building a model
 # Every Verilated executable links Verilator's runtime library (verilated.cpp, verilated_vpi.cpp, ...),
-# compiled into each model's object directory by the makefile Verilator writes: about 25 s of CPU, more
-# than half of a model's build. Those objects depend only on their compile command (compiler, flags,
+# compiled into each model's object directory by the makefile Verilator writes: more than half of a model's
+# build. Those objects depend only on their compile command (compiler, flags,
 # the variant's defines) and the library's sources, so they are kept once per command under
 # CACHE_DIR/verilated-objs and copied into each new object directory before make runs.
 RUNTIME_OBJS = CACHE_DIR / "verilated-objs"
