@@ -312,9 +312,10 @@ class Compute(wiring.Component):
         # the row count of a LOAD, multiplied out from ``word`` in a multiplier with its own registers
         # (on an ECP5 a MULT18X18D's input and output registers): valid two cycles after DECODE, so
         # from the second DRAIN cycle (each sum < 2^16 + 2 x 15 fits 17 bits)
-        ld_rows = registered_mul(m, platform, (mem.y_size + mem.y_pad_0 + mem.y_pad_1)[:MEMOP_SIZE_BITS + 1],  # untoggled: padded-size  # noqa: E501
-                                 (mem.x_size + mem.x_pad_0 + mem.x_pad_1)[:MEMOP_SIZE_BITS + 1], "ld_rows",  # untoggled: padded-size  # noqa: E501
-                                 signed_operands=False)
+        ld_rows = registered_mul(m, platform,  # untoggled: padded-size
+                                 (mem.y_size + mem.y_pad_0 + mem.y_pad_1)[:MEMOP_SIZE_BITS + 1],  # untoggled: padded-size
+                                 (mem.x_size + mem.x_pad_0 + mem.x_pad_1)[:MEMOP_SIZE_BITS + 1],  # untoggled: padded-size
+                                 "ld_rows", signed_operands=False)  # untoggled: padded-size
         rows_ok = Signal()               # DRAIN: ``ld_rows`` holds this instruction's count (a cycle late)
         # a LOAD's rows from its first to the end of that row's acc bank (registered from ``word``, valid
         # from the first DRAIN cycle: no adder after the row count, timing)

@@ -115,7 +115,8 @@ class TensorLoad(wiring.Component):
             m.d.sync += reg.eq(value)
             return reg
         def sum_is_one(*terms):     # t0 + t1 + ... == 1 for unsigned terms, without adders
-            return Cat(*((t == 1) & Cat(*(u == 0 for u in terms if u is not t)).all() for t in terms)).any()  # untoggled: padding-alone  # noqa: E501
+            return Cat(*((t == 1) & Cat(*(u == 0 for u in terms if u is not t)).all()  # untoggled: padding-alone
+                         for t in terms)).any()  # untoggled: padding-alone
         e_yd_hi = early(insn.y_pad_0 + insn.y_size, 17)
         e_xd_hi = early(insn.x_pad_0 + insn.x_size, 17)
         e_xd_last = early(insn.x_pad_0 + insn.x_size - 1, 17)
@@ -162,7 +163,8 @@ class TensorLoad(wiring.Component):
             m.d.comb += cmd.payload.beats.eq(
                 (c_byte[:log_bb] + (x_size << log_eb) + (bb - 1)) >> log_bb)  # untoggled: uop-row-bytes
         with m.If(cmd.valid & cmd.ready):
-            m.d.sync += [c_left.eq(c_left - 1), c_last.eq(c_left == 1), c_elem.eq(c_elem + x_stride)]  # untoggled: stride-carry  # noqa: E501
+            m.d.sync += [c_left.eq(c_left - 1), c_last.eq(c_left == 1),  # untoggled: stride-carry
+                         c_elem.eq(c_elem + x_stride)]  # untoggled: stride-carry
             with m.If(c_last):
                 m.d.sync += c_active.eq(0)
 

@@ -136,7 +136,8 @@ class Store(wiring.Component):
         with m.Elif(issue):
             m.d.sync += [r_ptr.eq(r_ptr + 1), r_x.eq(r_x + 1), row_end.eq(r_x + 2 == insn.x_size)]  # untoggled: store-count
             with m.If(row_end):
-                m.d.sync += [r_x.eq(0), r_y.eq(r_y + 1), r_elem.eq(r_elem + insn.x_stride),  # untoggled: store-count, stride-carry  # noqa: E501
+                m.d.sync += [r_x.eq(0), r_y.eq(r_y + 1),  # untoggled: store-count, stride-carry
+                             r_elem.eq(r_elem + insn.x_stride),  # untoggled: store-count, stride-carry
                              row_end.eq(insn.x_size == 1), last_row.eq(r_y + 2 == insn.y_size)]  # untoggled: store-count
                 with m.If(last_row):
                     m.d.sync += r_active.eq(0)

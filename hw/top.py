@@ -181,7 +181,8 @@ class Top(wiring.Component):
             insn = data.View(mem_layout, mod.insn.payload)
             fire = Signal(name=f"{type(mod).__name__.lower()}_insn_fire")
             elems = Signal(32, name=f"{type(mod).__name__.lower()}_insn_elems")
-            m.d.comb += [fire.eq(mod.insn.valid & mod.insn.ready & (insn.opcode <= Opcode.STORE)),  # untoggled: load-or-store  # noqa: E501
+            m.d.comb += [fire.eq(mod.insn.valid & mod.insn.ready  # untoggled: load-or-store
+                                 & (insn.opcode <= Opcode.STORE)),  # untoggled: load-or-store
                          elems.eq(insn.x_size * insn.y_size)]
             with m.If(fire):
                 with m.Switch(insn.memory_type):
@@ -189,7 +190,8 @@ class Top(wiring.Component):
                         if (mod is store) != (mem == MemId.OUT):
                             continue
                         with m.Case(mem):
-                            m.d.sync += counters[name].eq(counters[name] + (elems << log_bytes))  # untoggled: byte-counter-next  # noqa: E501
+                            m.d.sync += counters[name].eq(  # untoggled: byte-counter-next
+                                counters[name] + (elems << log_bytes))  # untoggled: byte-counter-next
         for name, sig in counters.items():
             m.d.comb += getattr(regs, name).eq(sig)
         return m

@@ -13,10 +13,11 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Collection
 from functools import cache
 from pathlib import Path
 
-__all__ = ["ROOT", "KINDS", "UnknownAnnotation", "source_line", "source_code", "annotations", "annotated_keys"]
+__all__ = ["ROOT", "KINDS", "UnknownAnnotation", "source_line", "source_code", "file_annotations", "annotated_keys"]
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("untoggled", "unreachable")
@@ -60,7 +61,7 @@ def source_code(path: str, n: int) -> str | None:
 
 
 @cache
-def annotations(path: str, root: Path = ROOT) -> dict:
+def file_annotations(path: str, root: Path = ROOT) -> dict:
     """``{line: {kind: (key, ...)}}``: the coverage annotations in the comments of the Python file ``path``
     (relative to ``root``, the project by default); empty for a file that is missing or is not Python."""
     out: dict = {}
@@ -71,7 +72,7 @@ def annotations(path: str, root: Path = ROOT) -> dict:
     return out
 
 
-def annotated_keys(src: str | None, kind: str, known, root: Path = ROOT) -> tuple:
+def annotated_keys(src: str | None, kind: str, known: Collection[str], root: Path = ROOT) -> tuple:
     """The keys of ``kind`` annotated on the project line ``src`` (``file:line``, as a ``src`` attribute names it),
     in their order on the line; raises :class:`UnknownAnnotation` (naming ``file:line`` and the ``known`` keys) for a
     key not in ``known``. Only project files are read: a path outside the project's own tree (the site-packages of a
@@ -79,7 +80,7 @@ def annotated_keys(src: str | None, kind: str, known, root: Path = ROOT) -> tupl
     path, _, line = (src or "").rpartition(":")
     if not line.isdigit() or not path or path.startswith((".", "/")) or "site-packages/" in path:
         return ()
-    keys = annotations(path, root).get(int(line), {}).get(kind, ())
+    keys = file_annotations(path, root).get(int(line), {}).get(kind, ())
     for key in keys:
         if key not in known:
             raise UnknownAnnotation(f"{path}:{line}: unknown '# {kind}:' key {key!r}; known keys: "

@@ -22,7 +22,7 @@ w = d  # untoggled: mystery
 def test_annotations_are_read_from_comments_in_their_order(tmp_path):
     (tmp_path / "hw").mkdir()
     (tmp_path / "hw" / "demo.py").write_text(DEMO)
-    assert sources.annotations("hw/demo.py", tmp_path) == {
+    assert sources.file_annotations("hw/demo.py", tmp_path) == {
         1: {"untoggled": ("counter",)}, 3: {"untoggled": ("one", "two"), "unreachable": ("never",)},
         5: {"untoggled": ("mystery",)}}
     known = {"counter", "one", "two", "never"}
@@ -42,6 +42,6 @@ def test_an_unknown_key_is_an_error_naming_the_line_and_the_known_keys(tmp_path)
 
 
 def test_source_code_leaves_out_the_comment():
-    line = next(n for n, kinds in sources.annotations("hw/queues.py").items() if "untoggled" in kinds)
+    line = next(n for n, kinds in sources.file_annotations("hw/queues.py").items() if "untoggled" in kinds)
     assert "#" in sources.source_line("hw/queues.py", line)
     assert sources.source_code("hw/queues.py", line) == sources.source_line("hw/queues.py", line).split("  #")[0]

@@ -13,7 +13,7 @@ def hw_annotations(kind):
     out = {}
     for path in sorted((sources.ROOT / "hw").rglob("*.py")):
         rel = str(path.relative_to(sources.ROOT))
-        for line, kinds in sources.annotations(rel).items():
+        for line, kinds in sources.file_annotations(rel).items():
             for key in kinds.get(kind, ()):
                 out.setdefault(key, []).append(f"{rel}:{line}")
     return out

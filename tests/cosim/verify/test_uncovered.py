@@ -62,7 +62,7 @@ def test_an_if_whose_condition_comes_from_an_annotated_line_takes_its_waiver(tmp
 
 
 def test_the_real_token_queue_condition_is_waived_by_its_annotation():
-    line = next(n for n, kinds in sources.annotations("hw/queues.py").items() if "unreachable" in kinds)
+    line = next(n for n, kinds in sources.file_annotations("hw/queues.py").items() if "unreachable" in kinds)
     key = uncovered.with_source_text(f"hw/queues.py:{line} (if \\$2)")
     assert key == f"hw/queues.py:{line} `with m.Elif(push & pop):` (if \\$2)"
     assert uncovered.explain(key, {"vta_top.tokens_g2l$343"}).startswith("reachable, not unreachable")
