@@ -80,7 +80,7 @@ class RtlDevice:
         self.mem = mem
         self._fault: tuple[str, int, str] | None = None
         self.window = 0
-        self.base_registers = None      # what a launch writes to the base-address registers (None: the window)
+        self.base_registers: int | None = None      # what a launch writes to the base-address registers (None: the window)
         if mem == "cocotbext":           # cocotbext-axi's AxiRam serves the memory port (cosim/sim/axiram.py)
             from .axiram import attach
             self.axiram = attach(dut, self.dram, mem_seed, dram_latency)

@@ -31,10 +31,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from sw.config import Config, load_config
 from sw.registers import REGISTERS
 from sw.targets.zynq import BoardDevice, BoardError, ContiguousMemory, Mmio
+
+if TYPE_CHECKING:
+    from cosim.sim.rtl import RtlDevice
 
 __all__ = ["VirtualBoard", "serve", "PAGE_BYTES", "RESET_WORD", "QUIT_WORD", "DEFAULT_PHYS", "DEFAULT_DRAM_BYTES"]
 
@@ -58,7 +62,7 @@ def serve(page: str, dram: str, phys: int) -> dict:
 
     from sw import runtime
 
-    dut = runtime.current().target.dut
+    dut = cast("RtlDevice", runtime.current().target).dut
     lib = ctypes.CDLL(None)
     err = lib.vta_dram_use_file(str(dram).encode())
     if err:

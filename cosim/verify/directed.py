@@ -7,6 +7,8 @@ command queues). Each returns the result of :func:`~cosim.verify.raw.run_raw` (o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 
 from sw import runtime
@@ -14,6 +16,9 @@ from sw.isa import AluOp, MemId, Opcode
 from sw.targets.launch import window_alignment
 
 from .raw import NOP_COMPUTE, NOP_LOAD, NOP_STORE, OUTSIDE, X_SIZE_MAX, finish_after_store, run_raw
+
+if TYPE_CHECKING:
+    from cosim.sim.rtl import RtlDevice
 
 __all__ = ["register_sweep", "address_sweep", "high_window", "top_fetch", "field_sweep", "empty_alu", "token_traffic",
            "token_fill", "queue_fill", "held_pushes", "token_saturate", "huge_transfers", "index_sweep", "loop_sweep",
@@ -28,7 +33,7 @@ def register_sweep() -> dict:
 
     from hw import control
 
-    dev = runtime.current().target
+    dev = cast("RtlDevice", runtime.current().target)
     read, write = resume(dev.read_reg), resume(dev.write_reg)
     offsets = sorted(r.offset for r in control.REGISTER_MAP)
     host = {r.offset for r in control.REGISTER_MAP if r.kind == "host"}
@@ -92,7 +97,7 @@ def high_window() -> dict:
 
     from .faults import axi_error
 
-    dev = runtime.current().target
+    dev = cast("RtlDevice", runtime.current().target)
     base = (1 << 32) - window_alignment(len(dev.dram))
     dev.set_window(base)
     try:
@@ -137,7 +142,7 @@ def field_sweep() -> dict:
                                                                        MemId.ACC_8BIT)]
               + [dict(opcode=Opcode.STORE, memory_type=MemId.OUT, **mem), gemm, alu]):
         insns += [f, {k: (v if k in ("opcode", "memory_type", "alu_opcode") else 0) for k, v in f.items()}]
-    dev = runtime.current().target
+    dev = cast("RtlDevice", runtime.current().target)
     dev.base_registers = 0xFFFFFFFF
     try:
         return run_raw(insns + [dict(opcode=Opcode.FINISH)])
@@ -289,7 +294,7 @@ def huge_transfers(rows: int = (1 << 15) + 1, max_beats: int = 1 << 17) -> list:
     from ..sim import axi_monitor
 
     q = runtime.current()
-    cfg, dev = q.cfg, q.target
+    cfg, dev = q.cfg, cast("RtlDevice", q.target)
     beat_bytes = cfg.BUS_WIDTH // 8
     out: list[tuple] = []
     for mem in (MemId.INP, MemId.WGT, MemId.UOP, MemId.ACC, MemId.ACC_8BIT, MemId.OUT):
@@ -440,7 +445,7 @@ def fetch_huge(beat: int = 256) -> dict:
     q = runtime.current()
     at = len(q.dram) - q.isa.insn_bytes
     saved = q.dram[at:].copy()
-    q.target.inject_axi_error("read", beat, "DECERR")
+    cast("RtlDevice", q.target).inject_axi_error("read", beat, "DECERR")
     try:
         with axi_monitor.raw_image():
             return run_raw([0], at=at, count=(1 << 32) - 1)

@@ -10,10 +10,15 @@ raise the golden model's errors. Faults injected into a run that would otherwise
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from sw import runtime
 from sw.isa import MemId, Opcode
 
 from .raw import finish_after_store, run_raw, store_insn
+
+if TYPE_CHECKING:
+    from cosim.sim.rtl import RtlDevice
 
 __all__ = ["deadlock", "reserved_flag", "bad_opcode", "bad_memory_type", "timeout", "axi_error", "target_info",
            "raises"]
@@ -66,7 +71,7 @@ def axi_error(channel: str, beat: int, response: str = "SLVERR") -> dict:
                       x_size=8, x_stride=8, push_next=1), dict(opcode=Opcode.FINISH, pop_prev=1)]
     else:
         insns = [store_insn(base // cfg.OUT_ELEM_BYTES), *finish_after_store()]
-    q.target.inject_axi_error(channel, beat, response)
+    cast("RtlDevice", q.target).inject_axi_error(channel, beat, response)
     out = run_raw(insns)
     out["buffer"] = q.dram[base:base + 64].copy()
     out["base"] = base

@@ -8,11 +8,15 @@ program (:func:`axi_error_run`), after which :func:`works_after_errors` checks t
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from sw import runtime
 from sw.isa import AluOp, Opcode
+
+if TYPE_CHECKING:
+    from cosim.sim.rtl import RtlDevice
 
 __all__ = ["FetchFault", "FAULTS", "AXI_FAULTS", "axi_fault_for", "axi_error_run", "works_after_errors", "with_fault"]
 
@@ -98,7 +102,7 @@ def axi_error_run(name: str, seed: int, n_ops: int = 24, bias=None) -> dict:
 
     from .pages import CHECK_BYTES
 
-    device = runtime.current().target
+    device = cast("RtlDevice", runtime.current().target)
     channel, beat, response = axi_fault_for(name, seed, getattr(device, "mem", "dpi"))
     before = device.dram[:CHECK_BYTES].copy()
     device.inject_axi_error(channel, beat, response)

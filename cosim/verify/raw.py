@@ -38,8 +38,12 @@ def run_raw(fields_list, wait_cycles: int = 1 << 31, at: int | None = None, coun
     q = runtime.current()
     isa = q.isa
     raw = isa.words_to_array(f if isinstance(f, int) else isa.encode(**f) for f in fields_list)
-    h = q.alloc(max(raw.size, 4096)) if at is None else None
-    addr = q.memory.get(h).phys if at is None else at
+    h = None
+    if at is None:
+        h = q.alloc(max(raw.size, 4096))
+        addr = q.memory.get(h).phys
+    else:
+        addr = at
     q.dram[addr:addr + raw.size] = raw
     before = q.dram[:CHECK_BYTES].copy()
     out: dict[str, object] = {"error": None, "message": ""}

@@ -10,35 +10,40 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sw.runtime.queue import CommandQueue
 
 __all__ = ["register", "unregister", "lookup", "set_current", "current", "thread_current", "shutdown", "run_lock"]
 
 _LOCK = threading.RLock()
-_QUEUES: dict = {}                       # handle -> live command queue
-_CURRENT = None                          # the process-wide runtime
+_QUEUES: dict[int, CommandQueue] = {}    # handle -> live command queue
+_CURRENT: CommandQueue | None = None     # the process-wide runtime
 _THREAD = threading.local()              # .stack: this thread's thread_current runtimes, innermost last
 _RUN_LOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _STRONG_RUN_LOCKS: dict = {}
 
 
-def register(queue) -> None:
+def register(queue: CommandQueue) -> None:
     with _LOCK:
         _QUEUES[queue.handle] = queue
 
 
-def unregister(queue) -> None:
+def unregister(queue: CommandQueue) -> None:
     with _LOCK:
         _QUEUES.pop(queue.handle, None)
 
 
-def lookup(handle: int):
+def lookup(handle: int) -> CommandQueue | None:
     """The live queue with this handle, or None."""
     with _LOCK:
         return _QUEUES.get(handle)
 
 
-def set_current(queue):
+def set_current(queue: CommandQueue | None) -> CommandQueue | None:
     """Make ``queue`` the process-wide runtime (and a live handle); return the previous one."""
     global _CURRENT
     with _LOCK:
@@ -48,7 +53,7 @@ def set_current(queue):
     return previous
 
 
-def current(make_default):
+def current(make_default: Callable[[], CommandQueue]) -> CommandQueue:
     """The calling thread's innermost runtime, else the process-wide one (``make_default()`` on first use)."""
     global _CURRENT
     stack = getattr(_THREAD, "stack", None)
@@ -62,7 +67,7 @@ def current(make_default):
 
 
 @contextmanager
-def thread_current(queue):
+def thread_current(queue: CommandQueue) -> Iterator[CommandQueue]:
     """Inside the block, ``queue`` is the calling thread's runtime and a live handle (other threads unaffected)."""
     register(queue)
     stack = _THREAD.__dict__.setdefault("stack", [])
@@ -83,7 +88,7 @@ def shutdown() -> None:
         _CURRENT = None
 
 
-def run_lock(target) -> threading.Lock:
+def run_lock(target: object) -> threading.Lock:
     """The lock that serialises runs on ``target``."""
     with _LOCK:
         try:
