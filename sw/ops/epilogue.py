@@ -252,6 +252,7 @@ class Epilogue:
             return v
 
         for op, v in self.residual or ():
+            assert r is not None          # set above: the epilogue has a residual
             r = alu_op(op, r, operand(v))
         for i, (op, v) in enumerate(self.steps):
             if self.branch is not None and i == self.branch[0]:
