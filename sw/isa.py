@@ -13,12 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from sw.config import Config
 
 # The fixed widths of the ISA (docs/isa.md); they do not depend on the JSON.
 INS_WIDTH = 128
@@ -275,10 +272,25 @@ class Insn:
         object.__setattr__(self, "stage", stage)
 
 
+class IsaConfig(Protocol):
+    """What the formats depend on in a :class:`sw.config.Config` (which imports this module)."""
+
+    @property
+    def LOG_UOP_DEPTH(self) -> int: ...
+    @property
+    def LOG_ACC_DEPTH(self) -> int: ...
+    @property
+    def LOG_INP_DEPTH(self) -> int: ...
+    @property
+    def LOG_WGT_DEPTH(self) -> int: ...
+    @property
+    def UOP_SRC_BITS(self) -> int: ...
+
+
 class ISA:
     """The instruction formats for one configuration."""
 
-    def __init__(self, cfg: Config) -> None:
+    def __init__(self, cfg: IsaConfig) -> None:
         self.cfg = cfg
         header = list(_HEADER)
         self.mem = Format("mem", INS_WIDTH, header + [

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import cast
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def current() -> CommandQueue:
 
     The process-wide runtime is created on first use, on the golden model of the default config.
     """
-    return session.current(lambda: CommandQueue(make_target()))
+    return cast(CommandQueue, session.current(lambda: CommandQueue(make_target())))   # (session holds only these)
 
 
 def current_config() -> Config:
@@ -73,7 +74,7 @@ def _queue(cmd) -> CommandQueue:
         q = session.lookup(int(cmd))
     if q is None:
         raise VTAError(f"cmd = {cmd!r} is not a live command handle; get one from command_handle()")
-    return q
+    return cast(CommandQueue, q)
 
 
 
