@@ -210,22 +210,22 @@ def _dense_common(data, weight, bias, epi: Epilogue, virtual_threads, tiles, ret
 
 @overload
 def dense(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = ..., shift: int = ...,
-          clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | None = ..., relu: bool | None = ...,
+          clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | str | None = ..., relu: bool | None = ...,
           return_counters: Literal[False] = ..., epilogue: Epilogue | Sequence | None = ...) -> np.ndarray: ...
 @overload
 def dense(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = ..., shift: int = ...,
-          clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | None = ..., relu: bool | None = ..., *,
+          clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | str | None = ..., relu: bool | None = ..., *,
           return_counters: Literal[True],
           epilogue: Epilogue | Sequence | None = ...) -> tuple[np.ndarray, dict[str, int]]: ...
 @overload
 def dense(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = ..., shift: int = ...,
-          clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | None = ..., relu: bool | None = ...,
+          clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | str | None = ..., relu: bool | None = ...,
           return_counters: bool = ...,
           epilogue: Epilogue | Sequence | None = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
 
 
 def dense(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = None, shift: int = 8,
-          clip: bool = True, virtual_threads: int = 1, tiles: Sequence[int] | None = None, relu: bool | None = None,
+          clip: bool = True, virtual_threads: int = 1, tiles: Sequence[int] | str | None = None, relu: bool | None = None,
           return_counters: bool = False,
           epilogue: Epilogue | Sequence | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """VTA's dense: data (N, K) int8 . weight (M, K)^T int8 in int32, >> shift, + bias (M,) int32,
@@ -244,17 +244,17 @@ def dense(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None
 
 
 @overload
-def gemm(data: npt.ArrayLike, weight: npt.ArrayLike, virtual_threads: int = ..., tiles: Sequence[int] | None = ...,
+def gemm(data: npt.ArrayLike, weight: npt.ArrayLike, virtual_threads: int = ..., tiles: Sequence[int] | str | None = ...,
          return_counters: Literal[False] = ...) -> np.ndarray: ...
 @overload
-def gemm(data: npt.ArrayLike, weight: npt.ArrayLike, virtual_threads: int = ..., tiles: Sequence[int] | None = ..., *,
+def gemm(data: npt.ArrayLike, weight: npt.ArrayLike, virtual_threads: int = ..., tiles: Sequence[int] | str | None = ..., *,
          return_counters: Literal[True]) -> tuple[np.ndarray, dict[str, int]]: ...
 @overload
-def gemm(data: npt.ArrayLike, weight: npt.ArrayLike, virtual_threads: int = ..., tiles: Sequence[int] | None = ...,
+def gemm(data: npt.ArrayLike, weight: npt.ArrayLike, virtual_threads: int = ..., tiles: Sequence[int] | str | None = ...,
          return_counters: bool = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
 
 
-def gemm(data: npt.ArrayLike, weight: npt.ArrayLike, virtual_threads: int = 1, tiles: Sequence[int] | None = None,
+def gemm(data: npt.ArrayLike, weight: npt.ArrayLike, virtual_threads: int = 1, tiles: Sequence[int] | str | None = None,
          return_counters: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """Raw GEMM: data (N, K) int8 . weight (M, K)^T int8 -> int32 (N, M), exact (mod 2^32).
 
