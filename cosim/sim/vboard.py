@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sw.config import Config, load_config
 from sw.registers import REGISTERS
@@ -93,7 +93,7 @@ class VirtualBoard:
     ``cosim.run`` calls of the same config wait until the session ends (one simulator per config)."""
 
     def __init__(self, config: Config | str | None = None, phys: int = DEFAULT_PHYS,
-                 dram_bytes: int = DEFAULT_DRAM_BYTES, directory=None, **run_options):
+                 dram_bytes: int = DEFAULT_DRAM_BYTES, directory: str | Path | None = None, **run_options: Any):
         self.cfg = load_config(config)
         self.phys, self.dram_bytes, self.run_options = phys, dram_bytes, run_options
         self._directory = directory
