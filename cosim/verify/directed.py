@@ -225,7 +225,7 @@ def queue_fill(n: int = 520) -> list:
     long_gemm = dict(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=(1 << 13), iter_in=1)
     big_load = dict(opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=0, dram_base=base // cfg.INP_ELEM_BYTES,
                     y_size=1, x_size=inp, x_stride=inp)
-    runs = [
+    runs: list[list[dict]] = [
         # load waits for compute's token (after the GEMM); its last NOP hands FINISH a token
         [long_gemm, dict(NOP_COMPUTE, push_prev=1), dict(NOP_LOAD, pop_next=1)] + [NOP_LOAD] * n
         + [dict(NOP_LOAD, push_next=1), dict(opcode=Opcode.FINISH, pop_prev=1)],

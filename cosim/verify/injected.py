@@ -14,6 +14,7 @@ import numpy as np
 
 from sw import runtime
 from sw.isa import AluOp, Opcode
+from sw.targets import TargetDevice
 
 if TYPE_CHECKING:
     from cosim.sim.rtl import RtlDevice
@@ -29,20 +30,20 @@ class FetchFault:
     original words back; everything else is the wrapped device's.
     """
 
-    def __init__(self, device, name: str):
+    def __init__(self, device: TargetDevice, name: str):
         if name not in FAULTS:
             raise ValueError(f"fault = {name!r}; allowed: {', '.join(sorted(FAULTS))}")
         self.device, self.fault = device, name
         self.name, self.cfg = device.name, device.cfg
 
     @property
-    def dram(self):
+    def dram(self) -> np.ndarray:
         return self.device.dram
 
     def __getattr__(self, attr):
         return getattr(self.device, attr)
 
-    def run(self, insn_addr, insn_count, wait_cycles=None):
+    def run(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> dict:
         from sw.isa import isa_for
 
         isa = isa_for(self.cfg)
@@ -94,7 +95,7 @@ def axi_fault_for(name: str, seed: int, mem: str = "dpi") -> tuple:
     return channel, beat, "SLVERR" if mem == "cocotbext" else rng.choice(("SLVERR", "DECERR"))
 
 
-def axi_error_run(name: str, seed: int, n_ops: int = 24, bias=None) -> dict:
+def axi_error_run(name: str, seed: int, n_ops: int = 24, bias: dict[str, float] | None = None) -> dict:
     """On the RTL: random program ``seed`` with the AXI error of :func:`axi_fault_for` injected. ``ok`` says whether
     the run stopped with an :class:`~cosim.sim.rtl.AxiResponseError` naming the injected channel and response; device
     memory is put back afterwards."""
@@ -127,6 +128,6 @@ def works_after_errors() -> str:
     return "" if np.array_equal(r["result"], r["expected"]) else "after the AXI errors, a vector addition was wrong"
 
 
-def with_fault(device, name: str | None):
+def with_fault(device: TargetDevice, name: str | None) -> TargetDevice:
     """``device`` with the named fault injected (``device`` itself for None)."""
     return FetchFault(device, name) if name else device

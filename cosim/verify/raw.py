@@ -10,6 +10,8 @@ compute a token are the building blocks the directed programs (:mod:`cosim.verif
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from sw import runtime
@@ -31,7 +33,8 @@ NOP_STORE = dict(opcode=Opcode.STORE, memory_type=MemId.OUT)
 OUTSIDE = 1 << 31        # a bus address above any device memory: the DPI DRAM reads zeros there and drops writes
 
 
-def run_raw(fields_list, wait_cycles: int = 1 << 31, at: int | None = None, count: int | None = None) -> dict:
+def run_raw(fields_list: Sequence[int | dict], wait_cycles: int = 1 << 31, at: int | None = None,
+            count: int | None = None) -> dict:
     """Write the stream into a fresh buffer (or at byte address ``at`` of device memory, outside any buffer: the
     caller saves what is there), run it on the current target (``count`` instructions: all of them by default), and
     report what happened."""

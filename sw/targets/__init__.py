@@ -22,7 +22,10 @@ __all__ = ["make_target", "is_board_spec", "TargetDevice"]
 
 
 class TargetDevice(Protocol):
-    """What a target offers (the module docstring): its config, its device memory and ``run``."""
+    """What a target offers (the module docstring): its name, config, device memory and ``run``."""
+
+    @property
+    def name(self) -> str: ...
 
     @property
     def cfg(self) -> Config: ...
@@ -30,7 +33,7 @@ class TargetDevice(Protocol):
     @property
     def dram(self) -> np.ndarray: ...
 
-    def run(self, insn_addr: int, insn_count: int, wait_cycles: int) -> dict: ...
+    def run(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> dict: ...
 
 
 def is_board_spec(spec: object) -> TypeGuard[str]:
