@@ -4,6 +4,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from sw.config import Config
 from sw.isa import AluOp, alu_opcodes
 
 from .gemm import UopSequencer
@@ -99,7 +100,7 @@ class Alu(wiring.Component):
 
     latency = 8
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: Config) -> None:
         check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
@@ -120,7 +121,7 @@ class Alu(wiring.Component):
     def supported(cfg, opcode):
         return opcode in alu_opcodes(cfg)
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg = self._cfg
         insn = self.insn

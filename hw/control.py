@@ -11,6 +11,8 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from sw.config import Config
+
 from .axi import axi4_lite_signature
 from .registers import (
     ERROR_CODE_BITS,
@@ -68,7 +70,7 @@ class ControlRegs(wiring.Component):
         AXI4-Lite address bits, 8..32 (default 16, as VTA's VCR).
     """
 
-    def __init__(self, cfg=None, *, addr_width: int = 16):
+    def __init__(self, cfg: Config | None = None, *, addr_width: int = 16):
         if isinstance(addr_width, bool) or not isinstance(addr_width, int) or not 8 <= addr_width <= 32:
             raise ValueError(f"ControlRegs: addr_width must be an integer in [8, 32], got {addr_width!r}")
         self.cfg = cfg
@@ -88,7 +90,7 @@ class ControlRegs(wiring.Component):
                 members[cast(str, r.port)] = In(r.width)
         super().__init__(members)
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         bus = self.bus
         consts = _const_values(self.cfg)
@@ -112,7 +114,7 @@ class ControlRegs(wiring.Component):
             elif r.kind == "const":
                 values[r.name] = Const(consts[r.name], 32)
             elif r.kind == "input":
-                values[r.name] = getattr(self, r.port)
+                values[r.name] = getattr(self, cast(str, r.port))
             else:
                 values[r.name] = regs[r.name]
             if r.kind == "host":
@@ -176,7 +178,7 @@ class ControlRegs(wiring.Component):
                 if r.kind in ("cycles", "counter", "delta"):
                     m.d.sync += regs[r.name].eq(0)
                 if r.kind == "delta":
-                    m.d.sync += bases[r.name].eq(getattr(self, r.port))
+                    m.d.sync += bases[r.name].eq(getattr(self, cast(str, r.port)))
         with m.Else():
             with m.If((error_code == 0) & (error_in != 0)):
                 m.d.sync += error_code.eq(error_in)
@@ -187,8 +189,8 @@ class ControlRegs(wiring.Component):
                     if r.kind == "cycles":
                         m.d.sync += regs[r.name].eq(regs[r.name] + 1)
                     elif r.kind == "counter":
-                        with m.If(getattr(self, r.port)):
+                        with m.If(getattr(self, cast(str, r.port))):
                             m.d.sync += regs[r.name].eq(regs[r.name] + 1)
                     elif r.kind == "delta":
-                        m.d.sync += regs[r.name].eq(getattr(self, r.port) - bases[r.name])
+                        m.d.sync += regs[r.name].eq(getattr(self, cast(str, r.port)) - bases[r.name])
         return m

@@ -7,6 +7,8 @@ from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from sw.config import Config
+
 from .layouts import insn_layouts, uop_layout
 from .sram import check_config, fan_out, merge_history, merge_rows, merge_select, read_signature, write_signature
 
@@ -75,7 +77,7 @@ class UopSequencer(wiring.Component):
     iteration is the first (i_in = 0).
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: Config) -> None:
         check_config(cfg, self)
         self._cfg = cfg
         uw = cfg.LOG_UOP_DEPTH + 1
@@ -91,7 +93,7 @@ class UopSequencer(wiring.Component):
             members[name] = Out(w)
         super().__init__(members)
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg = self._cfg
         uw = cfg.LOG_UOP_DEPTH + 1
@@ -180,7 +182,7 @@ class Gemm(wiring.Component):
     (In(ReadPort.Signature)) and ``acc_wr`` (In(WritePort.Signature)).
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: Config) -> None:
         check_config(cfg, self)
         self._cfg = cfg
         levels = (cfg.BLOCK_IN - 1).bit_length()
@@ -200,7 +202,7 @@ class Gemm(wiring.Component):
             "acc_wr": In(write_signature(cfg, "acc")),
         })
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg = self._cfg
         insn = self.insn

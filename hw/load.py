@@ -10,6 +10,7 @@ from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from sw.config import Config
 from sw.isa import INS_WIDTH, MemId
 
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_read_signature
@@ -53,7 +54,7 @@ class TensorLoad(wiring.Component):
     ``done`` Out(1), ``dma`` Out(DMA read client), ``wr`` In(WritePort.Signature) (driven).
     """
 
-    def __init__(self, cfg, *, elem_bytes, depth):
+    def __init__(self, cfg: Config, *, elem_bytes: int, depth: int) -> None:
         check_config(cfg, self)
         _check_pow2(self, "elem_bytes", elem_bytes, 1, 1 << 16)
         _check_pow2(self, "depth", depth, 1, 1 << 16)
@@ -71,7 +72,7 @@ class TensorLoad(wiring.Component):
                                                 shape=elem_bytes * 8)),
         })
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg = self._cfg
         bus = cfg.BUS_WIDTH
@@ -298,7 +299,7 @@ class Load(wiring.Component):
         ``clear``     In(1)   leave the error halt (clears ``error``; ignored unless halted), e.g. at launch
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: Config) -> None:
         check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
@@ -316,7 +317,7 @@ class Load(wiring.Component):
             "clear": In(1),
         })
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg = self._cfg
         m.submodules.inp = inp = TensorLoad(cfg, elem_bytes=cfg.INP_ELEM_BYTES, depth=cfg.INP_DEPTH)
