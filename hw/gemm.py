@@ -3,7 +3,9 @@
 Also holds :class:`UopSequencer`, the two-level micro-op loop shared with the tensor ALU.
 """
 
-from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, Signal, signed, unsigned
+from collections.abc import Iterable
+
+from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -15,7 +17,7 @@ from .sram import check_config, fan_out, merge_history, merge_rows, merge_select
 __all__ = ["UopSequencer", "Gemm", "tree_sum", "registered_mul"]
 
 
-def tree_sum(terms):
+def tree_sum(terms: Iterable[Value]) -> Value:
     """Sum a list of values with a balanced adder tree."""
     terms = list(terms)
     while len(terms) > 1:
@@ -26,7 +28,8 @@ def tree_sum(terms):
     return terms[0]
 
 
-def registered_mul(m, platform, a, b, name, *, signed_operands=True):
+def registered_mul(m: Module, platform: object, a: Value, b: Value, name: str, *,
+                   signed_operands: bool = True) -> Signal:
     """The product of ``a`` and ``b`` (at most 18 bits each; signed, or unsigned with
     ``signed_operands=False``) two cycles later: the operands are registered, then the product.
     On an ECP5 (``platform.family == "ecp5"``) this is one MULT18X18D with its input and output

@@ -5,6 +5,8 @@ time); :class:`Load` is the load module of the accelerator (two TensorLoads, INP
 one DMA read client) and :class:`Compute` reuses TensorLoad for UOP, ACC and ACC_8BIT loads.
 """
 
+from collections.abc import Sequence
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -254,7 +256,7 @@ class TensorLoad(wiring.Component):
         return m
 
 
-def dma_read_mux(m, target, clients, sel):
+def dma_read_mux(m: Module, target: wiring.PureInterface, clients: Sequence[TensorLoad], sel: Signal) -> None:
     """Share one DMA read client ``target`` among ``clients`` (:class:`TensorLoad` s); ``sel`` (a
     Signal) picks the one allowed to talk. Switch ``sel`` only when the selected client is idle.
 
