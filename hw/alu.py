@@ -1,9 +1,12 @@
 """The tensor ALU: runs one ALU instruction over the micro-op loop nest (docs/architecture.md §2.8)."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from collections.abc import Sequence
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from sw.config import Config
 from sw.isa import AluOp, alu_opcodes
 
 from .gemm import UopSequencer
@@ -13,7 +16,7 @@ from .sram import and_or, check_config, fan_out, merge_history, merge_rows, merg
 __all__ = ["Alu", "alu_lane", "shift_amount"]
 
 
-def shift_amount(b):
+def shift_amount(b: Value) -> tuple[Value, Value]:
     """SHR's shift of a lane of w = len(b) bits (the accumulator width) by signed ``b``: ``(left, amount)``.
     b >= 0: right (arithmetic) by min(b, w - 1); b < 0: left by min(-b, w - 1). Built from bit tests and a
     log2(w)-bit negation (no w-bit compare), for timing."""
@@ -25,7 +28,8 @@ def shift_amount(b):
     return sign, amount
 
 
-def alu_lane(m, ops, a, b, left, amount, less, a_pre):
+def alu_lane(m: Module, ops: Sequence[dict[str, Value]], a: Value, b: Value, left: Sequence[Value],
+             amount: Sequence[Value], less: Sequence[Value], a_pre: Value) -> Value:
     """The result of one accumulator lane of MIN, MAX, ADD or SHR applied to signed ``a`` and ``b``. ``ops``:
     one-hot registers ``{"max", "add", "shr"}`` (none set: MIN); ``(left, amount)`` =
     :func:`shift_amount` of ``b`` (computed a stage earlier). MUL is not here (see :class:`Alu`).
@@ -99,7 +103,7 @@ class Alu(wiring.Component):
 
     latency = 8
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: Config) -> None:
         check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
@@ -117,10 +121,10 @@ class Alu(wiring.Component):
         })
 
     @staticmethod
-    def supported(cfg, opcode):
+    def supported(cfg: Config, opcode: int) -> bool:
         return opcode in alu_opcodes(cfg)
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg = self._cfg
         insn = self.insn

@@ -8,6 +8,8 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import fifo, wiring
 from amaranth.lib.wiring import In, Out
 
+from sw.config import Config
+
 from .interfaces import ADDR_BITS, DMA_BEATS_BITS, dma_read_signature, dma_write_signature
 
 __all__ = ["axi4_signature", "axi4_lite_signature", "AxiMaster", "BUS_WIDTHS",
@@ -143,7 +145,7 @@ class AxiMaster(wiring.Component):
         Outstanding read bursts / write bursts awaiting B, 1..64.
     """
 
-    def __init__(self, cfg_or_bus_width, n_readers: int = 1, *, max_burst: int = 256,
+    def __init__(self, cfg_or_bus_width: Config | int, n_readers: int = 1, *, max_burst: int = 256,
                  max_reads: int = 4, max_writes: int = 4):
         bus_width = getattr(cfg_or_bus_width, "BUS_WIDTH", cfg_or_bus_width)
         if bus_width not in BUS_WIDTHS or isinstance(bus_width, bool):
@@ -173,7 +175,7 @@ class AxiMaster(wiring.Component):
             "write_beats": Out(32),
         })
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         axi = self.axi
         lb = self.log_bytes

@@ -4,6 +4,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from sw.config import Config
 from sw.isa import INS_WIDTH, MEMOP_SIZE_BITS, MemId, Opcode, alu_opcodes
 
 from .alu import Alu
@@ -61,7 +62,7 @@ class Compute(wiring.Component):
     ``out_banks`` (rows [0, D/2) and [D/2, D) of acc depth D; one bank when D is 1).
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: Config) -> None:
         check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
@@ -94,7 +95,7 @@ class Compute(wiring.Component):
         self.out_banks = [memory.Memory(shape=cfg.OUT_MATRIX_WIDTH, depth=cfg.ACC_DEPTH // nbanks, init=())
                           for _ in range(nbanks)]
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg = self._cfg
         lanes = cfg.BATCH * cfg.BLOCK_OUT
@@ -133,7 +134,7 @@ class Compute(wiring.Component):
         # A slot is taken from issue until its unit's ``done``. Pushes leave in program order: the
         # pushes of an instruction that ends while an older one (the head) still runs are held
         # (``held_*``) until the head ends; ended pushes queue in ``due_*`` and leave one per cycle.
-        units = (gemm, alu)
+        units: tuple[wiring.Component, ...] = (gemm, alu)
         # an acc load running beside younger GEMMs (``ld_side``: the load pushes nothing and its rows
         # lie in one bank, ``ld_bank``; decided in DRAIN from the row count multiplied out in DECODE)
         ld_taken = Signal()

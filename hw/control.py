@@ -10,6 +10,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from sw.config import Config
 from sw.registers import ERROR_CODE_BITS, REGISTER_MAP, const_values
 
 from .axi import axi4_lite_signature
@@ -56,7 +57,7 @@ class ControlRegs(wiring.Component):
         AXI4-Lite address bits, 8..32 (default 16, as VTA's VCR).
     """
 
-    def __init__(self, cfg=None, *, addr_width: int = 16):
+    def __init__(self, cfg: Config | None = None, *, addr_width: int = 16):
         if isinstance(addr_width, bool) or not isinstance(addr_width, int) or not 8 <= addr_width <= 32:
             raise ValueError(f"ControlRegs: addr_width must be an integer in [8, 32], got {addr_width!r}")
         self.cfg = cfg
@@ -76,7 +77,7 @@ class ControlRegs(wiring.Component):
                 members[cast(str, r.port)] = In(r.width)
         super().__init__(members)
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         bus = self.bus
         consts = const_values(self.cfg)
@@ -100,7 +101,7 @@ class ControlRegs(wiring.Component):
             elif r.kind == "const":
                 values[r.name] = Const(consts[r.name], 32)
             elif r.kind == "input":
-                values[r.name] = getattr(self, r.port)
+                values[r.name] = getattr(self, cast(str, r.port))
             else:
                 values[r.name] = regs[r.name]
             if r.kind == "host":
@@ -164,7 +165,7 @@ class ControlRegs(wiring.Component):
                 if r.kind in ("cycles", "counter", "delta"):
                     m.d.sync += regs[r.name].eq(0)
                 if r.kind == "delta":
-                    m.d.sync += bases[r.name].eq(getattr(self, r.port))
+                    m.d.sync += bases[r.name].eq(getattr(self, cast(str, r.port)))
         with m.Else():
             with m.If((error_code == 0) & (error_in != 0)):
                 m.d.sync += error_code.eq(error_in)
@@ -175,8 +176,8 @@ class ControlRegs(wiring.Component):
                     if r.kind == "cycles":
                         m.d.sync += regs[r.name].eq(regs[r.name] + 1)  # untoggled: counter
                     elif r.kind == "counter":
-                        with m.If(getattr(self, r.port)):
+                        with m.If(getattr(self, cast(str, r.port))):
                             m.d.sync += regs[r.name].eq(regs[r.name] + 1)  # untoggled: counter
                     elif r.kind == "delta":
-                        m.d.sync += regs[r.name].eq(getattr(self, r.port) - bases[r.name])  # untoggled: counter
+                        m.d.sync += regs[r.name].eq(getattr(self, cast(str, r.port)) - bases[r.name])  # untoggled: counter
         return m

@@ -4,6 +4,7 @@ from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from sw.config import Config
 from sw.isa import INS_WIDTH, MemId, Opcode, alu_opcodes
 from sw.registers import ERROR_CODE_BITS, ErrorCode
 
@@ -73,7 +74,7 @@ class Fetch(wiring.Component):
         Bus words of the staging buffer, 2..512 (default 32); DMA commands are half of it.
     """
 
-    def __init__(self, cfg, *, queue_depth: int = 512, buffer_beats: int = 32):
+    def __init__(self, cfg: Config, *, queue_depth: int = 512, buffer_beats: int = 32):
         for name, value, lo, hi in (("queue_depth", queue_depth, 2, 65536),
                                     ("buffer_beats", buffer_beats, 2, 512)):
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
@@ -105,7 +106,7 @@ class Fetch(wiring.Component):
             "insn_fetched": Out(32),
         })
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         bus = self.bus_width
         log_bytes = (bus // 8).bit_length() - 1

@@ -8,6 +8,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from sw.config import Config
 from sw.isa import Opcode
 
 from .gemm import registered_mul
@@ -51,7 +52,7 @@ class AccFootprint(wiring.Component):
     ``done``, ``empty``, ``single``, ``bank``, ``apart``, ``distinct`` Out(1), ``lo``, ``hi`` Out(32).
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: Config) -> None:
         check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
@@ -68,7 +69,7 @@ class AccFootprint(wiring.Component):
             "hi": Out(32),
         })
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg = self._cfg
         aw = cfg.LOG_ACC_DEPTH

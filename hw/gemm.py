@@ -3,9 +3,13 @@
 Also holds :class:`UopSequencer`, the two-level micro-op loop shared with the tensor ALU.
 """
 
-from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, Signal, signed, unsigned
+from collections.abc import Iterable
+
+from amaranth.hdl import Cat, ClockSignal, Instance, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
+from sw.config import Config
 
 from .layouts import insn_layouts, uop_layout
 from .sram import check_config, fan_out, merge_history, merge_rows, merge_select, read_signature, write_signature
@@ -13,7 +17,7 @@ from .sram import check_config, fan_out, merge_history, merge_rows, merge_select
 __all__ = ["UopSequencer", "Gemm", "tree_sum", "registered_mul"]
 
 
-def tree_sum(terms):
+def tree_sum(terms: Iterable[Value]) -> Value:
     """Sum a list of values with a balanced adder tree."""
     terms = list(terms)
     while len(terms) > 1:
@@ -24,7 +28,8 @@ def tree_sum(terms):
     return terms[0]
 
 
-def registered_mul(m, platform, a, b, name, *, signed_operands=True):
+def registered_mul(m: Module, platform: object, a: Value, b: Value, name: str, *,
+                   signed_operands: bool = True) -> Signal:
     """The product of ``a`` and ``b`` (at most 18 bits each; signed, or unsigned with
     ``signed_operands=False``) two cycles later: the operands are registered, then the product.
     On an ECP5 (``platform.family == "ecp5"``) this is one MULT18X18D with its input and output
@@ -75,7 +80,7 @@ class UopSequencer(wiring.Component):
     iteration is the first (i_in = 0).
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: Config) -> None:
         check_config(cfg, self)
         self._cfg = cfg
         uw = cfg.LOG_UOP_DEPTH + 1
@@ -91,7 +96,7 @@ class UopSequencer(wiring.Component):
             members[name] = Out(w)
         super().__init__(members)
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg = self._cfg
         uw = cfg.LOG_UOP_DEPTH + 1
@@ -183,7 +188,7 @@ class Gemm(wiring.Component):
     (In(ReadPort.Signature)) and ``acc_wr`` (In(WritePort.Signature)).
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: Config) -> None:
         check_config(cfg, self)
         self._cfg = cfg
         levels = (cfg.BLOCK_IN - 1).bit_length()
@@ -203,7 +208,7 @@ class Gemm(wiring.Component):
             "acc_wr": In(write_signature(cfg, "acc")),
         })
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg = self._cfg
         insn = self.insn

@@ -8,6 +8,7 @@
 from amaranth.hdl import signed, unsigned
 from amaranth.lib import data
 
+from sw.config import Config
 from sw.isa import Format, isa_for
 
 __all__ = ["layout_of", "insn_layouts", "uop_layout"]
@@ -19,10 +20,10 @@ def layout_of(fmt: Format) -> data.FlexibleLayout:
     })
 
 
-def insn_layouts(cfg) -> dict:
+def insn_layouts(cfg: Config) -> dict:
     isa = isa_for(cfg)
     return {kind: layout_of(fmt) for kind, fmt in isa.formats.items()}
 
 
-def uop_layout(cfg) -> data.FlexibleLayout:
+def uop_layout(cfg: Config) -> data.FlexibleLayout:
     return layout_of(isa_for(cfg).uop)

@@ -5,11 +5,14 @@ time); :class:`Load` is the load module of the accelerator (two TensorLoads, INP
 one DMA read client) and :class:`Compute` reuses TensorLoad for UOP, ACC and ACC_8BIT loads.
 """
 
+from collections.abc import Sequence
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from sw.config import Config
 from sw.isa import INS_WIDTH, MemId
 
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_read_signature
@@ -53,7 +56,7 @@ class TensorLoad(wiring.Component):
     ``done`` Out(1), ``dma`` Out(DMA read client), ``wr`` In(WritePort.Signature) (driven).
     """
 
-    def __init__(self, cfg, *, elem_bytes, depth):
+    def __init__(self, cfg: Config, *, elem_bytes: int, depth: int) -> None:
         check_config(cfg, self)
         _check_pow2(self, "elem_bytes", elem_bytes, 1, 1 << 16)
         _check_pow2(self, "depth", depth, 1, 1 << 16)
@@ -71,7 +74,7 @@ class TensorLoad(wiring.Component):
                                                 shape=elem_bytes * 8)),
         })
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg = self._cfg
         bus = cfg.BUS_WIDTH
@@ -255,7 +258,7 @@ class TensorLoad(wiring.Component):
         return m
 
 
-def dma_read_mux(m, target, clients, sel):
+def dma_read_mux(m: Module, target: wiring.PureInterface, clients: Sequence[TensorLoad], sel: Signal) -> None:
     """Share one DMA read client ``target`` among ``clients`` (:class:`TensorLoad` s); ``sel`` (a
     Signal) picks the one allowed to talk. Switch ``sel`` only when the selected client is idle.
 
@@ -300,7 +303,7 @@ class Load(wiring.Component):
         ``clear``     In(1)   leave the error halt (clears ``error``; ignored unless halted), e.g. at launch
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: Config) -> None:
         check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
@@ -318,7 +321,7 @@ class Load(wiring.Component):
             "clear": In(1),
         })
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg = self._cfg
         m.submodules.inp = inp = TensorLoad(cfg, elem_bytes=cfg.INP_ELEM_BYTES, depth=cfg.INP_DEPTH)

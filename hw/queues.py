@@ -50,7 +50,7 @@ class TokenQueue(wiring.Component):
             "clear": In(1),
         })
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         count = Signal(range(self.depth + 1), init=0)
         nonzero = Signal()          # count != 0, kept as a register (timing: ``valid`` is a flip-flop)

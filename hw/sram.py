@@ -28,9 +28,13 @@ one has a member ``In(write_signature(cfg, "inp"))`` (flipped: the module drives
 ``wiring.connect(m, load.inp_wr, inp_mem.write_port())``.
 """
 
-from amaranth.hdl import Cat, Const, Signal
+from collections.abc import Iterable, Sequence
+
+from amaranth.hdl import Cat, Const, Module, Signal, Value
 from amaranth.lib import memory, wiring
 from amaranth.utils import exact_log2
+
+from sw.config import Config
 
 __all__ = ["SRAM_NAMES", "check_config", "parameter_error", "sram_geometry", "make_memory", "write_signature",
            "read_signature", "and_or", "join_acc", "merge_history", "merge_select", "merge_rows"]
@@ -38,14 +42,14 @@ __all__ = ["SRAM_NAMES", "check_config", "parameter_error", "sram_geometry", "ma
 SRAM_NAMES = ("uop", "inp", "wgt", "acc", "out")
 
 
-def parameter_error(component, message):
+def parameter_error(component: wiring.Component, message: str) -> ValueError:
     """A ValueError about a parameter of ``component``, which is then never elaborated (so no
     UnusedElaboratable warning is raised for it)."""
     component._MustUse__silence = True
     return ValueError(f"{type(component).__name__}: {message}")
 
 
-def check_config(cfg, component):
+def check_config(cfg: object, component: wiring.Component) -> None:
     """Raise a ValueError unless ``cfg`` is a validated :class:`sw.config.Config`."""
     from sw.config import Config
     if not isinstance(cfg, Config):
@@ -53,7 +57,7 @@ def check_config(cfg, component):
                                          f"not {type(cfg).__name__}")
 
 
-def sram_geometry(cfg, name):
+def sram_geometry(cfg: Config, name: str) -> tuple[int, int]:
     """(depth, row width in bits) of the SRAM ``name`` (one of uop, inp, wgt, acc, out)."""
     if name == "uop":
         return cfg.UOP_DEPTH, 32
@@ -68,23 +72,23 @@ def sram_geometry(cfg, name):
     raise ValueError(f"SRAM name must be one of {', '.join(SRAM_NAMES)}, not {name!r}")
 
 
-def make_memory(cfg, name, init=()):
+def make_memory(cfg: Config, name: str, init: Sequence[int] = ()) -> memory.Memory:
     """A :class:`amaranth.lib.memory.Memory` for the SRAM ``name``, zero-initialised."""
     depth, width = sram_geometry(cfg, name)
     return memory.Memory(shape=width, depth=depth, init=init)
 
 
-def write_signature(cfg, name):
+def write_signature(cfg: Config, name: str) -> wiring.Signature:
     depth, width = sram_geometry(cfg, name)
     return memory.WritePort.Signature(addr_width=exact_log2(depth), shape=width)
 
 
-def read_signature(cfg, name):
+def read_signature(cfg: Config, name: str) -> wiring.Signature:
     depth, width = sram_geometry(cfg, name)
     return memory.ReadPort.Signature(addr_width=exact_log2(depth), shape=width)
 
 
-def and_or(choices, width):
+def and_or(choices: Iterable[tuple[Value, Value]], width: int) -> Value:
     """The value of the one choice whose (one-hot) select bit is set: the OR of AND-masked values
     (two LUT levels for four choices, no priority chain). ``choices``: (bit, value) pairs."""
     out = Const(0, width)
@@ -93,7 +97,7 @@ def and_or(choices, width):
     return out
 
 
-def join_acc(m, unit, mem):
+def join_acc(m: Module, unit: wiring.Component, mem: memory.Memory) -> None:
     """Join ``unit``'s ``acc_wr`` and ``acc_rd`` to the acc memory ``mem`` as the compute module does:
     writes through a register (they reach ``mem`` a cycle after the unit presents them), a read port
     that is not transparent."""
@@ -102,7 +106,7 @@ def join_acc(m, unit, mem):
     wiring.connect(m, unit.acc_rd, mem.read_port())
 
 
-def fan_out(m, value, n, name):
+def fan_out(m: Module, value: Value, n: int, name: str) -> list[Signal]:
     """``n`` copies of ``value`` two cycles later, through a register tree (registers ``<name>_copy...``,
     deliberate duplicates that the FPGA build keeps apart): one register per half of the copies, then
     one per copy. For a signal that the lanes of a unit use where the lanes follow their memory slices
@@ -116,7 +120,7 @@ def fan_out(m, value, n, name):
     return copies
 
 
-def merge_history(m, wr_q, n, name):
+def merge_history(m: Module, wr_q: Value, n: int, name: str) -> list[Value]:
     """``[wr_q, wr_q one cycle before, ..., n cycles before]``: the rows a unit presented for writing
     in this cycle and the ``n`` before (reset-less registers named ``<name>_<k>``)."""
     hist = [wr_q]
@@ -127,7 +131,8 @@ def merge_history(m, wr_q, n, name):
     return hist
 
 
-def merge_select(m, name, lanes, addr, writes, tree=False):
+def merge_select(m: Module, name: str, lanes: int, addr: Value, writes: Sequence[tuple[Value, Value]],
+                 tree: bool = False) -> list[Signal]:
     """Registered one-hot selects of a merge, one copy per lane (registers ``<name>_copy<i>``, kept
     apart in the FPGA build). ``writes``: (valid, row address) of candidate writes, the most recent
     first; bit k of a select is set when write k is the most recent one to ``addr``, the last bit when
@@ -152,7 +157,7 @@ def merge_select(m, name, lanes, addr, writes, tree=False):
     return sel
 
 
-def merge_rows(sel, sources, lanes):
+def merge_rows(sel: Sequence[Value], sources: Sequence[Value], lanes: int) -> Value:
     """The row picked lane by lane by the one-hot selects of :func:`merge_select` from ``sources``
     (in the order of its writes, then the row as read)."""
     w = len(sources[0]) // lanes

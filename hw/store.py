@@ -5,6 +5,7 @@ from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from sw.config import Config
 from sw.isa import INS_WIDTH, MemId
 
 from .interfaces import ADDR_BITS, TokenPopSignature, TokenPushSignature, dma_write_signature
@@ -44,7 +45,7 @@ class Store(wiring.Component):
         ``clear``    In(1)   leave the error halt (clears ``error``; ignored unless halted), e.g. at launch
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: Config) -> None:
         check_config(cfg, self)
         self._cfg = cfg
         super().__init__({
@@ -60,7 +61,7 @@ class Store(wiring.Component):
             "clear": In(1),
         })
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         cfg = self._cfg
         bus = cfg.BUS_WIDTH

@@ -26,7 +26,7 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
 
-from sw.config import load_config
+from sw.config import Config, load_config
 from sw.isa import TOKEN_QUEUE_DEPTH, MemId, Opcode
 from sw.registers import ErrorCode
 
@@ -51,7 +51,7 @@ TRACE_LANES = MODULES + ("gemm", "alu")     # the bits of the ``busy`` port
 class Top(wiring.Component):
     """The whole accelerator for one configuration."""
 
-    def __init__(self, cfg=None, *, token_depth: int = TOKEN_QUEUE_DEPTH, queue_depth: int = 512):
+    def __init__(self, cfg: Config | None = None, *, token_depth: int = TOKEN_QUEUE_DEPTH, queue_depth: int = 512):
         self.cfg = cfg = load_config(cfg)
         self.token_depth = token_depth
         self.queue_depth = queue_depth
@@ -63,7 +63,7 @@ class Top(wiring.Component):
         members.update({"irq": Out(1), "activity": Out(1), "busy": Out(len(TRACE_LANES))})
         super().__init__(members)
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         cfg = self.cfg
         m = Module()
         m.submodules.regs = regs = ControlRegs(cfg, addr_width=CTL_ADDR_BITS)
@@ -143,7 +143,7 @@ class Top(wiring.Component):
             m.d.comb += error.eq(ErrorCode.STORE_ERROR)
         m.d.comb += regs.error_code.eq(error)
 
-        modules = {"fetch": fetch, "load": load, "compute": compute, "store": store}
+        modules: dict[str, wiring.Component] = {"fetch": fetch, "load": load, "compute": compute, "store": store}
         for name, mod in modules.items():
             m.d.comb += [getattr(regs, f"{name}_busy").eq(mod.busy), getattr(regs, f"{name}_stall").eq(mod.stall)]
         m.d.comb += [
@@ -197,7 +197,7 @@ class Top(wiring.Component):
         return m
 
 
-def top_verilog(cfg=None, name: str = "vta_top", emit_src: bool = False) -> str:
+def top_verilog(cfg: Config | str | None = None, name: str = "vta_top", emit_src: bool = False) -> str:
     """The Verilog of the whole accelerator for ``cfg``; ``emit_src=True`` keeps the ``(* src = "file:line" *)``
     attributes that name the Amaranth source of each statement (code-coverage builds map lines back with them)."""
     from amaranth.back import verilog

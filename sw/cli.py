@@ -17,10 +17,16 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import TypeVar, overload
 
 from sw.config import CONFIG_DIR, ConfigError
 
 __all__ = ["UsageError", "MissingExtraError", "command", "choose", "require_extra", "config_names", "USER_ERRORS"]
+
+T = TypeVar("T")
+Main = Callable[[list[str] | None], int]     # a tool's main(argv): its exit code
 
 
 class UsageError(ValueError):
@@ -36,7 +42,7 @@ def config_names() -> list:
     return sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
 
 
-def choose(what: str, value, choices):
+def choose(what: str, value: T, choices: Iterable[T]) -> T:
     """``value`` if it is one of ``choices``, else a :class:`UsageError` naming ``what`` and listing the choices."""
     choices = list(choices)
     if value not in choices:
@@ -49,7 +55,7 @@ EXTRA_TARGETS = {"fpga": "make venv-fpga (or .venv/bin/pip install -e '.[fpga]')
                  "cosim": "make venv", "tvm": "make venv", "onnx": "make venv"}
 
 
-def require_extra(module: str, extra: str):
+def require_extra(module: str, extra: str) -> ModuleType:
     """Import ``module`` (a package of the optional ``extra``), or raise :class:`MissingExtraError` saying how to
     install it."""
     try:
@@ -64,11 +70,17 @@ def require_extra(module: str, extra: str):
 USER_ERRORS = (ConfigError, UsageError, MissingExtraError, FileNotFoundError)
 
 
-def command(main=None, *, errors: tuple = ()):
+@overload
+def command(main: Main, *, errors: tuple[type[BaseException], ...] = ()) -> Main: ...
+@overload
+def command(main: None = None, *, errors: tuple[type[BaseException], ...] = ()) -> Callable[[Main], Main]: ...
+
+
+def command(main: Main | None = None, *, errors: tuple[type[BaseException], ...] = ()) -> Main | Callable[[Main], Main]:
     """Wrap a tool's ``main(argv)`` so that user errors (``USER_ERRORS`` and ``errors``) print one line, exit code 2."""
-    def wrap(fn):
+    def wrap(fn: Main) -> Main:
         @functools.wraps(fn)
-        def wrapped(argv=None):
+        def wrapped(argv: list[str] | None = None) -> int:
             try:
                 return fn(argv)
             except USER_ERRORS + tuple(errors) as err:

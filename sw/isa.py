@@ -9,9 +9,11 @@ model, the disassembler, the Amaranth layouts of the hardware and the tables in 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
+from typing import Protocol
 
 import numpy as np
 
@@ -153,7 +155,7 @@ class Field:
 class Format:
     """An instruction (or micro-op) format: fields with offsets, computed by VTA's layout rule."""
 
-    def __init__(self, name: str, size: int, spec):
+    def __init__(self, name: str, size: int, spec: Iterable[tuple[str, int, bool, str]]):
         self.name = name
         self.size = size
         self.fields: dict[str, Field] = {}
@@ -253,7 +255,7 @@ class Insn:
             raise AttributeError(name) from None
 
     @property
-    def opcode(self):
+    def opcode(self) -> int:
         return self.f["opcode"]
 
     def __post_init__(self):
@@ -270,10 +272,25 @@ class Insn:
         object.__setattr__(self, "stage", stage)
 
 
+class IsaConfig(Protocol):
+    """What the formats depend on in a :class:`sw.config.Config` (which imports this module)."""
+
+    @property
+    def LOG_UOP_DEPTH(self) -> int: ...
+    @property
+    def LOG_ACC_DEPTH(self) -> int: ...
+    @property
+    def LOG_INP_DEPTH(self) -> int: ...
+    @property
+    def LOG_WGT_DEPTH(self) -> int: ...
+    @property
+    def UOP_SRC_BITS(self) -> int: ...
+
+
 class ISA:
     """The instruction formats for one configuration."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg: IsaConfig) -> None:
         self.cfg = cfg
         header = list(_HEADER)
         self.mem = Format("mem", INS_WIDTH, header + [
@@ -350,17 +367,18 @@ class ISA:
         """(dst, src, wgt) index arrays of many micro-ops (uint32 words)."""
         w = words.astype(np.int64)
         f = self.uop.fields
-        return tuple((w >> f[n].offset) & f[n].mask for n in ("dst_idx", "src_idx", "wgt_idx"))
+        dst, src, wgt = ((w >> f[n].offset) & f[n].mask for n in ("dst_idx", "src_idx", "wgt_idx"))
+        return dst, src, wgt
 
     @staticmethod
     def to_bytes(word: int) -> bytes:
         return word.to_bytes(INS_WIDTH // 8, "little")
 
     @staticmethod
-    def from_bytes(data) -> int:
+    def from_bytes(data: bytes | Iterable[int]) -> int:
         return int.from_bytes(bytes(data), "little")
 
-    def pack_stream(self, insns) -> np.ndarray:
+    def pack_stream(self, insns: Sequence[Insn]) -> np.ndarray:
         """The bytes of a stream of :class:`Insn` (16 each, little-endian), every field already range-checked
         (the runtime's queued instructions): :meth:`Format.encode` without the checks, per format and field."""
         n = len(insns)
@@ -380,7 +398,7 @@ class ISA:
             lo[idx], hi[idx] = part_lo, part_hi
         return np.stack([lo, hi], axis=1).view(np.uint8).reshape(-1)
 
-    def words_to_array(self, words) -> np.ndarray:
+    def words_to_array(self, words: Iterable[int]) -> np.ndarray:
         """Pack 128-bit instruction integers into a uint8 array (16 bytes each, little-endian)."""
         words = list(words)
         out = np.empty((len(words), 2), dtype=np.uint64)
@@ -410,7 +428,7 @@ class ISA:
         return out
 
     # ------------------------------------------------------------------ disassembly
-    def disasm(self, insn) -> str:
+    def disasm(self, insn: Insn | int) -> str:
         """One readable line for an instruction (an :class:`Insn` or a 128-bit integer)."""
         if not isinstance(insn, Insn):
             insn = self.decode(int(insn))

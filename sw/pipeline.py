@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import operator
 import threading
+from collections.abc import Callable, Sequence
 from functools import cache
 
+from sw.config import Config
 from sw.isa import (
     STAGE_COMPUTE,
     STAGE_LOAD,
@@ -57,7 +59,7 @@ def error_classes() -> list[type]:
         return [VTAError, *_ERROR_CLASSES]
 
 
-def on_error_class(hook) -> None:
+def on_error_class(hook: Callable[[type[VTAError]], object]) -> None:
     """Call ``hook(cls)`` for :class:`VTAError`, each subclass defined so far, and each one defined later."""
     with _ERROR_LOCK:
         _ERROR_HOOKS.append(hook)
@@ -66,7 +68,8 @@ def on_error_class(hook) -> None:
         hook(cls)
 
 
-def check_int(what: str, name: str, value, lo: int | None = 0, hi: int | None = None, exc=None) -> int:
+def check_int(what: str, name: str, value: object, lo: int | None = 0, hi: int | None = None,
+              exc: type[Exception] | None = None) -> int:
     """``value`` as a Python int, or ``exc`` (default :class:`VTAError`) naming ``what``'s argument ``name``.
 
     Python and numpy integers are accepted; bool, float, str, None and everything else are errors,
@@ -77,7 +80,7 @@ def check_int(what: str, name: str, value, lo: int | None = 0, hi: int | None = 
     ok = not isinstance(value, bool) and type(value).__name__ != "bool_"
     if ok:
         try:
-            v = operator.index(value)
+            v = operator.index(value)  # type: ignore[arg-type]  # any object: a non-integer raises TypeError
         except TypeError:
             ok = False
     if ok and (lo is None or v >= lo) and (hi is None or v <= hi):
@@ -99,7 +102,7 @@ class InsnError(VTAError, ValueError):
 class DeadlockError(VTAError):
     """No core can make progress: the message names what each core waits for and every token count."""
 
-    def __init__(self, message, state=None):
+    def __init__(self, message: str, state: dict | None = None) -> None:
         super().__init__(message)
         self.state = state or {}
 
@@ -149,7 +152,7 @@ def _mem_name(mem):
 _MEM_IDS = frozenset(int(m) for m in MemId)
 
 
-def check_insn(cfg, insn: Insn, dram_size: int | None = None, where: str = "instruction") -> None:
+def check_insn(cfg: Config, insn: Insn, dram_size: int | None = None, where: str = "instruction") -> None:
     """Raise :class:`InsnError` if ``insn`` is not valid for ``cfg`` (docs/architecture.md §2).
 
     ``dram_size`` (bytes) also bounds the DRAM range a LOAD or STORE touches.
@@ -205,7 +208,7 @@ def check_insn(cfg, insn: Insn, dram_size: int | None = None, where: str = "inst
                 raise InsnError(f"{where}: {problem}")
 
 
-def format_stream(insns: list[Insn], disasm, title: str) -> str:
+def format_stream(insns: list[Insn], disasm: Callable[[Insn], str], title: str) -> str:
     """``title``, then one line per instruction: index, module, ``disasm(insn)``, token counts after it."""
     tokens = {q: 0 for q in TOKEN_QUEUES}
     lines = [title]
@@ -237,8 +240,9 @@ def force_serial(insns: list[Insn]) -> None:
             nxt.f["pop_prev" if b > a else "pop_next"] = 1
 
 
-def schedule(cfg, insns: list[Insn], execute=None, disasm=None, order=None, peaks=None, check_depth=True,
-             trace=None) -> dict:
+def schedule(cfg: Config, insns: list[Insn], execute: Callable[[int, Insn], object] | None = None,
+             disasm: Callable[[Insn], str] | None = None, order: Sequence[int] | None = None,
+             peaks: dict[str, int] | None = None, check_depth: bool = True, trace: list[int] | None = None) -> dict:
     """Run ``insns`` on three in-order cores with token queues; return the final token counts.
 
     Each core runs the instructions at the head of its queue as long as their pops can be served

@@ -9,8 +9,14 @@ nothing from ``hw``; it imports nothing of Amaranth, so the co-simulation's simu
 map without loading the HDL.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sw.config import Config
 
 __all__ = ["ErrorCode", "ERROR_CODE_BITS", "IMPL_REVISION", "Register", "REGISTER_MAP", "REGISTERS", "STATUS_BITS",
            "register_table_markdown", "version_word", "config_words", "const_values"]
@@ -168,13 +174,13 @@ def _check_map():
 _check_map()
 
 
-def version_word(cfg=None) -> int:
+def version_word(cfg: Config | None = None) -> int:
     hw_ver = getattr(cfg, "HW_VER", "0.0.2")
     major, minor, patch = (int(x) for x in hw_ver.split("."))
     return patch | minor << 8 | major << 16 | IMPL_REVISION << 24
 
 
-def config_words(cfg=None) -> tuple:
+def config_words(cfg: Config | None = None) -> tuple[int, int]:
     """The values of ``config0`` and ``config1`` for a config (zeros without one)."""
     if cfg is None:
         return 0, 0
@@ -192,7 +198,7 @@ def const_values(cfg) -> dict:
     return {"version": version_word(cfg), "config0": c0, "config1": c1}
 
 
-def register_table_markdown(cfg=None) -> str:
+def register_table_markdown(cfg: Config | None = None) -> str:
     """The register map as a markdown table."""
     consts = const_values(cfg) if cfg is not None else {}
     rows = ["| offset | name | access | reset | description |", "|---|---|---|---|---|"]

@@ -25,7 +25,7 @@ class Column:
     title: str = ""
     fmt: str | Callable[[object], str] = ""
 
-    def text(self, value) -> str:
+    def text(self, value: object) -> str:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return "n/a"
         if callable(self.fmt):
@@ -64,7 +64,7 @@ def format_table(rows: Sequence[dict], columns: Iterable[Column | str | tuple], 
     return "\n".join([line(titles)] + [line(row) for row in cells])
 
 
-def write_markdown(path, text: str, marker: str) -> None:
+def write_markdown(path: str | Path, text: str, marker: str) -> None:
     """Put ``text`` between the ``<!-- marker -->`` and ``<!-- /marker -->`` lines of the Markdown file
     ``path`` (appended with the markers when they are missing)."""
     p = Path(path)

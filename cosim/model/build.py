@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from . import verilog as _verilog
 from .cache import cached_build, digest
 from .testbench import TESTBENCH_SV, control_file, testbench_parameters
 from .toolchain import CACHE_DIR, BuildError, ToolchainError, toolchain_env, verilate_and_make, verilator_root
+from .verilog import Generated
 
 __all__ = ["BuildError", "ToolchainError", "Model", "build_model", "model_key", "verilator_root", "toolchain_env", "lz4_dir",
            "CACHE_DIR", "BUILD_ARGS", "SIM_MAIN", "DRAM_CPP", "VBOARD_CPP", "verilate_testbench"]
@@ -125,14 +127,14 @@ def host_cpu() -> str:
     return "\n".join(sorted({line for line in lines if line.startswith(("model name", "flags"))}))
 
 
-def model_key(cfg: Config, verilog_text: str, ports: str, args, parameters: dict) -> str:
+def model_key(cfg: Config, verilog_text: str, ports: str, args: Sequence[str], parameters: dict) -> str:
     """The cache key of a model: everything the Verilator build reads, and nothing else."""
     return digest(verilog_text, ports, TESTBENCH_SV, control_file(), DRAM_CPP, VBOARD_CPP, SIM_MAIN, " ".join(args),
                   repr(sorted(parameters.items())), str(verilator_root()), _cocotb_version(),
                   host_cpu() if "-march=native" in args else "")
 
 
-def build_model(config=None, waves: bool = False, mem: str = "dpi", coverage: bool = False) -> Model:
+def build_model(config: Config | str | None = None, waves: bool = False, mem: str = "dpi", coverage: bool = False) -> Model:
     """The model of ``config``, from the cache when what it is built from is unchanged (built otherwise).
 
     ``mem`` and ``coverage`` select a variant (:mod:`cosim.model.variants`): the memory model, code coverage."""
@@ -182,8 +184,8 @@ def _cocotb_version() -> str:
         raise ToolchainError("cocotb is not installed: run `make venv`") from None
 
 
-def verilate_testbench(cfg: Config, gen, build_dir: Path, args, public=(), sources=(), main_cpp: Path = SIM_MAIN,
-                       output: str = TOPLEVEL) -> None:
+def verilate_testbench(cfg: Config, gen: Generated, build_dir: Path, args: Sequence[str], public: Iterable[str] = (),
+                       sources: Iterable[str | Path] = (), main_cpp: Path = SIM_MAIN, output: str = TOPLEVEL) -> None:
     """Verilate and compile ``vta_tb`` around ``vta_top`` (the Verilog of ``gen``) with ``main_cpp``, dram.cpp and
     vboard.cpp into ``build_dir/obj/<output>``; the sources it reads are copied to ``build_dir/src``. Shared by the
     co-simulation models and the speed ceiling (:mod:`cosim.perf.harness`)."""

@@ -18,11 +18,16 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .cache import STAMP, cached_build, digest
 from .toolchain import BuildError, makefile_list, toolchain_env
+
+if TYPE_CHECKING:
+    from .build import Model
 
 __all__ = ["PGO_ENV", "GENERATE", "USE", "wanted", "pgo_model", "training"]
 
@@ -62,7 +67,7 @@ def _remake(obj: Path, opt_fast: str, ldflags: str, log) -> None:
                          f"{obj.parent / 'build.log'}")
 
 
-def pgo_model(plain, train):
+def pgo_model(plain: Model, train: Callable[[Model], object]) -> Model:
     """The profile-guided variant of the built model ``plain`` (a ``cosim.model.build.Model``), built once into
     the cache; ``train(model)`` runs :func:`training` in the instrumented model and must let it exit normally
     (gcc writes the profile when the process ends). Memoised per plain model, as :func:`build_model` is."""

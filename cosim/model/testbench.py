@@ -8,6 +8,7 @@ top's signature) and the values of the testbench's parameters (bus width, trace 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = ["TESTBENCH_SV", "PUBLIC_SIGNALS", "WRITTEN_SIGNALS", "READ_SIGNALS", "testbench_parameters", "control_file"]
@@ -32,7 +33,7 @@ def testbench_parameters(interface: dict) -> dict:
             "REG_INSN_COUNT": regs["insn_count"], "REG_INSN_ADDR": regs["insn_addr"]}
 
 
-def control_file(extra_public=()) -> str:
+def control_file(extra_public: Iterable[str] = ()) -> str:
     """A Verilator control file that makes only the testbench signals Python uses visible (plus ``extra_public``,
     read-write: the signals of a model variant, cosim/model/variants.py)."""
     lines = ["`verilator_config", "lint_off -rule WIDTH", "lint_off -rule UNUSED", "lint_off -rule UNOPTFLAT"]

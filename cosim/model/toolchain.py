@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import TextIO
 
 from . import verilog as _verilog
 
@@ -96,7 +97,7 @@ def _object_key(obj_dir: Path, makefile: str, obj: str, env: dict) -> str | None
     return h.hexdigest()[:16]
 
 
-def verilate_and_make(verilate_cmd: list, obj_dir: Path, makefile: str, log, jobs: int = 2) -> int:
+def verilate_and_make(verilate_cmd: list, obj_dir: Path, makefile: str, log: TextIO, jobs: int = 2) -> int:
     """Run Verilator (``verilate_cmd``, without ``--build``), then its makefile with ``jobs`` parallel
     compiles, reusing cached runtime-library objects. Output goes to the open file ``log``; returns the
     exit code of the step that failed, or 0."""

@@ -74,7 +74,7 @@ def source_digest(cfg: Config) -> str:
     return h.hexdigest()[:16]
 
 
-def generate(config=None, src: bool = False) -> Generated:
+def generate(config: Config | str | None = None, src: bool = False) -> Generated:
     """The Verilog of ``config``: memoized in the process, cached on disk, elaborated only when missing.
     ``src=True``: a separate copy that keeps Amaranth's ``src`` attributes (for code coverage)."""
     cfg = load_config(config)
@@ -88,7 +88,7 @@ def generate(config=None, src: bool = False) -> Generated:
     return out
 
 
-def verilog_text(config=None) -> str:
+def verilog_text(config: Config | str | None = None) -> str:
     """The Verilog text of ``config`` (see :func:`generate`)."""
     return generate(config).text()
 

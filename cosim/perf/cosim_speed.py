@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import csv
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from sw import tables
 from sw.cli import command, run_as_main
-from sw.config import load_config
+from sw.config import Config, load_config
 from sw.tables import Column
 
 from ..verify import faults
@@ -31,7 +32,7 @@ from .long_gemm import long_gemm
 __all__ = ["cosim_speed", "launch_times", "measure", "main"]
 
 
-def cosim_speed(config=None, repeats=8):
+def cosim_speed(config: Config | str | None = None, repeats: int = 8) -> dict:
     """Cycles, wall time of the run and cycles per second of the long GEMM in the co-simulation."""
     import cosim
     out = cosim.run(long_gemm, None, 16, 16, repeats, config=config)
@@ -41,7 +42,7 @@ def cosim_speed(config=None, repeats=8):
             "utilization": c["gemm_counter"] / c["cycles"]}
 
 
-def launch_times(config=None, launches=3) -> dict:
+def launch_times(config: Config | str | None = None, launches: int = 3) -> dict:
     """Seconds from ``cosim.run`` to the call's first cycle: cold (server start) and warm (min over calls)."""
     import cosim
 
@@ -59,7 +60,7 @@ def launch_times(config=None, launches=3) -> dict:
     return {"cold_launch_s": cold, "warm_launch_s": min(warm), "warm_call_s": min(total)}
 
 
-def measure(config, repeats=8, runs=3, ceiling_args=()):
+def measure(config: Config | str | None, repeats: int = 8, runs: int = 3, ceiling_args: Sequence[str] = ()) -> dict:
     """One row of the table: launch times, cosim and ceiling cycles/s (best of ``runs``), their ratio.
 
     Cycles per second are given per wall second and per CPU second of the simulating process; on a
@@ -97,7 +98,7 @@ def format_table(rows, ceiling_args=(), markdown: bool = False) -> str:
 
 
 @command
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", nargs="+", default=["configs/default.json", "configs/batch2.json"])
     parser.add_argument("--repeats", type=int, default=8, help="GEMM instructions in the measured run")

@@ -12,10 +12,11 @@ import re
 import resource
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from sw import runtime
-from sw.config import load_config
+from sw.config import Config, load_config
 from sw.fsim import FsimDevice
 
 from ..model import verilog as _verilog
@@ -41,7 +42,7 @@ class _Recorder(FsimDevice):
         return super().run(insn_addr, insn_count, wait_cycles)
 
 
-def build_harness(cfg, extra_args=()) -> Path:
+def build_harness(cfg: Config, extra_args: Sequence[str] = ()) -> Path:
     """The harness executable of ``cfg`` (cached like the co-simulation model); ``extra_args`` go to Verilator."""
     gen = _verilog.generate(cfg)
     args = HARNESS_ARGS + list(extra_args)
@@ -52,7 +53,7 @@ def build_harness(cfg, extra_args=()) -> Path:
     return out / "obj" / "vta_harness"
 
 
-def harness_speed(config=None, repeats=8, extra_args=()):
+def harness_speed(config: Config | str | None = None, repeats: int = 8, extra_args: Sequence[str] = ()) -> dict:
     """Cycles, wall and CPU seconds of the long GEMM in the harness (built first when missing)."""
     cfg = load_config(config)
     dev = _Recorder(cfg, dram_bytes=64 << 20)

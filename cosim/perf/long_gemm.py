@@ -16,7 +16,7 @@ from sw.testing.fsim_speed import long_gemm_kernel
 __all__ = ["long_gemm"]
 
 
-def long_gemm(rows=None, k=16, o=16, repeats=1, seed=0):
+def long_gemm(rows: int | None = None, k: int = 16, o: int = 16, repeats: int = 1, seed: int = 0) -> dict:
     """One long GEMM instruction (rows x k x o blocks, reduction in the inner loop) ``repeats`` times.
 
     Returns the run's counters, and the wall and CPU seconds of the ``synchronize`` that ran it (the
@@ -42,5 +42,6 @@ def long_gemm(rows=None, k=16, o=16, repeats=1, seed=0):
     t, c = time.perf_counter(), time.process_time()
     counters = dict(rt.synchronize(cmd, 1 << 40))
     wall, cpu = time.perf_counter() - t, time.process_time() - c
-    rt.buffer_free(hi), rt.buffer_free(hw)
+    rt.buffer_free(hi)
+    rt.buffer_free(hw)
     return {"counters": counters, "wall": wall, "cpu": cpu}

@@ -27,11 +27,15 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal, overload
+
+import numpy as np
 
 from sw import tables
 from sw.cli import UsageError, choose, command, progress_bar, run_as_main
-from sw.config import load_config
+from sw.config import Config, load_config
 from sw.runtime.runners import Call
 from sw.tables import Column
 from sw.testing import workloads as sw_workloads
@@ -62,7 +66,7 @@ def _trace_size():
         return None
 
 
-def measured_call(fn, args, progress=None, index=0):
+def measured_call(fn: Callable, args: Sequence, progress: str | None = None, index: int = 0) -> dict:
     """Run ``fn(*args)`` (a workload) and return ``{"result", "wall", "trace_range"}`` or ``{"error", ...}``.
 
     Runs inside the simulation (module-level, so ``cosim.run_many`` can call it). ``trace_range`` is
@@ -92,7 +96,7 @@ def bytes_moved(counters: dict) -> int:
     return sum(int(counters.get(k, 0)) for k in LOAD_BYTES + STORE_BYTES)
 
 
-def roofline(macs: int, counters: dict, cfg, dram_bytes_per_cycle: float = 8) -> dict:
+def roofline(macs: int, counters: dict, cfg: Config, dram_bytes_per_cycle: float = 8) -> dict:
     """The best possible cycles from the compute peak, the DRAM bandwidth and the tensor ALU (one micro-op per
     cycle at best, beside the GEMMs), and what fraction was achieved."""
     peak = cfg.BATCH * cfg.BLOCK_IN * cfg.BLOCK_OUT
@@ -109,7 +113,7 @@ def roofline(macs: int, counters: dict, cfg, dram_bytes_per_cycle: float = 8) ->
             "utilization": macs / (cycles * peak) if cycles else float("nan")}
 
 
-def make_row(name: str, vt: int, out: dict, cfg, dram_bytes_per_cycle: float = 8) -> dict:
+def make_row(name: str, vt: int, out: dict, cfg: Config, dram_bytes_per_cycle: float = 8) -> dict:
     """One table row from what :func:`measured_call` returned."""
     if "error" in out:
         return {"workload": name, "vt": vt, "macs": 0, "cycles": 0, "utilization": float("nan"),
@@ -169,8 +173,26 @@ def _run_launch(calls, config, launch_kwargs, progress_path, bar, labels, offset
     return box["value"]
 
 
-def measure(names=None, vts=(1, 2), config=None, per_launch: int = 0, dram_latency: int = 20,
-            dram_bytes_per_cycle: int = 8, progress=True, return_traces=False, workloads=None):
+@overload
+def measure(names: Sequence[str] | None = ..., vts: Sequence[int] = ..., config: Config | str | None = ...,
+            per_launch: int = ..., dram_latency: int = ..., dram_bytes_per_cycle: int = ..., progress: bool = ...,
+            return_traces: Literal[False] = ..., workloads: dict[str, dict[int, tuple]] | None = ...) -> list[dict]: ...
+@overload
+def measure(names: Sequence[str] | None = ..., vts: Sequence[int] = ..., config: Config | str | None = ...,
+            per_launch: int = ..., dram_latency: int = ..., dram_bytes_per_cycle: int = ..., progress: bool = ..., *,
+            return_traces: Literal[True],
+            workloads: dict[str, dict[int, tuple]] | None = ...) -> tuple[list[dict], list[np.ndarray | None]]: ...
+@overload
+def measure(names: Sequence[str] | None = ..., vts: Sequence[int] = ..., config: Config | str | None = ...,
+            per_launch: int = ..., dram_latency: int = ..., dram_bytes_per_cycle: int = ..., progress: bool = ...,
+            return_traces: bool = ..., workloads: dict[str, dict[int, tuple]] | None = ...
+            ) -> list[dict] | tuple[list[dict], list[np.ndarray | None]]: ...
+
+
+def measure(names: Sequence[str] | None = None, vts: Sequence[int] = (1, 2), config: Config | str | None = None,
+            per_launch: int = 0, dram_latency: int = 20, dram_bytes_per_cycle: int = 8, progress: bool = True,
+            return_traces: bool = False, workloads: dict[str, dict[int, tuple]] | None = None
+            ) -> list[dict] | tuple[list[dict], list[np.ndarray | None]]:
     """Run workloads on the RTL; return the table rows (and, with ``return_traces``, per-row trace slices).
 
     ``workloads`` maps a name to ``vt -> (fn, args)`` (default: :func:`sw.testing.workloads.workloads`); ``names``
@@ -219,7 +241,7 @@ def _mean(values):
     return sum(values) / len(values) if values else float("nan")
 
 
-def summary(rows) -> dict:
+def summary(rows: Sequence[dict]) -> dict:
     """Means and the targets: resnet mean per vt, gemm_256 per vt (None where not measured)."""
     out = {}
     for vt in (1, 2):
@@ -244,7 +266,7 @@ TABLE_COLUMNS: list[Column | str | tuple] = [("workload", "workload"), Column("v
                  ("numpy", "numpy"), Column("wall_s", "wall s", ".2f")]
 
 
-def format_table(rows, markdown: bool = False) -> str:
+def format_table(rows: Sequence[dict], markdown: bool = False) -> str:
     shown = []
     for r in rows:
         busy = "/".join("n/a" if r[f"{m}_active"] != r[f"{m}_active"] else f"{100 * r[f'{m}_active']:.0f}"
@@ -255,7 +277,7 @@ def format_table(rows, markdown: bool = False) -> str:
     return text + "".join(f"\n    {e}" for e in errors)
 
 
-def format_summary(rows) -> str:
+def format_summary(rows: Sequence[dict]) -> str:
     s = summary(rows)
     lines = []
 
@@ -291,7 +313,7 @@ def format_summary(rows) -> str:
     return "\n".join(lines)
 
 
-def write_csv(rows, path) -> Path:
+def write_csv(rows: Sequence[dict], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as fh:
@@ -303,7 +325,7 @@ def write_csv(rows, path) -> Path:
 
 
 @command
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None, help="a config JSON path or name (default: configs/default.json)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these workloads")

@@ -16,11 +16,17 @@ busy at that (absolute testbench) cycle, 0 when it became idle.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from sw.cli import choose, command, run_as_main
+
+if TYPE_CHECKING:
+    from sw.config import Config
 
 __all__ = ["MODULES", "intervals", "busy_cycles", "trace_span", "run_traced", "draw", "panel_label", "main"]
 
@@ -28,7 +34,7 @@ MODULES = ("fetch", "load", "compute", "store", "gemm", "alu")   # hw.top.TRACE_
 COLORS = ("#8c8c8c", "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd")
 
 
-def trace_span(trace) -> tuple[int, int]:
+def trace_span(trace: npt.ArrayLike) -> tuple[int, int]:
     """(first, last) cycle of a trace: the transitions that bound the run."""
     trace = np.asarray(trace, dtype=np.int64).reshape(-1, 3)
     if not len(trace):
@@ -36,7 +42,8 @@ def trace_span(trace) -> tuple[int, int]:
     return int(trace[:, 0].min()), int(trace[:, 0].max())
 
 
-def intervals(trace, start=None, end=None, modules=None) -> list[np.ndarray]:
+def intervals(trace: npt.ArrayLike, start: int | None = None, end: int | None = None,
+              modules: int | None = None) -> list[np.ndarray]:
     """Busy intervals per module: a list (one per module) of int64 arrays of [begin, end) cycle pairs.
 
     Rows are taken in cycle order. A module still busy at ``end`` (default: the last transition) is
@@ -70,12 +77,13 @@ def intervals(trace, start=None, end=None, modules=None) -> list[np.ndarray]:
     return out
 
 
-def busy_cycles(spans) -> list[int]:
+def busy_cycles(spans: Sequence[np.ndarray]) -> list[int]:
     """Total busy cycles per module from :func:`intervals`."""
     return [int((s[:, 1] - s[:, 0]).sum()) for s in spans]
 
 
-def run_traced(workload: str, vts=(1, 2), config=None, dram_latency=20, dram_bytes_per_cycle=8):
+def run_traced(workload: str, vts: Sequence[int] = (1, 2), config: Config | str | None = None, dram_latency: int = 20,
+               dram_bytes_per_cycle: int = 8) -> list[tuple[dict, np.ndarray]]:
     """Run one workload with each vt in one simulator launch; return a list of (row, trace) per vt."""
     from .operators import measure
     rows, traces = measure([workload], tuple(vts), config, progress=False, return_traces=True,
@@ -83,10 +91,12 @@ def run_traced(workload: str, vts=(1, 2), config=None, dram_latency=20, dram_byt
     for row in rows:
         if "error" in row:
             raise RuntimeError(f"{workload} vt={row['vt']} failed on the RTL: {row['error']}")
-    return list(zip(rows, traces))
+    # cast: a call that ran on the RTL without an error has its trace slice
+    return cast("list[tuple[dict, np.ndarray]]", list(zip(rows, traces)))
 
 
-def draw(panels, path, title=None, same_scale=True, window=None):
+def draw(panels: Sequence[tuple[str, npt.ArrayLike]], path: str | Path, title: str | None = None, same_scale: bool = True,
+         window: tuple[int, int] | None = None) -> Path:
     """Draw ``panels`` (a list of ``(label, trace)``) one above the other into the PNG ``path``.
 
     Each panel has one row per module; the x axis is cycles from the first transition of its trace.
@@ -131,7 +141,7 @@ def draw(panels, path, title=None, same_scale=True, window=None):
     return path
 
 
-def panel_label(row) -> str:
+def panel_label(row: dict) -> str:
     return (f"{row['workload']}, {row['vt']} virtual thread{'s' if row['vt'] > 1 else ''}: "
             f"{row['cycles']} cycles, MAC utilization {100 * row['utilization']:.1f}% "
             f"({100 * row['bound_fraction']:.1f}% of the {row['bound_by']} bound), "
@@ -139,7 +149,7 @@ def panel_label(row) -> str:
 
 
 @command
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     from sw.config import load_config
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

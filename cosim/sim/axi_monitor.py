@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sw.pipeline import VTAError
@@ -40,7 +41,7 @@ _RAW = threading.local()
 
 
 @contextmanager
-def raw_image():
+def raw_image() -> Iterator[None]:
     """Runs inside the block write a raw device-memory image that no runtime allocated (replays): the
     buffer rule is off for them; every other rule still holds."""
     _RAW.on = True
@@ -50,7 +51,7 @@ def raw_image():
         _RAW.on = False
 
 
-def begin_run(device) -> None:
+def begin_run(device: object) -> None:
     """Clear the violations and give the checker the buffers the run may write.
 
     The buffers are those of the calling thread's runtime when it drives ``device`` (every allocated buffer,

@@ -11,6 +11,10 @@ independent memory model for checking, not the fast path.
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["attach", "PAUSE_PROBABILITY", "MAX_LATENCY"]
 
@@ -23,14 +27,14 @@ def _pauses(rng: random.Random, probability: float):
         yield rng.random() < probability
 
 
-def attach(dut, dram, seed: int = 0, latency: int = 20, probability: float = PAUSE_PROBABILITY):
+def attach(dut: Any, dram: np.ndarray, seed: int = 0, latency: int = 20, probability: float = PAUSE_PROBABILITY) -> Any:
     """An ``AxiRam`` on ``dut``'s ``m_axi_*`` port over ``dram`` (numpy uint8), with seeded random pauses."""
     from cocotb.triggers import ClockCycles
     from cocotbext.axi import AxiBus, AxiRam
 
     # the port of axiram_port.svh: the AxiRam works on the falling edge, its outputs registered at the rising one
     ram = AxiRam(AxiBus.from_prefix(dut, "axiram"), dut.clk_n, dut.rst, reset_active_level=True,
-                 mem=memoryview(dram))
+                 mem=memoryview(dram))  # type: ignore[arg-type]  # an ndarray is a buffer (typed so for 3.12+ only)
     rng = random.Random(seed)
     channels = (ram.write_if.aw_channel, ram.write_if.w_channel, ram.write_if.b_channel, ram.read_if.ar_channel,
                 ram.read_if.r_channel)

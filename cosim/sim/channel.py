@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import pickle
 import struct
+from typing import Any
 
 __all__ = ["Channel", "FDS_ENV"]
 
@@ -25,13 +26,13 @@ class Channel:
         r, w = (int(x) for x in os.environ[FDS_ENV].split(","))
         return cls(r, w)
 
-    def send(self, message) -> None:
+    def send(self, message: object) -> None:
         data = pickle.dumps(message)
         view = memoryview(_HEADER.pack(len(data)) + data)
         while view:
             view = view[os.write(self.write_fd, view):]
 
-    def recv(self):
+    def recv(self) -> Any:
         header = self._read(_HEADER.size)
         if header is None:
             return None

@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["locate", "load", "SCRIPT_PREFIX", "SCRIPT_MODULE", "INSIDE_ENV"]
@@ -25,7 +26,7 @@ SCRIPT_MODULE = "__cosim_script__"   # the module name the simulator imports tha
 INSIDE_ENV = "VTA_COSIM_INSIDE"      # set in the simulator process: cosim.run there is a mistake
 
 
-def locate(fn) -> tuple:
+def locate(fn: Callable) -> tuple[str, str]:
     """``(module, qualified name)`` by which the simulator process imports ``fn``; ``ValueError`` when none exists."""
     module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
     if not callable(fn) or module is None or name is None:
@@ -48,7 +49,7 @@ def locate(fn) -> tuple:
     return SCRIPT_PREFIX + str(Path(path).resolve()), name
 
 
-def load(module: str, name: str):
+def load(module: str, name: str) -> Callable:
     """The function ``name`` of ``module`` as :func:`locate` named it, imported in this (the simulator's) process."""
     if module.startswith(SCRIPT_PREFIX):
         path = module[len(SCRIPT_PREFIX):]

@@ -15,9 +15,11 @@ cycle limit, the AXI protocol checks, injected AXI errors and the DPI DRAM's out
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import numpy as np
 
+from sw.config import Config
 from sw.pipeline import VTAError
 from sw.targets import launch as seq
 from sw.targets.launch import (  # the launch sequence and its errors are shared with the board target: re-exported here
@@ -59,7 +61,7 @@ def dram_view() -> np.ndarray:
 class RtlDevice:
     name = "rtl"
 
-    def __init__(self, dut, cfg, watchdog_cycles: int = 100_000, dram_latency: int = 20,
+    def __init__(self, dut: Any, cfg: Config, watchdog_cycles: int = 100_000, dram_latency: int = 20,
                  dram_bytes_per_cycle: int = 8, trace: bool = False, mem: str = "dpi", mem_seed: int = 0,
                  dram_stall: int = 0):
         from sw import registers
@@ -80,13 +82,13 @@ class RtlDevice:
         self.mem = mem
         self._fault: tuple[str, int, str] | None = None
         self.window = 0
-        self.base_registers = None      # what a launch writes to the base-address registers (None: the window)
+        self.base_registers: int | None = None      # what a launch writes to the base-address registers (None: the window)
         if mem == "cocotbext":           # cocotbext-axi's AxiRam serves the memory port (cosim/sim/axiram.py)
             from .axiram import attach
             self.axiram = attach(dut, self.dram, mem_seed, dram_latency)
 
     # ------------------------------------------------------------------ register access (async)
-    async def write_reg(self, name_or_offset, value: int):
+    async def write_reg(self, name_or_offset: str | int, value: int) -> None:
         from cocotb.triggers import ValueChange
         dut = self.dut
         dut.ctl_addr.value = self._offset(name_or_offset)
@@ -95,7 +97,7 @@ class RtlDevice:
         dut.ctl_req.value = 1 - int(dut.ctl_req.value)
         await ValueChange(dut.ctl_ack)
 
-    async def read_reg(self, name_or_offset) -> int:
+    async def read_reg(self, name_or_offset: str | int) -> int:
         from cocotb.triggers import ValueChange
         dut = self.dut
         dut.ctl_addr.value = self._offset(name_or_offset)
@@ -104,7 +106,7 @@ class RtlDevice:
         await ValueChange(dut.ctl_ack)
         return int(dut.ctl_rdata.value)
 
-    def _offset(self, name_or_offset) -> int:
+    def _offset(self, name_or_offset: str | int) -> int:
         if isinstance(name_or_offset, int):
             return name_or_offset
         return self.regs[name_or_offset]
@@ -209,7 +211,7 @@ class RtlDevice:
             return axi_monitor.check_run(stopped_on_error=op.stopped_on_error)
         raise TypeError(f"unknown launch operation {op!r}")
 
-    async def reset(self):
+    async def reset(self) -> None:
         from cocotb.triggers import ClockCycles
         self.dut.reset_req.value = 1 - int(self.dut.reset_req.value)
         await ClockCycles(self.dut.clk, 8)

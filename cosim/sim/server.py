@@ -102,7 +102,7 @@ class Simulator:
                                  f"{self.log_tail()}")
         self.start_seconds = time.time() - t
 
-    def log_tail(self, path=None, n=5000) -> str:
+    def log_tail(self, path: str | Path | None = None, n: int = 5000) -> str:
         path = Path(path or self.log)
         return path.read_text(errors="replace")[-n:] if path.exists() else ""
 

@@ -31,10 +31,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from sw.config import Config, load_config
 from sw.registers import REGISTERS
 from sw.targets.zynq import BoardDevice, BoardError, ContiguousMemory, Mmio
+
+if TYPE_CHECKING:
+    from cosim.sim.rtl import RtlDevice
 
 __all__ = ["VirtualBoard", "serve", "PAGE_BYTES", "RESET_WORD", "QUIT_WORD", "DEFAULT_PHYS", "DEFAULT_DRAM_BYTES"]
 
@@ -58,7 +62,7 @@ def serve(page: str, dram: str, phys: int) -> dict:
 
     from sw import runtime
 
-    dut = runtime.current().target.dut
+    dut = cast("RtlDevice", runtime.current().target).dut
     lib = ctypes.CDLL(None)
     err = lib.vta_dram_use_file(str(dram).encode())
     if err:
@@ -89,7 +93,7 @@ class VirtualBoard:
     ``cosim.run`` calls of the same config wait until the session ends (one simulator per config)."""
 
     def __init__(self, config: Config | str | None = None, phys: int = DEFAULT_PHYS,
-                 dram_bytes: int = DEFAULT_DRAM_BYTES, directory=None, **run_options):
+                 dram_bytes: int = DEFAULT_DRAM_BYTES, directory: str | Path | None = None, **run_options: Any):
         self.cfg = load_config(config)
         self.phys, self.dram_bytes, self.run_options = phys, dram_bytes, run_options
         self._directory = directory

@@ -29,13 +29,18 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sw.cli import command, run_as_main
-from sw.config import load_config
+from sw.config import Config, load_config
 
 from . import funcov, replay, triage
 from .minimize import minimize_on_rtl
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 __all__ = ["plan", "run_shard", "steer_round", "fuzz", "connect", "launch_cost", "bench", "STALL_CHANCE"]
 
@@ -43,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STALL_CHANCE = 64          # of 256: the DPI DRAM's chance to pause a channel in a cycle, on shards with pauses
 
 
-def plan(start: int, count: int, configs, shard: int = 200) -> list:
+def plan(start: int, count: int, configs: Sequence[Config | str | None], shard: int = 200) -> list:
     """The shards of a run: every seed of ``[start, start + count)`` of every config, once."""
     if count < 0 or shard < 1:
         raise ValueError(f"count = {count}, shard = {shard}; allowed: count >= 0, shard >= 1")
@@ -87,7 +92,7 @@ def _worker_env():
     os.environ.setdefault("VTA_COSIM_CACHE", str(CACHE_DIR))
 
 
-def connect(scheduler: str, workers: int | None = None):
+def connect(scheduler: str, workers: int | None = None) -> Client:
     """A Dask client: of a local cluster (``"local"``: one single-threaded worker per core) or of ``scheduler``."""
     from distributed import Client, LocalCluster
 
@@ -99,10 +104,11 @@ def connect(scheduler: str, workers: int | None = None):
     return Client(scheduler)
 
 
-def fuzz(start: int, count: int, configs, n_ops: int = 24, shard: int = 200, scheduler: str | None = None,
-         workers: int | None = None, fault: str | None = None, minimize: int = 0, out_dir="build/replays",
-         cosim_options: dict | None = None, progress=print, client=None, on_result=None, steer: bool = False,
-         round_shards: int | None = None) -> dict:
+def fuzz(start: int, count: int, configs: Sequence[Config | str | None], n_ops: int = 24, shard: int = 200,
+         scheduler: str | None = None, workers: int | None = None, fault: str | None = None, minimize: int = 0,
+         out_dir: str | Path = "build/replays", cosim_options: dict | None = None,
+         progress: Callable[[str], object] | None = print, client: Client | None = None,
+         on_result: Callable[[dict], object] | None = None, steer: bool = False, round_shards: int | None = None) -> dict:
     """Run the random programs and return counts, failures (with replay files), merged functional coverage
     ({config name: counts}) and timings."""
     shards = plan(start, count, configs, shard)
@@ -204,7 +210,7 @@ def _minimize(failures, client, cosim_options, out_dir, progress) -> list:
 
 
 # ---------------------------------------------------------------------- measurements
-def cold_launch(config) -> float:
+def cold_launch(config: Config | str | None) -> float:
     """Wall seconds from a fresh Python process's first ``cosim.run`` to its result (the model already
     built): starting the simulator server, loading the model, one job that runs nothing."""
     import subprocess
@@ -214,7 +220,7 @@ def cold_launch(config) -> float:
     return float(out.stdout.split()[-1])
 
 
-def launch_cost(config, repeats: int = 3) -> tuple:
+def launch_cost(config: Config | str | None, repeats: int = 3) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one simulator launch that runs nothing (the model already built, the
     simulator server running: the launch is a forked job), the best of ``repeats``."""
     import cosim
@@ -230,8 +236,8 @@ def launch_cost(config, repeats: int = 3) -> tuple:
     return best
 
 
-def bench(config="small", programs: int = 200, shard: int = 50, workers: int = 2, n_ops: int = 24,
-          machines: int = 100, cores_per_machine: int = 32, print_fn=print) -> dict:
+def bench(config: Config | str | None = "small", programs: int = 200, shard: int = 50, workers: int = 2, n_ops: int = 24,
+          machines: int = 100, cores_per_machine: int = 32, print_fn: Callable[[str], object] = print) -> dict:
     """Random programs per second, serial against a local cluster, and the launch cost.
 
     Rates per core divide by the CPU time the shards used (the worker processes and their simulators),
@@ -263,7 +269,7 @@ def bench(config="small", programs: int = 200, shard: int = 50, workers: int = 2
 
 
 @command
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="cluster regressions: measurements")
     parser.add_argument("--bench", action="store_true", help="programs per second, serial vs a local cluster")
     parser.add_argument("--config", default="small")

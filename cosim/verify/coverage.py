@@ -26,7 +26,7 @@ __all__ = ["main"]
 
 
 @command
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     from sw.config import load_config
 
     from ..model.build import build_model

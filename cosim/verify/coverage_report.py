@@ -32,7 +32,7 @@ def _pct(c, t):
     return f"{100.0 * c / t:6.2f} %" if t else "     - "
 
 
-def report(points, verilog: Path) -> str:
+def report(points: list[dict], verilog: Path) -> str:
     table = module_table(points)
     lines = ["| module | line | lines covered | toggle | toggles covered |", "|---|---:|---:|---:|---:|"]
     acc = {"line": [0, 0], "toggle": [0, 0]}

@@ -10,11 +10,14 @@ programs and random ones) and :mod:`cosim.verify.triage` (shards, replays and th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from sw import runtime
-from sw.config import load_config
+from sw.config import Config, load_config
 from sw.fsim import COUNTER_NAMES, FsimDevice
+from sw.runtime.runners import Call
 from sw.testing import fuzz as fuzz_mod
 from sw.testing import vta_tests as programs
 
@@ -25,7 +28,7 @@ __all__ = ["CHECK_BYTES", "PAGE", "program_names", "program_check", "fuzz_check"
 
 
 
-def program_names(cfg) -> list:
+def program_names(cfg: Config) -> list:
     """The reference programs a config runs (MUL ones only where MUL is built; elsewhere it is rejected)."""
     return [n for n in programs.PROGRAMS if cfg.ALU_MUL or not n.startswith("alu[mul")]
 
@@ -37,13 +40,13 @@ def program_check(name: str) -> dict:
     return out
 
 
-def fuzz_check(seed: int, n_ops: int = 24, bias=None) -> dict:
+def fuzz_check(seed: int, n_ops: int = 24, bias: dict[str, float] | None = None) -> dict:
     out = fuzz_mod.random_program(seed, n_ops, bias=bias)
     out["pages"] = page_digests(runtime.current().dram)
     return out
 
 
-def run_golden(calls, config, dram_bytes=64 << 20):
+def run_golden(calls: Sequence[Call], config: Config | str | None, dram_bytes: int = 64 << 20) -> list:
     """The calls on one golden-model device, a fresh runtime each (as cosim.sim.entry does on the RTL)."""
     device = funcov.sampled(FsimDevice(load_config(config), dram_bytes=dram_bytes))   # functional coverage
     results = []

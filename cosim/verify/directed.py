@@ -7,6 +7,8 @@ command queues). Each returns the result of :func:`~cosim.verify.raw.run_raw` (o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 
 from sw import runtime
@@ -14,6 +16,9 @@ from sw.isa import AluOp, MemId, Opcode
 from sw.targets.launch import window_alignment
 
 from .raw import NOP_COMPUTE, NOP_LOAD, NOP_STORE, OUTSIDE, X_SIZE_MAX, finish_after_store, run_raw
+
+if TYPE_CHECKING:
+    from cosim.sim.rtl import RtlDevice
 
 __all__ = ["register_sweep", "address_sweep", "high_window", "top_fetch", "field_sweep", "empty_alu", "token_traffic",
            "token_fill", "queue_fill", "held_pushes", "token_saturate", "huge_transfers", "index_sweep", "loop_sweep",
@@ -28,7 +33,7 @@ def register_sweep() -> dict:
 
     from hw import control
 
-    dev = runtime.current().target
+    dev = cast("RtlDevice", runtime.current().target)
     read, write = resume(dev.read_reg), resume(dev.write_reg)
     offsets = sorted(r.offset for r in control.REGISTER_MAP)
     host = {r.offset for r in control.REGISTER_MAP if r.kind == "host"}
@@ -92,7 +97,7 @@ def high_window() -> dict:
 
     from .faults import axi_error
 
-    dev = runtime.current().target
+    dev = cast("RtlDevice", runtime.current().target)
     base = (1 << 32) - window_alignment(len(dev.dram))
     dev.set_window(base)
     try:
@@ -137,7 +142,7 @@ def field_sweep() -> dict:
                                                                        MemId.ACC_8BIT)]
               + [dict(opcode=Opcode.STORE, memory_type=MemId.OUT, **mem), gemm, alu]):
         insns += [f, {k: (v if k in ("opcode", "memory_type", "alu_opcode") else 0) for k, v in f.items()}]
-    dev = runtime.current().target
+    dev = cast("RtlDevice", runtime.current().target)
     dev.base_registers = 0xFFFFFFFF
     try:
         return run_raw(insns + [dict(opcode=Opcode.FINISH)])
@@ -220,7 +225,7 @@ def queue_fill(n: int = 520) -> list:
     long_gemm = dict(opcode=Opcode.GEMM, uop_bgn=0, uop_end=1, iter_out=(1 << 13), iter_in=1)
     big_load = dict(opcode=Opcode.LOAD, memory_type=MemId.INP, sram_base=0, dram_base=base // cfg.INP_ELEM_BYTES,
                     y_size=1, x_size=inp, x_stride=inp)
-    runs = [
+    runs: list[list[dict]] = [
         # load waits for compute's token (after the GEMM); its last NOP hands FINISH a token
         [long_gemm, dict(NOP_COMPUTE, push_prev=1), dict(NOP_LOAD, pop_next=1)] + [NOP_LOAD] * n
         + [dict(NOP_LOAD, push_next=1), dict(opcode=Opcode.FINISH, pop_prev=1)],
@@ -289,7 +294,7 @@ def huge_transfers(rows: int = (1 << 15) + 1, max_beats: int = 1 << 17) -> list:
     from ..sim import axi_monitor
 
     q = runtime.current()
-    cfg, dev = q.cfg, q.target
+    cfg, dev = q.cfg, cast("RtlDevice", q.target)
     beat_bytes = cfg.BUS_WIDTH // 8
     out: list[tuple] = []
     for mem in (MemId.INP, MemId.WGT, MemId.UOP, MemId.ACC, MemId.ACC_8BIT, MemId.OUT):
@@ -440,7 +445,7 @@ def fetch_huge(beat: int = 256) -> dict:
     q = runtime.current()
     at = len(q.dram) - q.isa.insn_bytes
     saved = q.dram[at:].copy()
-    q.target.inject_axi_error("read", beat, "DECERR")
+    cast("RtlDevice", q.target).inject_axi_error("read", beat, "DECERR")
     try:
         with axi_monitor.raw_image():
             return run_raw([0], at=at, count=(1 << 32) - 1)

@@ -5,6 +5,8 @@ the hardware reports, the accelerator working again after them, and the programs
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from . import directed, faults
@@ -39,7 +41,7 @@ def directed_calls() -> list:
 AXI_CASES = (("read", 0, "SLVERR"), ("read", 5, "DECERR"), ("write", 0, "DECERR"), ("write", 1, "SLVERR"))
 
 
-def check_directed(results) -> list:
+def check_directed(results: Sequence[dict]) -> list:
     """Why the directed programs' results are wrong ([] when each did what it must)."""
     from hw import control
 

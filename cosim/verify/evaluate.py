@@ -8,8 +8,11 @@ golden models, the current target.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
 from sw import runtime
-from sw.config import load_config
+from sw.config import Config, load_config
 
 from . import replay
 from .fair import ordering_problem
@@ -17,9 +20,10 @@ from .fair import ordering_problem
 __all__ = ["ERROR_KINDS", "signature", "Evaluator", "rtl_dut", "golden_dut", "here_dut"]
 
 ERROR_KINDS = {"WatchdogError": "watchdog", "RunTimeout": "timeout"}
+Dut = Callable[[Sequence[dict]], list[dict]]    # programs -> their replay results on the device under test (one launch)
 
 
-def signature(gold: dict, dut: dict):
+def signature(gold: dict, dut: dict) -> tuple[str, str] | None:
     """How a replayed program failed on the device under test: a tuple, or None when it passed."""
     if "crash" in dut:
         return ("crash", "simulator")
@@ -39,13 +43,13 @@ class Evaluator:
     :func:`replay.replay_program` results (or ``{"crash": text}``).
     """
 
-    def __init__(self, config, dut):
+    def __init__(self, config: Config | str | None, dut: Dut | None) -> None:
         self.cfg = load_config(config)
         self.dut = dut
         self.launches = 0
         self.variants = 0
 
-    def golden(self, program):
+    def golden(self, program: dict) -> dict | None:
         problem = ordering_problem(self.cfg, program["insns"])
         if problem:
             return None
@@ -56,20 +60,20 @@ class Evaluator:
             return None
         return out
 
-    def __call__(self, programs) -> list:
+    def __call__(self, programs: Sequence[dict]) -> list:
         gold = [self.golden(p) for p in programs]
         fair = [i for i, g in enumerate(gold) if g is not None]
-        sigs = ["unfit"] * len(programs)
+        sigs: list[tuple[str, str] | str | None] = ["unfit"] * len(programs)
         if fair:
-            results = self.dut([programs[i] for i in fair])
+            results = self.dut([programs[i] for i in fair])  # type: ignore[misc]  # (None: for golden() only)
             self.launches += 1
             self.variants += len(fair)
             for i, r in zip(fair, results):
-                sigs[i] = signature(gold[i], r)
+                sigs[i] = signature(cast(dict, gold[i]), r)       # (fair: it has a golden run)
         return sigs
 
 
-def rtl_dut(config, fault=None, **cosim_options):
+def rtl_dut(config: Config | str | None, fault: str | None = None, **cosim_options: Any) -> Dut:
     """Programs on the RTL in one launch (each alone when the simulator crashes)."""
     import cosim
 
@@ -84,7 +88,7 @@ def rtl_dut(config, fault=None, **cosim_options):
     return run
 
 
-def golden_dut(config, fault=None):
+def golden_dut(config: Config | str | None, fault: str | None = None) -> Dut:
     """Programs on a fresh golden model each, with the fault injected (to test triage without RTL)."""
     cfg = load_config(config)
 
@@ -98,7 +102,7 @@ def golden_dut(config, fault=None):
 
 
 
-def here_dut(fault=None):
+def here_dut(fault: str | None = None) -> Dut:
     """Programs on the current target, one after the other (inside a simulation: no launch at all)."""
     q = runtime.current()
 

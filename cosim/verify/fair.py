@@ -4,6 +4,9 @@ same SRAM or overlapping DRAM from different modules, and FINISH comes after eve
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from sw.config import Config
 from sw.isa import Insn, MemId, Opcode
 from sw.pipeline import elem_bytes
 
@@ -17,15 +20,15 @@ FLAGS = {1: {"pop_next": ("g2l", False), "push_next": ("l2g", True)},
 TOKEN_FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
 
 
-def stage(f) -> int:
+def stage(f: dict) -> int:
     return Insn(f["kind"], f).stage
 
 
-def is_nop(f) -> bool:
+def is_nop(f: dict) -> bool:
     return f["kind"] == "mem" and f["x_size"] == 0
 
 
-def accesses(cfg, f):
+def accesses(cfg: Config, f: dict) -> list[tuple[str, bool, int, int]]:
     """(resource, writes?, lo, hi) of one instruction; SRAMs as a whole, DRAM as a byte range."""
     op = f["opcode"]
     if f["kind"] == "mem":
@@ -46,7 +49,7 @@ def accesses(cfg, f):
     return [("acc", True, 0, 1), ("uop", False, 0, 1)]
 
 
-def ordering_problem(cfg, insns) -> str | None:
+def ordering_problem(cfg: Config, insns: Sequence[dict]) -> str | None:
     """Why a stream is not a fair test (unbalanced or cyclic tokens, a race, FINISH too early), or None."""
     n = len(insns)
     stages = [stage(f) for f in insns]
@@ -105,9 +108,10 @@ def ordering_problem(cfg, insns) -> str | None:
 
 
 
-def token_edges(insns):
+def token_edges(insns: Sequence[dict]) -> list[tuple[tuple[int, str], tuple[int, str]]]:
     """Each token as ((pushing instruction, flag), (popping instruction, flag)), matched in FIFO order."""
-    pushes, pops = {}, {}
+    pushes: dict[str, list[tuple[int, str]]] = {}
+    pops: dict[str, list[tuple[int, str]]] = {}
     for i, f in enumerate(insns):
         for flag, (queue, push) in FLAGS[stage(f)].items():
             if f[flag]:

@@ -10,40 +10,46 @@ raise the golden model's errors. Faults injected into a run that would otherwise
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn, cast
+
 from sw import runtime
 from sw.isa import MemId, Opcode
 
 from .raw import finish_after_store, run_raw, store_insn
 
+if TYPE_CHECKING:
+    from cosim.sim.rtl import RtlDevice
+
 __all__ = ["deadlock", "reserved_flag", "bad_opcode", "bad_memory_type", "timeout", "axi_error", "target_info",
            "raises"]
 
 
-def deadlock():
+def deadlock() -> dict:
     """Load waits for compute (g2l) while compute waits for load (l2g): nothing can move."""
     return run_raw([dict(opcode=Opcode.LOAD, memory_type=MemId.INP, pop_next=1, push_next=1),
                      dict(opcode=Opcode.LOAD, memory_type=MemId.UOP, pop_prev=1, push_prev=1),
                      dict(opcode=Opcode.FINISH)])
 
 
-def reserved_flag():
+def reserved_flag() -> dict:
     """A LOAD INP with push_prev (reserved) before a store: stops before the store runs."""
     return run_raw([dict(opcode=Opcode.LOAD, memory_type=MemId.INP, push_prev=1), store_insn(0x100000 // 16),
                      *finish_after_store()])
 
 
-def bad_opcode():
+def bad_opcode() -> dict:
     """Opcode 6 (no such instruction; a raw word, the encoder refuses it) before a store."""
     return run_raw([6, store_insn(0x100000 // 16), *finish_after_store()])
 
 
-def bad_memory_type():
+def bad_memory_type() -> dict:
     """A LOAD of memory type 7 before a store."""
     return run_raw([dict(opcode=Opcode.LOAD, memory_type=7, x_size=1, y_size=1, x_stride=1),
                      store_insn(0x100000 // 16), *finish_after_store()])
 
 
-def timeout(wait_cycles=50):
+def timeout(wait_cycles: int = 50) -> dict:
     """A legal program given fewer cycles than it needs."""
     loads = [dict(opcode=Opcode.LOAD, memory_type=MemId.ACC, sram_base=0, dram_base=0x1000 // 64, y_size=1,
                   x_size=64, x_stride=64)]
@@ -66,7 +72,7 @@ def axi_error(channel: str, beat: int, response: str = "SLVERR") -> dict:
                       x_size=8, x_stride=8, push_next=1), dict(opcode=Opcode.FINISH, pop_prev=1)]
     else:
         insns = [store_insn(base // cfg.OUT_ELEM_BYTES), *finish_after_store()]
-    q.target.inject_axi_error(channel, beat, response)
+    cast("RtlDevice", q.target).inject_axi_error(channel, beat, response)
     out = run_raw(insns)
     out["buffer"] = q.dram[base:base + 64].copy()
     out["base"] = base
@@ -74,11 +80,11 @@ def axi_error(channel: str, beat: int, response: str = "SLVERR") -> dict:
     return out
 
 
-def target_info(x):
+def target_info(x: Sequence[int]) -> dict:
     """Which target runs the calls, and a value to check that arguments and results pass unchanged."""
     q = runtime.current()
     return {"target": q.target.name, "config": q.cfg.name, "value": x, "double": [v * 2 for v in x]}
 
 
-def raises(message):
+def raises(message: str) -> NoReturn:
     raise ValueError(message)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from cocotb_coverage.coverage import CoverPoint, coverage_db
 
+from sw.config import Config
+from sw.fsim import FsimDevice
 from sw.isa import AluOp, MemId, Opcode, alu_opcodes
 from sw.pipeline import elem_bytes
 
@@ -167,7 +169,7 @@ def _dma(fns, cfg, direction, addr, nbytes):
         beats -= n
 
 
-def sample_stream(device, insn_addr: int, insn_count: int) -> None:
+def sample_stream(device: FsimDevice, insn_addr: int, insn_count: int) -> None:
     """Sample one launched stream of ``device`` (its DRAM holds the instructions and micro-ops)."""
     cfg, isa = device.cfg, device.isa
     fns = _define(cfg)
@@ -216,7 +218,7 @@ def sample_stream(device, insn_addr: int, insn_count: int) -> None:
             fns["opcode_mem"]((op.name, "-"))
 
 
-def sampled(device):
+def sampled(device: FsimDevice) -> FsimDevice:
     """``device`` with its ``run`` sampling each launched stream first (the golden model of the regression)."""
     run = device.run
 
@@ -227,11 +229,11 @@ def sampled(device):
             pass                       # a malformed stream: the run itself reports it
         return run(insn_addr, insn_count, wait_cycles)
 
-    device.run = run_and_sample
+    device.run = run_and_sample  # type: ignore[method-assign]  # this device's run, wrapped
     return device
 
 
-def sample_backpressure(cfg, stalls: dict) -> None:
+def sample_backpressure(cfg: Config, stalls: dict) -> None:
     """One RTL program's stall cycles per channel (cosim.sim.axi_monitor.stall_counts differences): a bin per
     channel that waited at least once."""
     fns = _define(cfg)

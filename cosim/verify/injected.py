@@ -8,11 +8,16 @@ program (:func:`axi_error_run`), after which :func:`works_after_errors` checks t
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from sw import runtime
 from sw.isa import AluOp, Opcode
+from sw.targets import TargetDevice
+
+if TYPE_CHECKING:
+    from cosim.sim.rtl import RtlDevice
 
 __all__ = ["FetchFault", "FAULTS", "AXI_FAULTS", "axi_fault_for", "axi_error_run", "works_after_errors", "with_fault"]
 
@@ -25,20 +30,20 @@ class FetchFault:
     original words back; everything else is the wrapped device's.
     """
 
-    def __init__(self, device, name: str):
+    def __init__(self, device: TargetDevice, name: str):
         if name not in FAULTS:
             raise ValueError(f"fault = {name!r}; allowed: {', '.join(sorted(FAULTS))}")
         self.device, self.fault = device, name
         self.name, self.cfg = device.name, device.cfg
 
     @property
-    def dram(self):
+    def dram(self) -> np.ndarray:
         return self.device.dram
 
     def __getattr__(self, attr):
         return getattr(self.device, attr)
 
-    def run(self, insn_addr, insn_count, wait_cycles=None):
+    def run(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> dict:
         from sw.isa import isa_for
 
         isa = isa_for(self.cfg)
@@ -90,7 +95,7 @@ def axi_fault_for(name: str, seed: int, mem: str = "dpi") -> tuple:
     return channel, beat, "SLVERR" if mem == "cocotbext" else rng.choice(("SLVERR", "DECERR"))
 
 
-def axi_error_run(name: str, seed: int, n_ops: int = 24, bias=None) -> dict:
+def axi_error_run(name: str, seed: int, n_ops: int = 24, bias: dict[str, float] | None = None) -> dict:
     """On the RTL: random program ``seed`` with the AXI error of :func:`axi_fault_for` injected. ``ok`` says whether
     the run stopped with an :class:`~cosim.sim.rtl.AxiResponseError` naming the injected channel and response; device
     memory is put back afterwards."""
@@ -98,7 +103,7 @@ def axi_error_run(name: str, seed: int, n_ops: int = 24, bias=None) -> dict:
 
     from .pages import CHECK_BYTES
 
-    device = runtime.current().target
+    device = cast("RtlDevice", runtime.current().target)
     channel, beat, response = axi_fault_for(name, seed, getattr(device, "mem", "dpi"))
     before = device.dram[:CHECK_BYTES].copy()
     device.inject_axi_error(channel, beat, response)
@@ -123,6 +128,6 @@ def works_after_errors() -> str:
     return "" if np.array_equal(r["result"], r["expected"]) else "after the AXI errors, a vector addition was wrong"
 
 
-def with_fault(device, name: str | None):
+def with_fault(device: TargetDevice, name: str | None) -> TargetDevice:
     """``device`` with the named fault injected (``device`` itself for None)."""
     return FetchFault(device, name) if name else device

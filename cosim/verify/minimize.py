@@ -9,17 +9,19 @@ loop extents, micro-op ranges and transfer sizes. A variant is only compared whe
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from sw.isa import MemId, Opcode
 
 from . import replay
-from .evaluate import Evaluator, here_dut, rtl_dut
+from .evaluate import Dut, Evaluator, here_dut, rtl_dut
 from .fair import TOKEN_FLAGS, is_nop, stage, token_edges
 
 __all__ = ["as_nop", "minimize", "minimize_here", "minimize_on_rtl", "minimize_replay"]
 
 
-def as_nop(f):
+def as_nop(f: dict) -> dict:
     """The instruction as a NOP of its module that keeps its dependency flags."""
     module = stage(f)
     mem = {1: MemId.INP, 2: MemId.UOP}.get(module, MemId.UOP)
@@ -97,7 +99,8 @@ def _shrinks(f):
     return out
 
 
-def minimize(program, evaluate, wanted=None, log=print, max_rounds=60) -> dict:
+def minimize(program: dict, evaluate: Callable[[Sequence[dict]], list], wanted: tuple | None = None,
+             log: Callable[[str], object] = print, max_rounds: int = 60) -> dict:
     """The smallest variant of ``program`` that still fails as ``wanted`` (its own failure by default)."""
     if wanted is None:
         wanted = evaluate([program])[0]
@@ -200,7 +203,7 @@ def minimize_here(entry: dict) -> dict:
     return minimize_replay(entry, dut=here_dut(entry.get("fault")), log=lambda text: None)
 
 
-def minimize_on_rtl(entry: dict, log=print, **cosim_options) -> dict:
+def minimize_on_rtl(entry: dict, log: Callable[[str], object] = print, **cosim_options: Any) -> dict:
     """Minimize a failure on the RTL: in one launch, or one launch per round when the simulator crashes."""
     import cosim
 
@@ -211,7 +214,7 @@ def minimize_on_rtl(entry: dict, log=print, **cosim_options) -> dict:
         return minimize_replay(entry, log=log, **cosim_options)
 
 
-def minimize_replay(entry: dict, dut=None, log=print, **cosim_options) -> dict:
+def minimize_replay(entry: dict, dut: Dut | None = None, log: Callable[[str], object] = print, **cosim_options: Any) -> dict:
     """A failure entry of :func:`check_seeds` with its program minimized on the RTL, one launch per
     round (or on ``dut``)."""
     cfg = replay.config_of(entry["program"])

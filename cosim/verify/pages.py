@@ -18,7 +18,7 @@ CHECK_BYTES = 4 << 20          # where the runtime allocates
 PAGE = 4096
 
 
-def page_digests(dram, page: int = PAGE, nbytes: int = CHECK_BYTES) -> list[str]:
+def page_digests(dram: np.ndarray, page: int = PAGE, nbytes: int = CHECK_BYTES) -> list[str]:
     """One 8-byte blake2b hex digest per ``page`` bytes of the first ``nbytes`` of ``dram``."""
     view = np.asarray(dram[:nbytes]).reshape(-1, page)
     return [hashlib.blake2b(row.tobytes(), digest_size=8).hexdigest() for row in view]

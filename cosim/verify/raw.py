@@ -10,6 +10,8 @@ compute a token are the building blocks the directed programs (:mod:`cosim.verif
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from sw import runtime
@@ -31,15 +33,20 @@ NOP_STORE = dict(opcode=Opcode.STORE, memory_type=MemId.OUT)
 OUTSIDE = 1 << 31        # a bus address above any device memory: the DPI DRAM reads zeros there and drops writes
 
 
-def run_raw(fields_list, wait_cycles: int = 1 << 31, at: int | None = None, count: int | None = None) -> dict:
+def run_raw(fields_list: Sequence[int | dict], wait_cycles: int = 1 << 31, at: int | None = None,
+            count: int | None = None) -> dict:
     """Write the stream into a fresh buffer (or at byte address ``at`` of device memory, outside any buffer: the
     caller saves what is there), run it on the current target (``count`` instructions: all of them by default), and
     report what happened."""
     q = runtime.current()
     isa = q.isa
     raw = isa.words_to_array(f if isinstance(f, int) else isa.encode(**f) for f in fields_list)
-    h = q.alloc(max(raw.size, 4096)) if at is None else None
-    addr = q.memory.get(h).phys if at is None else at
+    h = None
+    if at is None:
+        h = q.alloc(max(raw.size, 4096))
+        addr = q.memory.get(h).phys
+    else:
+        addr = at
     q.dram[addr:addr + raw.size] = raw
     before = q.dram[:CHECK_BYTES].copy()
     out: dict[str, object] = {"error": None, "message": ""}

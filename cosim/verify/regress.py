@@ -13,16 +13,19 @@ merged functional coverage and the bins never hit. ``--replay FILE [--waves]`` r
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from sw.cli import choose, command, run_as_main
-from sw.config import load_config
+from sw.config import Config, load_config
 from sw.runtime.runners import Call
 
 from . import funcov
 from .differential import differences, fuzz_check, program_check, program_names, run_golden
 
 
-def compare(names, config, **cosim_options) -> list:
+def compare(names: Sequence[str], config: Config | str | None, **cosim_options: Any) -> list:
     import cosim
     calls: list[Call] = [(program_check, (name,), {}) for name in names]
     rtl = cosim.run_many(calls, config=config, **cosim_options)
@@ -30,7 +33,8 @@ def compare(names, config, **cosim_options) -> list:
     return [d for name, g, r in zip(names, gold, rtl) for d in differences(f"{name} [{config}]", g, r)]
 
 
-def fuzz(seeds, config, n_ops=24, bias=None, **cosim_options) -> list:
+def fuzz(seeds: Sequence[int], config: Config | str | None, n_ops: int = 24, bias: dict[str, float] | None = None,
+         **cosim_options: Any) -> list:
     import cosim
     calls: list[Call] = [(fuzz_check, (seed, n_ops, bias), {}) for seed in seeds]
     rtl = cosim.run_many(calls, config=config, **cosim_options)
@@ -39,7 +43,7 @@ def fuzz(seeds, config, n_ops=24, bias=None, **cosim_options) -> list:
 
 
 @command
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="differential tests: golden model against RTL")
     parser.add_argument("--fuzz", type=int, default=0, help="number of random programs (per config)")
     parser.add_argument("--start", type=int, default=0, help="first seed")
@@ -102,7 +106,7 @@ def main(argv=None) -> int:
     return 1 if summary["failures"] else 0
 
 
-def replay_main(path, waves=False) -> int:
+def replay_main(path: str | Path, waves: bool = False) -> int:
     """Re-run a replay file: the golden model and the RTL (with waves), and say whether it still fails."""
     import cosim
 

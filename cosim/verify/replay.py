@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import json
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from sw.config import Config, load_config
 from sw.fsim import COUNTER_NAMES, FsimDevice
 from sw.isa import MemId, Opcode, isa_for
 from sw.pipeline import elem_bytes
+from sw.runtime.runners import Call
 
 from .pages import CHECK_BYTES, PAGE, page_digests
 
@@ -78,7 +80,7 @@ class _Recorder(FsimDevice):
         return super().run(insn_addr, insn_count, wait_cycles)
 
 
-def record(calls, config, index: int | None = None) -> dict:
+def record(calls: Sequence[Call], config: Config | str | None, index: int | None = None) -> dict:
     """The program of the last run of call ``index`` of ``calls`` ((fn, args, kwargs), run in order on
     one golden device with a fresh runtime each, as a batch runs on the RTL)."""
     cfg = load_config(config)
@@ -104,7 +106,7 @@ def record(calls, config, index: int | None = None) -> dict:
     return program
 
 
-def config_of(program):
+def config_of(program: dict) -> Config:
     """The config a program was recorded on (under its own name, so that its RTL model is the cached one)."""
     return Config.from_dict(dict(program["config"]), name=program.get("config_name", "replay"))
 
@@ -118,7 +120,7 @@ class Tracker(FsimDevice):
     micro-op hazard seen (a micro-op writing the acc row one of the two before it wrote), or None.
     """
 
-    def __init__(self, cfg, dram_bytes=DRAM_BYTES):
+    def __init__(self, cfg: Config, dram_bytes: int = DRAM_BYTES) -> None:
         super().__init__(cfg, dram_bytes=dram_bytes)
         self.defined = {m: np.zeros(_depth(self.cfg, m), dtype=bool) for m in SRAMS.values()}
         self.undefined = {m: np.zeros(_depth(self.cfg, m), dtype=bool) for m in SRAMS.values()}
@@ -163,7 +165,7 @@ class Tracker(FsimDevice):
         return d, s, w, memo
 
 
-def restore_ranges(program) -> dict:
+def restore_ranges(program: dict) -> dict:
     """For each SRAM, the row range [lo, hi) covering every row the stream reads before writing it."""
     cfg = config_of(program)
     device = Tracker(cfg)
@@ -282,7 +284,7 @@ def _from_json(value):
     return value
 
 
-def save(path, replay: dict) -> Path:
+def save(path: str | Path, replay: dict) -> Path:
     """Write a replay (``{"program", "fault", "seed", "failure", ...}``) as a self-contained JSON file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -292,14 +294,14 @@ def save(path, replay: dict) -> Path:
     return path
 
 
-def load(path) -> dict:
+def load(path: str | Path) -> dict:
     body = _from_json(json.loads(Path(path).read_text()))
     if body.get("format") != FORMAT:
         raise ValueError(f"{path}: format {body.get('format')!r}; this reader knows {FORMAT!r}")
     return body
 
 
-def listing(program) -> str:
+def listing(program: dict) -> str:
     """The disassembly of a program's stream, one instruction a line."""
     isa = isa_for(config_of(program))
     lines = []
@@ -309,7 +311,7 @@ def listing(program) -> str:
     return "\n".join(lines)
 
 
-def program_size(program) -> dict:
+def program_size(program: dict) -> dict:
     """How big a program is: instructions (NOPs included), micro-op executions and bytes it moves."""
     cfg = config_of(program)
     work = nops = moved = 0

@@ -11,9 +11,11 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Sequence
+from typing import Any
 
 from sw import runtime
-from sw.config import load_config
+from sw.config import Config, load_config
 from sw.runtime.runners import Call
 
 from . import injected, replay
@@ -23,7 +25,7 @@ __all__ = ["fuzz_probe", "compare_probe", "check_seeds", "cpu_seconds"]
 
 
 # ---------------------------------------------------------------------- random programs in batches
-def fuzz_probe(seed: int, n_ops: int = 24, fault: str | None = None, bias=None) -> dict:
+def fuzz_probe(seed: int, n_ops: int = 24, fault: str | None = None, bias: dict[str, float] | None = None) -> dict:
     """One random program on the current target (with an injected fault), its error as a result; on the RTL
     also the cycles each memory channel waited (``stalls``, for the backpressure coverage)."""
     from ..sim import axi_monitor
@@ -43,7 +45,7 @@ def fuzz_probe(seed: int, n_ops: int = 24, fault: str | None = None, bias=None) 
     return out
 
 
-def compare_probe(label, gold, dut):
+def compare_probe(label: str, gold: dict, dut: dict) -> tuple[tuple[str, str], str] | None:
     """(signature, description) of a random program's two runs, or None when they agree."""
     from . import differential
 
@@ -62,7 +64,8 @@ def compare_probe(label, gold, dut):
     return ("mismatch", "data" if data else "counters"), "\n".join(found)
 
 
-def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, bias=None, **cosim_options) -> dict:
+def check_seeds(config: Config | str | None, seeds: Sequence[int], n_ops: int = 24, fault: str | None = None,
+                bias: dict[str, float] | None = None, **cosim_options: Any) -> dict:
     """Random programs ``seeds`` on the RTL (one launch) and the golden model; counts, failures, and the
     functional coverage the golden model and the RTL's stall counters sampled (``coverage``, counts of
     :func:`cosim.verify.funcov.snapshot`: this shard's hits only). ``bias`` steers the generator (cosim.verify.funcov)."""
@@ -121,8 +124,8 @@ def check_seeds(config, seeds, n_ops: int = 24, fault: str | None = None, bias=N
         if found is None:
             continue
         sig, text = found
-        entry = {"config": cfg.name, "seed": seed, "n_ops": n_ops, "fault": fault, "bias": bias, "batch": seeds,
-                 "failure": {"signature": list(sig), "description": text}}
+        entry: dict[str, Any] = {"config": cfg.name, "seed": seed, "n_ops": n_ops, "fault": fault, "bias": bias,
+                                 "batch": seeds, "failure": {"signature": list(sig), "description": text}}
         try:
             entry["program"] = replay.record(golden_calls, cfg, index=i)
         except Exception as err:  # noqa: BLE001 - the failure is still reported, without a replay

@@ -106,7 +106,7 @@ class _Classes:
             self.parent[ra] = rb
 
 
-def bit_classes(verilog: Path):
+def bit_classes(verilog: Path) -> tuple:
     """``(find, members, derived, widths, srcs)``: ``find((module, signal, bit))`` is the root of the bit's class
     (``("c", v)`` for a bit tied to constant ``v``), ``members[root]`` the bits of each class,
     ``derived[(module, signal)]`` is ``("any", operands)`` for a sum or difference, ``("all", inputs)`` for a

@@ -12,7 +12,7 @@ from .run import format_table, property_table, run_all
 
 
 @command
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="SymbiYosys proofs of the AXI4 master, the AXI4-Lite slave, the token "
                                                  "queues and fetch (hw.formal)")
     parser.add_argument("--fast", action="store_true", help="BMC of every property to its small depth (make test)")

@@ -11,10 +11,11 @@ source.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from amaranth.hdl import Assert, Assume, Elaboratable, Module, ResetSignal, Signal, Value
+from amaranth.hdl import Assert, Assume, Elaboratable, Module, ResetSignal, ShapeLike, Signal, Value, ValueLike
 from amaranth.lib import wiring
 
 __all__ = ["Mutant", "Check", "Harness", "past", "internal", "drive_inputs", "held_until"]
@@ -47,7 +48,7 @@ class Check:
     why_depth: str = ""
     build: Any = field(default=None, compare=False, repr=False)    # build(h, m, check_name, mutant_name)
 
-    def mutant(self, name):
+    def mutant(self, name: str) -> Mutant:
         for mu in self.mutants:
             if mu.name == name:
                 return mu
@@ -61,21 +62,21 @@ class Harness(Elaboratable):
     invariants of the same property (tag ``"<prop>:helper"``) unless ``helpers`` is false. ``assertions`` maps
     the source location of every emitted assertion to its tag, which is how the runner names a failed one."""
 
-    def __init__(self, build, prop: str, helpers: bool = True):
+    def __init__(self, build: Callable[[Harness, Module], None], prop: str, helpers: bool = True):
         self._build = build
         self.prop = prop
         self.helpers = helpers
         self.ports: list = []
         self.assertions: dict = {}
-        self.started = None
+        self.started: Signal = None      # set by elaborate, before build runs
 
-    def free(self, shape, name):
+    def free(self, shape: ShapeLike, name: str) -> Signal:
         """A free input of the harness (the solver picks its value every cycle)."""
         s = Signal(shape, name=name)
         self.ports.append(s)
         return s
 
-    def check(self, m, tag, cond, src_loc_at=0):
+    def check(self, m: Module, tag: str, cond: ValueLike, src_loc_at: int = 0) -> None:
         """``Assert(cond)`` (in the current ``m.If`` context) when ``tag`` is this run's property or one of its
         helpers. One source line (the caller's, or ``src_loc_at`` frames further out) carries one tag: the runner
         maps a failure back to its line."""
@@ -87,7 +88,8 @@ class Harness(Elaboratable):
             raise ValueError(f"{where[0]}:{where[1]} asserts both {self.assertions[where]} and {tag}")
         m.d.comb += a
 
-    def block(self, m, dut, name, patch=None):
+    def block(self, m: Module, dut: wiring.Component, name: str,
+              patch: Callable[[wiring.Component, Module], None] | None = None) -> Module:
         """Elaborate ``dut`` as submodule ``name`` of ``m``; ``patch(dut, dm)`` (a mutant) may append statements
         to the block's module ``dm`` first. Returns ``dm``."""
         dm = dut.elaborate(None)
@@ -97,7 +99,7 @@ class Harness(Elaboratable):
         m.submodules[name] = dm
         return dm
 
-    def elaborate(self, platform):
+    def elaborate(self, platform: object) -> Module:
         m = Module()
         m.d.comb += Assume(~ResetSignal())
         self.started = Signal(name="started")      # low in the first cycle only
@@ -106,7 +108,7 @@ class Harness(Elaboratable):
         return m
 
 
-def past(m, value, name=None):
+def past(m: Module, value: ValueLike, name: str | None = None) -> Signal:
     """``value`` one cycle earlier (its initial value in the first cycle). The register lives in a module of its own,
     so a call inside ``with m.If(...)`` still samples every cycle."""
     value = Value.cast(value)
@@ -117,7 +119,7 @@ def past(m, value, name=None):
     return s
 
 
-def internal(dm, name):
+def internal(dm: Module, name: str) -> Signal:
     """The signal called ``name`` among those the block's module ``dm`` assigns or reads (a register of the block,
     e.g. ``rd_active``), for induction invariants and mutants. Exactly one must match."""
     dm._flush()
@@ -135,7 +137,8 @@ def internal(dm, name):
     return next(iter(found.values()))
 
 
-def drive_inputs(h, m, dut, prefix, override=None):
+def drive_inputs(h: Harness, m: Module, dut: wiring.Component, prefix: str,
+                 override: dict[tuple, Callable[[Signal], ValueLike]] | None = None) -> dict[tuple, Signal]:
     """Drive every input port of ``dut`` from a free input of the harness (or from ``override[path]``, a value the
     harness computes); returns {path: the free signal}."""
     out = {}
@@ -150,7 +153,8 @@ def drive_inputs(h, m, dut, prefix, override=None):
     return out
 
 
-def held_until(h, m, valid, ready, payload, assume):
+def held_until(h: Harness, m: Module, valid: Value, ready: Value, payload: Sequence[Value],
+               assume: Literal[True] | str) -> None:
     """The handshake rule: once ``valid`` is high without ``ready``, it stays high with ``payload`` unchanged in
     the next cycle. ``assume``: the environment's obligation (an ``Assume``); else ``assume`` is the tag of the
     property that asserts it."""

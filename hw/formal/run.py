@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,7 +141,8 @@ def run_check(check: Check, mutant: str | None = None, fast: bool = False, out_d
     return run_job(prepare(check, mutant, fast, out_dir))
 
 
-def run_all(checks=None, mutants: bool = False, fast: bool = False, jobs: int = 2, out_dir: Path | None = None) -> list:
+def run_all(checks: Iterable[Check] | None = None, mutants: bool = False, fast: bool = False, jobs: int = 2,
+            out_dir: Path | None = None) -> list[Result]:
     """Every check (or every mutant of every check), ``jobs`` SymbiYosys processes at a time. The harnesses are
     elaborated here, one after the other; only the solver runs in parallel."""
     checks = list(checks or CHECKS)
@@ -160,7 +162,7 @@ def _result_text(r: Result) -> str:
     return f"{r.verdict} ({r.failed or r.detail}): the mutant is not caught"
 
 
-def format_table(results, markdown: bool = False) -> str:
+def format_table(results: Sequence[Result], markdown: bool = False) -> str:
     from sw.tables import Column
     from sw.tables import format_table as table
 
@@ -175,7 +177,7 @@ def format_table(results, markdown: bool = False) -> str:
     return table(rows, cols, markdown=markdown)
 
 
-def property_table(checks=None) -> str:
+def property_table(checks: Iterable[Check] | None = None) -> str:
     """Markdown: what each property states and the mutants that must break it (from the checks themselves)."""
     from sw.tables import Column
     from sw.tables import format_table as table

@@ -9,6 +9,7 @@ arithmetic by construction.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from sw.isa import AluOp
 from sw.pipeline import InsnError
@@ -19,7 +20,7 @@ SHIFT_MAX = 31
 """The largest shift SHR applies: amounts beyond it (either sign) shift by 31."""
 
 
-def alu_op(op: int, a, b) -> np.ndarray:
+def alu_op(op: int, a: npt.ArrayLike, b: npt.ArrayLike) -> np.ndarray:
     """``op(a, b)`` on signed int32 lanes, the result wrapped to int32.
 
     ``op`` an :class:`~sw.isa.AluOp` (or its int value); ``a`` the accumulators (any integer array);

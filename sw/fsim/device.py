@@ -101,7 +101,7 @@ class FsimDevice:
             schedule(self.cfg, insns, self._execute, self.isa.disasm, check_depth=not checked)
         return dict(self.counters)
 
-    def reset(self):
+    def reset(self) -> None:
         for arr in (self.inp, self.wgt, self.acc, self.uop):
             arr[...] = 0
 

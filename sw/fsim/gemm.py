@@ -24,6 +24,7 @@ and added with wrap-around.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -31,6 +32,9 @@ import numpy as np
 
 __all__ = ["gemm", "gemm_fold", "gemm_folded", "gemm_products", "accumulate", "one_blas_thread",
            "SET_BLAS_THREADS", "F32_TERMS"]
+
+# gemm_fold's plan: dst rows, distinct inp lists and their inverse, distinct wgt lists and theirs, in order, run
+Fold = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool, bool]
 
 F32_TERMS = 1024
 """The longest dot product one float32 matrix product computes (exact: see the module docstring)."""
@@ -54,7 +58,7 @@ SET_BLAS_THREADS = _blas_thread_setter()
 
 
 @contextmanager
-def one_blas_thread():
+def one_blas_thread() -> Iterator[None]:
     """Run the enclosed BLAS calls on the calling thread only (the thread-local setting is restored on exit).
     The golden model's products are small; OpenBLAS would split the larger of them over all cores, and each
     call would then wait for the busiest core."""
@@ -68,7 +72,8 @@ def one_blas_thread():
         SET_BLAS_THREADS(previous)
 
 
-def gemm(acc, inp, wgt, d, s, w, fold) -> None:
+def gemm(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, d: np.ndarray, s: np.ndarray, w: np.ndarray,
+         fold: Fold | None) -> None:
     """acc[d[i]] += inp[s[i]] . wgt[w[i]]^T for every execution i (flattened into acc's lanes, int32
     wrap-around), on the calling thread: the folded product where ``fold`` (:func:`gemm_fold` of the
     executions) is not None, else one product per execution summed per row."""
@@ -78,7 +83,7 @@ def gemm(acc, inp, wgt, d, s, w, fold) -> None:
             accumulate(acc, d[order], prod)
 
 
-def gemm_fold(d, s, w):
+def gemm_fold(d: np.ndarray, s: np.ndarray, w: np.ndarray) -> Fold | None:
     """How :func:`gemm_folded` computes a GEMM of these executions, which depends on the indices only: (dst
     rows, distinct inp lists and their inverse, distinct wgt lists and theirs, rows in the product's order), or
     None where the executions have no regular structure to fold."""
@@ -99,7 +104,7 @@ def gemm_fold(d, s, w):
     return dst, us, inv_s, uw, inv_w, in_order, run
 
 
-def gemm_folded(acc, inp, wgt, fold) -> bool:
+def gemm_folded(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, fold: Fold | None) -> bool:
     """acc[d] += inp[s] . wgt[w]^T over all executions, as one blocked product (``fold``: :func:`gemm_fold`
     of the executions); False (nothing done) when they have no regular structure to fold."""
     if fold is None:
@@ -178,7 +183,7 @@ def _row_classes(m):
     return u, inverse.reshape(-1)
 
 
-def gemm_products(inp, wgt, s, w):
+def gemm_products(inp: np.ndarray, wgt: np.ndarray, s: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(products (N, BATCH*BLOCK_OUT) float32, exact, order) with products[i] = inp[s[order[i]]] . wgt[w[order[i]]]^T."""
     n = s.size
     B, I = inp.shape[1], inp.shape[2]
@@ -222,7 +227,7 @@ def gemm_products(inp, wgt, s, w):
     return np.ascontiguousarray(r).reshape(n, B * O), order
 
 
-def accumulate(acc, d, vals):
+def accumulate(acc: np.ndarray, d: np.ndarray, vals: np.ndarray) -> None:
     """acc[d] += vals, summing repeated rows (vals: float32 holding exact integers; int32 wrap-around)."""
     depth, lanes = acc.shape
     counts = np.bincount(d, minlength=depth)

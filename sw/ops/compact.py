@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from sw.fsim.alu import alu_op
 from sw.isa import AluOp
@@ -195,7 +196,8 @@ def _simplify(steps, keep: int, lo=None, hi=None, r_range=None) -> None:
         pass
 
 
-def compact(steps: Sequence[AluStep], vectors, lo, hi, residual: Sequence[AluStep] | None = None, keep: int = 0):
+def compact(steps: Sequence[AluStep], vectors: npt.ArrayLike | None, lo: npt.ArrayLike, hi: npt.ArrayLike,
+            residual: Sequence[AluStep] | None = None, keep: int = 0) -> tuple:
     """``steps`` (and a residual's steps) rewritten to as few ALU passes as the rules above allow, with
     the same int32 result for every accumulator in ``[lo, hi]`` (per channel, or one bound) and every
     int8 residual. The first ``keep`` steps stay as they are (a bias the GEMM may take over); ``lo``,
@@ -257,7 +259,7 @@ def _stack(names: list):
     return np.stack(names).astype(np.int32) if names else None
 
 
-def with_operands(steps: Sequence[AluStep], vectors) -> tuple[list, np.ndarray | None]:
+def with_operands(steps: Sequence[AluStep], vectors: npt.ArrayLike) -> tuple[list, np.ndarray | None]:
     """``steps`` whose int constants may exceed an immediate (a list written by hand, the tail of a fused
     function) as ALU operands: an int that fits stays, any other becomes a vector appended to ``vectors``
     (V, channels) (or shares an equal one). Returns (steps, vectors)."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Literal, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from sw.isa import MemId
 from sw.ops.base import MAX_EXTENT, MAX_PAD, TileError, _check_vt, _finish, _halves, cdiv, config
@@ -121,9 +123,31 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: i
     return tiles
 
 
-def conv2d_packed(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: int = 8, clip: bool = True,
-                  virtual_threads: int = 1, tiles=None, return_counters: bool = False,
-                  epilogue: Epilogue | Sequence | None = None, block_groups: int = 1, residual=None):
+@overload
+def conv2d_packed(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = ..., stride: int = ...,
+                  padding: int = ..., shift: int = ..., clip: bool = ..., virtual_threads: int = ...,
+                  tiles: Sequence[int] | None = ..., return_counters: Literal[False] = ...,
+                  epilogue: Epilogue | Sequence | None = ..., block_groups: int = ...,
+                  residual: np.ndarray | None = ...) -> np.ndarray: ...
+@overload
+def conv2d_packed(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = ..., stride: int = ...,
+                  padding: int = ..., shift: int = ..., clip: bool = ..., virtual_threads: int = ...,
+                  tiles: Sequence[int] | None = ..., *, return_counters: Literal[True],
+                  epilogue: Epilogue | Sequence | None = ..., block_groups: int = ...,
+                  residual: np.ndarray | None = ...) -> tuple[np.ndarray, dict[str, int]]: ...
+@overload
+def conv2d_packed(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = ..., stride: int = ...,
+                  padding: int = ..., shift: int = ..., clip: bool = ..., virtual_threads: int = ...,
+                  tiles: Sequence[int] | None = ..., return_counters: bool = ...,
+                  epilogue: Epilogue | Sequence | None = ..., block_groups: int = ...,
+                  residual: np.ndarray | None = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
+
+
+def conv2d_packed(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = None, stride: int = 1,
+                  padding: int = 0, shift: int = 8, clip: bool = True, virtual_threads: int = 1,
+                  tiles: Sequence[int] | None = None, return_counters: bool = False,
+                  epilogue: Epilogue | Sequence | None = None, block_groups: int = 1,
+                  residual: np.ndarray | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """conv2d on packed operands: data (nb, cb, H, W, BATCH, BLOCK_IN), weight (ob, cb, kh, kw, BLOCK_OUT,
     BLOCK_IN) int8, bias None or packed (ob, BATCH, BLOCK_OUT) int32; returns (nb, ob, Ho, Wo, BATCH,
     BLOCK_OUT) int8 after >> shift, + bias, clip [0, 127].
@@ -177,9 +201,27 @@ def conv2d_packed(data, weight, bias=None, stride: int = 1, padding: int = 0, sh
                         return_counters, residual)
 
 
-def conv2d(data, weight, bias=None, stride: int = 1, padding: int = 0, shift: int = 8, clip: bool = True,
-           virtual_threads: int = 1, tiles=None, return_counters: bool = False,
-           epilogue: Epilogue | Sequence | None = None, groups: int = 1, residual=None):
+@overload
+def conv2d(data: np.ndarray, weight: np.ndarray, bias: npt.ArrayLike | None = ..., stride: int = ..., padding: int = ...,
+           shift: int = ..., clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | None = ...,
+           return_counters: Literal[False] = ..., epilogue: Epilogue | Sequence | None = ..., groups: int = ...,
+           residual: npt.ArrayLike | None = ...) -> np.ndarray: ...
+@overload
+def conv2d(data: np.ndarray, weight: np.ndarray, bias: npt.ArrayLike | None = ..., stride: int = ..., padding: int = ...,
+           shift: int = ..., clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | None = ..., *,
+           return_counters: Literal[True], epilogue: Epilogue | Sequence | None = ..., groups: int = ...,
+           residual: npt.ArrayLike | None = ...) -> tuple[np.ndarray, dict[str, int]]: ...
+@overload
+def conv2d(data: np.ndarray, weight: np.ndarray, bias: npt.ArrayLike | None = ..., stride: int = ...,
+           padding: int = ..., shift: int = ..., clip: bool = ..., virtual_threads: int = ...,
+           tiles: Sequence[int] | None = ..., return_counters: bool = ..., epilogue: Epilogue | Sequence | None = ...,
+           groups: int = ..., residual: npt.ArrayLike | None = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
+
+
+def conv2d(data: np.ndarray, weight: np.ndarray, bias: npt.ArrayLike | None = None, stride: int = 1, padding: int = 0,
+           shift: int = 8, clip: bool = True, virtual_threads: int = 1, tiles: Sequence[int] | None = None,
+           return_counters: bool = False, epilogue: Epilogue | Sequence | None = None, groups: int = 1,
+           residual: npt.ArrayLike | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """VTA's conv2d benchmark: data (N, C, H, W) int8, weight (O, C, kh, kw) int8, bias (O,) int32 or
     None; conv2d_nchw in int32, >> shift, + bias, clip [0, 127], int8 (N, O, Ho, Wo).
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Literal, overload
 
 import numpy as np
+import numpy.typing as npt
 
+from sw.config import Config
 from sw.isa import AluOp, MemId
 from sw.ops.base import _check_vt, _finish, _halves, cdiv, config
 from sw.ops.epilogue import Epilogue, bias_init, packed_epilogue, vectors_2d
@@ -99,8 +102,26 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, epi: Epilogue, init: bool
     return tiles
 
 
-def dense_packed(data, weight, bias=None, shift: int = 8, clip: bool = True, virtual_threads: int = 1,
-                 tiles=None, return_counters: bool = False, epilogue: Epilogue | Sequence | None = None):
+@overload
+def dense_packed(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = ..., shift: int = ...,
+                 clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | None = ...,
+                 return_counters: Literal[False] = ..., epilogue: Epilogue | Sequence | None = ...) -> np.ndarray: ...
+@overload
+def dense_packed(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = ..., shift: int = ...,
+                 clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | None = ..., *,
+                 return_counters: Literal[True],
+                 epilogue: Epilogue | Sequence | None = ...) -> tuple[np.ndarray, dict[str, int]]: ...
+@overload
+def dense_packed(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = ..., shift: int = ...,
+                 clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | None = ...,
+                 return_counters: bool = ...,
+                 epilogue: Epilogue | Sequence | None = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
+
+
+def dense_packed(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = None, shift: int = 8,
+                 clip: bool = True, virtual_threads: int = 1, tiles: Sequence[int] | None = None,
+                 return_counters: bool = False,
+                 epilogue: Epilogue | Sequence | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """Dense on packed operands: data (nb, kb, BATCH, BLOCK_IN), weight (mb, kb, BLOCK_OUT, BLOCK_IN)
     int8, bias None or packed (mb, BATCH, BLOCK_OUT) int32 (or (V, mb, BATCH, BLOCK_OUT): the vectors
     of an epilogue); returns (nb, mb, BATCH, BLOCK_OUT) int8, or (planes, nb, mb, BATCH, BLOCK_OUT)
@@ -132,7 +153,7 @@ def dense_packed(data, weight, bias=None, shift: int = 8, clip: bool = True, vir
                         return_counters)
 
 
-def spare_lanes(k: int, cfg=None) -> int:
+def spare_lanes(k: int, cfg: Config | None = None) -> int:
     """The lanes a reduction of ``k`` leaves free in its last BLOCK_IN block: with two or more, :func:`dense`
     moves an epilogue's leading ``ADD v0`` into them (the GEMM then adds the bias)."""
     return -k % (cfg or config()).BLOCK_IN
@@ -187,8 +208,26 @@ def _dense_common(data, weight, bias, epi: Epilogue, virtual_threads, tiles, ret
     return _finish(unpack_dense_output(y, n, m), counters, return_counters)
 
 
-def dense(data, weight, bias=None, shift: int = 8, clip: bool = True, virtual_threads: int = 1, tiles=None,
-          relu: bool | None = None, return_counters: bool = False, epilogue: Epilogue | Sequence | None = None):
+@overload
+def dense(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = ..., shift: int = ...,
+          clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | str | None = ..., relu: bool | None = ...,
+          return_counters: Literal[False] = ..., epilogue: Epilogue | Sequence | None = ...) -> np.ndarray: ...
+@overload
+def dense(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = ..., shift: int = ...,
+          clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | str | None = ..., relu: bool | None = ..., *,
+          return_counters: Literal[True],
+          epilogue: Epilogue | Sequence | None = ...) -> tuple[np.ndarray, dict[str, int]]: ...
+@overload
+def dense(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = ..., shift: int = ...,
+          clip: bool = ..., virtual_threads: int = ..., tiles: Sequence[int] | str | None = ..., relu: bool | None = ...,
+          return_counters: bool = ...,
+          epilogue: Epilogue | Sequence | None = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
+
+
+def dense(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None = None, shift: int = 8,
+          clip: bool = True, virtual_threads: int = 1, tiles: Sequence[int] | str | None = None, relu: bool | None = None,
+          return_counters: bool = False,
+          epilogue: Epilogue | Sequence | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """VTA's dense: data (N, K) int8 . weight (M, K)^T int8 in int32, >> shift, + bias (M,) int32,
     clip to [0, 127] (MIN then MAX; ``relu`` is an alias of ``clip``), int8 (N, M).
 
@@ -204,7 +243,19 @@ def dense(data, weight, bias=None, shift: int = 8, clip: bool = True, virtual_th
     return _dense_common(data, weight, bias, epi, virtual_threads, tiles, return_counters)
 
 
-def gemm(data, weight, virtual_threads: int = 1, tiles=None, return_counters: bool = False):
+@overload
+def gemm(data: npt.ArrayLike, weight: npt.ArrayLike, virtual_threads: int = ..., tiles: Sequence[int] | str | None = ...,
+         return_counters: Literal[False] = ...) -> np.ndarray: ...
+@overload
+def gemm(data: npt.ArrayLike, weight: npt.ArrayLike, virtual_threads: int = ..., tiles: Sequence[int] | str | None = ..., *,
+         return_counters: Literal[True]) -> tuple[np.ndarray, dict[str, int]]: ...
+@overload
+def gemm(data: npt.ArrayLike, weight: npt.ArrayLike, virtual_threads: int = ..., tiles: Sequence[int] | str | None = ...,
+         return_counters: bool = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
+
+
+def gemm(data: npt.ArrayLike, weight: npt.ArrayLike, virtual_threads: int = 1, tiles: Sequence[int] | str | None = None,
+         return_counters: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """Raw GEMM: data (N, K) int8 . weight (M, K)^T int8 -> int32 (N, M), exact (mod 2^32).
 
     STORE writes 8 bits per lane, so the epilogue is :meth:`Epilogue.exact_int32`: each accumulator

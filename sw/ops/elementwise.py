@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Literal, overload
 
 import numpy as np
 
@@ -97,19 +98,53 @@ def _elementwise(a, b, bias, ops, virtual_threads, return_counters):
     return _finish(y, counters, return_counters)
 
 
-def vadd(a: np.ndarray, b: np.ndarray, virtual_threads: int = 1, return_counters: bool = False):
+@overload
+def vadd(a: np.ndarray, b: np.ndarray, virtual_threads: int = ..., return_counters: Literal[False] = ...) -> np.ndarray: ...
+@overload
+def vadd(a: np.ndarray, b: np.ndarray, virtual_threads: int = ..., *,
+         return_counters: Literal[True]) -> tuple[np.ndarray, dict[str, int]]: ...
+@overload
+def vadd(a: np.ndarray, b: np.ndarray, virtual_threads: int = ...,
+         return_counters: bool = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
+
+
+def vadd(a: np.ndarray, b: np.ndarray, virtual_threads: int = 1,
+         return_counters: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """a + b on the ALU for int32 tensors in the packed layout (n, BATCH, BLOCK_OUT) (or (r, c, BATCH,
     BLOCK_OUT)); returns the int8 that STORE writes (the low 8 bits), like VTA's get-started tutorial."""
     return _elementwise(a, b, None, [("tensor_add",)], virtual_threads, return_counters)
 
 
-def relu(a: np.ndarray, virtual_threads: int = 1, return_counters: bool = False):
+@overload
+def relu(a: np.ndarray, virtual_threads: int = ..., return_counters: Literal[False] = ...) -> np.ndarray: ...
+@overload
+def relu(a: np.ndarray, virtual_threads: int = ..., *,
+         return_counters: Literal[True]) -> tuple[np.ndarray, dict[str, int]]: ...
+@overload
+def relu(a: np.ndarray, virtual_threads: int = ...,
+         return_counters: bool = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
+
+
+def relu(a: np.ndarray, virtual_threads: int = 1,
+         return_counters: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """MAX 0 then MIN 127 on the ALU (VTA's test_relu); int8 result."""
     return _elementwise(a, None, None, [("imm", AluOp.MAX, 0), ("imm", AluOp.MIN, 127)], virtual_threads,
                         return_counters)
 
 
-def add_bias(a: np.ndarray, bias: np.ndarray, virtual_threads: int = 1, return_counters: bool = False):
+@overload
+def add_bias(a: np.ndarray, bias: np.ndarray, virtual_threads: int = ...,
+             return_counters: Literal[False] = ...) -> np.ndarray: ...
+@overload
+def add_bias(a: np.ndarray, bias: np.ndarray, virtual_threads: int = ..., *,
+             return_counters: Literal[True]) -> tuple[np.ndarray, dict[str, int]]: ...
+@overload
+def add_bias(a: np.ndarray, bias: np.ndarray, virtual_threads: int = ...,
+             return_counters: bool = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
+
+
+def add_bias(a: np.ndarray, bias: np.ndarray, virtual_threads: int = 1,
+             return_counters: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """a + bias per output channel on the ALU; int8 result (the low 8 bits).
 
     a: int32 (r, c, BATCH, BLOCK_OUT) with bias (c*BLOCK_OUT,) or packed (c, BATCH, BLOCK_OUT);
@@ -118,8 +153,20 @@ def add_bias(a: np.ndarray, bias: np.ndarray, virtual_threads: int = 1, return_c
     return _elementwise(a, None, bias, [("bias_add",)], virtual_threads, return_counters)
 
 
+@overload
+def requantize(a: np.ndarray, shift: int = ..., bias: np.ndarray | None = ..., clip: bool = ...,
+               virtual_threads: int = ..., return_counters: Literal[False] = ...) -> np.ndarray: ...
+@overload
+def requantize(a: np.ndarray, shift: int = ..., bias: np.ndarray | None = ..., clip: bool = ...,
+               virtual_threads: int = ..., *, return_counters: Literal[True]) -> tuple[np.ndarray, dict[str, int]]: ...
+@overload
+def requantize(a: np.ndarray, shift: int = ..., bias: np.ndarray | None = ..., clip: bool = ...,
+               virtual_threads: int = ...,
+               return_counters: bool = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
+
+
 def requantize(a: np.ndarray, shift: int = 8, bias: np.ndarray | None = None, clip: bool = True,
-               virtual_threads: int = 1, return_counters: bool = False):
+               virtual_threads: int = 1, return_counters: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """(a >> shift), optional + bias, clip to [0, 127] as MIN 127 then MAX 0, int8 (docs/architecture.md §6.4)."""
     if not 0 <= shift <= 31:
         raise ValueError(f"shift = {shift}; allowed range [0, 31]")
@@ -133,8 +180,23 @@ def requantize(a: np.ndarray, shift: int = 8, bias: np.ndarray | None = None, cl
 
 
 
+@overload
+def add_rescaled(a: np.ndarray, b: np.ndarray, a_alu: Sequence[AluStep] = ..., b_alu: Sequence[AluStep] = ...,
+                 alu: Sequence[AluStep] = ..., virtual_threads: int = ...,
+                 return_counters: Literal[False] = ...) -> np.ndarray: ...
+@overload
+def add_rescaled(a: np.ndarray, b: np.ndarray, a_alu: Sequence[AluStep] = ..., b_alu: Sequence[AluStep] = ...,
+                 alu: Sequence[AluStep] = ..., virtual_threads: int = ..., *,
+                 return_counters: Literal[True]) -> tuple[np.ndarray, dict[str, int]]: ...
+@overload
+def add_rescaled(a: np.ndarray, b: np.ndarray, a_alu: Sequence[AluStep] = ..., b_alu: Sequence[AluStep] = ...,
+                 alu: Sequence[AluStep] = ..., virtual_threads: int = ...,
+                 return_counters: bool = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
+
+
 def add_rescaled(a: np.ndarray, b: np.ndarray, a_alu: Sequence[AluStep] = (), b_alu: Sequence[AluStep] = (),
-                 alu: Sequence[AluStep] = (), virtual_threads: int = 1, return_counters: bool = False):
+                 alu: Sequence[AluStep] = (), virtual_threads: int = 1,
+                 return_counters: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """A residual add at two scales on the ALU: int8 a and b of one shape (any); ALU steps ``a_alu`` on
     a and ``b_alu`` on b (e.g. subtract the zero point, multiply), then a + b, then ``alu`` (rounding
     shift, zero point, saturation); returns the int8 that STORE writes (the low 8 bits), in the shape
@@ -142,8 +204,21 @@ def add_rescaled(a: np.ndarray, b: np.ndarray, a_alu: Sequence[AluStep] = (), b_
     return sum_rescaled([a, b], [a_alu, b_alu], alu, virtual_threads, return_counters)
 
 
+@overload
+def sum_rescaled(operands: Sequence[np.ndarray], operand_alu: Sequence[Sequence[AluStep]], alu: Sequence[AluStep] = ...,
+                 virtual_threads: int = ..., return_counters: Literal[False] = ...) -> np.ndarray: ...
+@overload
+def sum_rescaled(operands: Sequence[np.ndarray], operand_alu: Sequence[Sequence[AluStep]], alu: Sequence[AluStep] = ...,
+                 virtual_threads: int = ..., *, return_counters: Literal[True]) -> tuple[np.ndarray, dict[str, int]]: ...
+@overload
+def sum_rescaled(operands: Sequence[np.ndarray], operand_alu: Sequence[Sequence[AluStep]], alu: Sequence[AluStep] = ...,
+                 virtual_threads: int = ...,
+                 return_counters: bool = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
+
+
 def sum_rescaled(operands: Sequence[np.ndarray], operand_alu: Sequence[Sequence[AluStep]], alu: Sequence[AluStep] = (),
-                 virtual_threads: int = 1, return_counters: bool = False):
+                 virtual_threads: int = 1,
+                 return_counters: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """An add of two or more int8 tensors of one shape at their own scales on the ALU: the steps
     ``operand_alu[i]`` on operand i, the sum, then ``alu``; returns the int8 that STORE writes, in the
     operands' shape.

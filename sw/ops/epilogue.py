@@ -35,7 +35,9 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
+import numpy.typing as npt
 
+from sw.config import Config
 from sw.fsim.alu import alu_op
 from sw.isa import ALUOP_IMM_BITS, AluOp
 from sw.ops.kernels import Load, _alu_rows, _alu_tensor, _zero_rows
@@ -47,6 +49,7 @@ IMM_MIN, IMM_MAX = -(1 << (ALUOP_IMM_BITS - 1)), (1 << (ALUOP_IMM_BITS - 1)) - 1
 
 Operand = int | str
 AluStep = tuple[AluOp, Operand]
+Loops = Sequence[tuple[int, int, int]]      # (extent, dst_factor, src_factor) of up to two loops, outer first
 
 _ALLOWED_OPS = ", ".join(o.name for o in AluOp)
 
@@ -202,11 +205,11 @@ class Epilogue:
         return Epilogue(tuple(steps), self.planes, residual, branch)
 
     @property
-    def dtype(self):
+    def dtype(self) -> type[np.integer]:
         """The host type of a read-back element: int8 for one plane, int32 (sign-extended) otherwise."""
         return np.int8 if self.planes == 1 else np.int32
 
-    def check(self, cfg, n_vectors: int) -> None:
+    def check(self, cfg: Config, n_vectors: int) -> None:
         """That ``cfg`` can run the steps and ``n_vectors`` vectors were given for them."""
         if not cfg.ALU_MUL and any(op == AluOp.MUL for op, _ in self.steps):
             raise ValueError(f"epilogue: MUL on config {cfg.name}, which has no ALU MUL (ALU_MUL = 0)")
@@ -219,7 +222,8 @@ class Epilogue:
         return rows * self.planes + tm * self.vectors + (rows if self.residual is not None or self.branch else 0)
 
     # ------------------------------------------------------------------ numpy
-    def reference(self, acc, vectors=None, channel_axis: int = 1, residual=None) -> np.ndarray:
+    def reference(self, acc: npt.ArrayLike, vectors: Sequence[npt.ArrayLike] | np.ndarray | None = None,
+                  channel_axis: int = 1, residual: npt.ArrayLike | None = None) -> np.ndarray:
         """The epilogue in numpy: int32 ``acc``, ``vectors`` (V, channels) along ``channel_axis``, the int8
         ``residual`` of acc's shape (when the epilogue has one); returns what the host reads back (int8
         for one plane, else int32 of the low 8*planes bits)."""
@@ -229,7 +233,8 @@ class Epilogue:
         bits = 8 * self.planes
         return ((y.astype(np.int64) << (64 - bits)) >> (64 - bits)).astype(self.dtype)
 
-    def apply(self, acc, vectors=None, channel_axis: int = 1, residual=None) -> np.ndarray:
+    def apply(self, acc: npt.ArrayLike, vectors: Sequence[npt.ArrayLike] | np.ndarray | None = None, channel_axis: int = 1,
+              residual: npt.ArrayLike | None = None) -> np.ndarray:
         """The ALU steps alone: int32 accumulators in, int32 out (before STORE's truncation)."""
         y = np.asarray(acc).astype(np.int32)
         r = None
@@ -252,6 +257,7 @@ class Epilogue:
             return v
 
         for op, v in self.residual or ():
+            assert r is not None          # set above: the epilogue has a residual
             r = alu_op(op, r, operand(v))
         for i, (op, v) in enumerate(self.steps):
             if self.branch is not None and i == self.branch[0]:
@@ -262,7 +268,7 @@ class Epilogue:
         return y
 
     # ------------------------------------------------------------------ lowering
-    def actions(self, acc: int, rows: int, tm: int, loops, load_vector: Callable[[int, int], Load],
+    def actions(self, acc: int, rows: int, tm: int, loops: Loops, load_vector: Callable[[int, int], Load],
                 load_residual: Callable[[int], list] | None = None, vec_base: int | None = None) -> list:
         """The compute actions of a tile whose accumulators are acc rows [acc, acc + rows) over ``tm``
         channel blocks: vector i is loaded (``load_vector(i, sram_row)``) to acc + rows * planes + i * tm
@@ -326,8 +332,8 @@ class Epilogue:
                 acts.append(_alu_rows(AluOp.SHR, 8 * p, acc + p * rows, rows))
         return acts
 
-    def tail_actions(self, acc: int, parts, tm: int, loops_of, load_vector: Callable[[int, int], Load],
-                     init: bool = False) -> list[list]:
+    def tail_actions(self, acc: int, parts: Sequence[tuple[int, int]], tm: int, loops_of: Callable[[int], Loops],
+                     load_vector: Callable[[int, int], Load], init: bool = False) -> list[list]:
         """A tile's compute actions in ``parts`` ((first accumulator row, rows) each, in order, over [acc, acc +
         rows)), each finished on its own so that its store can start while the ALU works on the next:
         ``loops_of(rows)`` walks a part; the vectors are loaded once, before the first part, to the tile's
@@ -341,7 +347,8 @@ class Epilogue:
             out.append(acts if i == 0 else [a for a in acts if not isinstance(a, Load)])
         return out
 
-    def init_actions(self, acc: int, rows: int, tm: int, loops, load_vector: Callable[[int, int], Load]):
+    def init_actions(self, acc: int, rows: int, tm: int, loops: Loops,
+                     load_vector: Callable[[int, int], Load]) -> tuple[list, list]:
         """For an epilogue that :func:`bias_init` made: (the actions that start a tile's accumulators at v0
         instead of 0: its LOAD and ``MIN v0``, one pass; exact where every accumulator already holds at least
         the largest v0, as a tile of the same operator leaves it), (the actions of the other steps)."""
@@ -361,7 +368,7 @@ class Epilogue:
         return ((v.astype(np.int64) << (64 - bits)) >> (64 - bits)).astype(np.int32)
 
 
-def bias_init(epi: Epilogue, vectors, acc_bound: int) -> tuple[Epilogue, np.ndarray] | None:
+def bias_init(epi: Epilogue, vectors: npt.ArrayLike | None, acc_bound: int) -> tuple[Epilogue, np.ndarray] | None:
     """VTA's requantization with a bias (``>> s``, ``+ v0``, clip), rewritten so that a tile may start its
     accumulators at the bias instead of at zero, saving the ALU's ADD pass (or the GEMM's reset pass).
 
@@ -398,7 +405,7 @@ def bias_init(epi: Epilogue, vectors, acc_bound: int) -> tuple[Epilogue, np.ndar
     return Epilogue(tuple(new)), v0.astype(np.int32)
 
 
-def vectors_2d(bias, channels: int) -> np.ndarray:
+def vectors_2d(bias: npt.ArrayLike, channels: int) -> np.ndarray:
     """bias (channels,) or (V, channels) -> int32 (V, channels)."""
     b = np.asarray(bias)
     if b.ndim == 1:
@@ -410,7 +417,8 @@ def vectors_2d(bias, channels: int) -> np.ndarray:
     return b.astype(np.int32)
 
 
-def packed_epilogue(epilogue, shift, bias, clip, blocks: int, cfg) -> tuple[Epilogue, np.ndarray | None]:
+def packed_epilogue(epilogue: Epilogue | Iterable | None, shift: int, bias: npt.ArrayLike | None, clip: bool, blocks: int,
+                    cfg: Config) -> tuple[Epilogue, np.ndarray | None]:
     """The epilogue of a packed operator call and its vectors as acc rows (V * blocks, BATCH, BLOCK_OUT)
     (or None): ``epilogue`` (an Epilogue or its steps), else VTA's of ``shift`` / ``bias`` / ``clip``;
     ``bias`` None, packed (blocks, BATCH, BLOCK_OUT) or (V, blocks, BATCH, BLOCK_OUT) int32."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -29,7 +30,7 @@ class Load:
     y_pad_after: int = 0
     insns = 1                   # the most instructions it appends
 
-    def emit(self, cmd):
+    def emit(self, cmd: int) -> None:
         rt.load_2d(cmd, self.dram, self.offset, self.x_size, self.y_size, self.x_stride, self.x_pad_before,
                    self.y_pad_before, self.x_pad_after, self.y_pad_after, self.sram, self.mem)
 
@@ -37,11 +38,11 @@ class Load:
 @dataclass(frozen=True)
 class Gemm:
     """A GEMM instruction of a micro-kernel (plus the LOAD UOP that makes it resident)."""
-    kernel: object
+    kernel: Callable[[], None]
     key: int = 0
     insns = 2
 
-    def emit(self, cmd):
+    def emit(self, cmd: int) -> None:
         rt.push_gemm_op(cmd, self.kernel, self.key)
 
 
@@ -49,13 +50,13 @@ class Gemm:
 class Alu:
     """An ALU instruction of a micro-kernel; ``passes``: cycles per micro-op (2 with a tensor operand);
     ``reads_residual``: it reads an epilogue's residual rows (which must be loaded before it is queued)."""
-    kernel: object
+    kernel: Callable[[], None]
     key: int = 0
     passes: int = 1
     reads_residual: bool = False
     insns = 2
 
-    def emit(self, cmd):
+    def emit(self, cmd: int) -> None:
         rt.push_alu_op(cmd, self.kernel, self.key)
 
 
@@ -70,7 +71,7 @@ class Store:
     y_size: int
     x_stride: int
 
-    def emit(self, cmd):
+    def emit(self, cmd: int) -> None:
         rt.store_2d(cmd, self.sram, int(MemId.OUT), self.dram, self.offset, self.x_size, self.y_size, self.x_stride)
 
 

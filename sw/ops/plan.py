@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from sw.config import Config
 from sw.ops import tuned as _tuned
 from sw.ops.base import TileError, _cands, _halves, cdiv, config
 from sw.ops.epilogue import Epilogue
@@ -25,7 +26,7 @@ _ROW_CYCLES = 2
 _INSN_CYCLES = 8
 
 
-def dma_cycles(nbytes, rows, cfg) -> float:
+def dma_cycles(nbytes: float, rows: int, cfg: Config) -> float:
     """The model's cycles of a DMA transfer of ``nbytes`` in ``rows`` 2-D rows: the bus width and a set-up per row."""
     return nbytes / (cfg.BUS_WIDTH // 8) + rows * _ROW_CYCLES
 
@@ -66,7 +67,7 @@ class DensePlan:
     slots: int = 1
 
     @property
-    def steps(self):
+    def steps(self) -> int:
         return cdiv(self.nb, self.tn) * cdiv(self.mb, self.tm) * cdiv(self.kb, self.tk)
 
 
@@ -116,8 +117,8 @@ def _dense_explicit(nb, kb, mb, vt, epi, cfg, tiles) -> DensePlan:
     return DensePlan(nb, kb, mb, tn, tk, tm, vt, slots=slots)
 
 
-def plan_dense(nb: int, kb: int, mb: int, virtual_threads: int = 1, epilogue: Epilogue | None = None, cfg=None,
-               tiles=None) -> DensePlan:
+def plan_dense(nb: int, kb: int, mb: int, virtual_threads: int = 1, epilogue: Epilogue | None = None,
+               cfg: Config | None = None, tiles: Sequence[int] | None = None) -> DensePlan:
     """Choose (tn, tk, tm) minimising DRAM traffic plus a per-instruction cost within the SRAMs, for
     tiles finished by ``epilogue`` (default VTA's requantization without bias)."""
     cfg = cfg or config()
@@ -131,7 +132,7 @@ def plan_dense(nb: int, kb: int, mb: int, virtual_threads: int = 1, epilogue: Ep
                         _tuned.lookup("dense", cfg, (nb, kb, mb), vt, epi))
 
 
-def plan_tiles(plan) -> tuple:
+def plan_tiles(plan: DensePlan | ConvPlan) -> tuple:
     """A plan's explicit tiles: (tn, tk, tm, slots) of a dense plan, (tm, th, tw, tc, slots) of a conv plan."""
     if isinstance(plan, DensePlan):
         return (plan.tn, plan.tk, plan.tm, plan.slots)
@@ -144,7 +145,7 @@ class Ranked(Sequence):
     order found, so ties keep it) then the plan class's arguments; ``tiles_of``: the explicit tiles of such
     arguments."""
 
-    def __init__(self, cls, found: list, nkey: int, tiles_of: Callable):
+    def __init__(self, cls: Callable, found: list, nkey: int, tiles_of: Callable):
         found.sort()
         self._cls, self._args, self._tiles_of = cls, [f[nkey:] for f in found], tiles_of
 
@@ -169,7 +170,7 @@ def _measured_or(search: Callable, explicit: Callable, measured: tuple | None):
     return search()
 
 
-def dense_candidates(nb: int, kb: int, mb: int, vt: int, epi: Epilogue, cfg) -> Ranked:
+def dense_candidates(nb: int, kb: int, mb: int, vt: int, epi: Epilogue, cfg: Config) -> Ranked:
     """Every dense plan that fits, cheapest first by the planning model."""
     found: list = []
     planes = epi.planes
@@ -231,8 +232,8 @@ def _conv_caps(cfg, vt):
 
 
 def plan_conv2d(nb: int, cb: int, ob: int, h: int, w: int, kh: int, kw: int, stride: int, pad: int,
-                virtual_threads: int = 1, epilogue: Epilogue | None = None, cfg=None, tiles=None,
-                block_groups: int = 1) -> ConvPlan:
+                virtual_threads: int = 1, epilogue: Epilogue | None = None, cfg: Config | None = None,
+                tiles: Sequence[int] | None = None, block_groups: int = 1) -> ConvPlan:
     """Choose conv tiles within the SRAMs, minimising DRAM traffic plus a per-instruction cost, for
     tiles finished by ``epilogue`` (default VTA's requantization without bias).
 

@@ -19,8 +19,11 @@ average that counts the padding), because the LOAD pads with zeros only.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
+from typing import Literal, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from sw.isa import AluOp, MemId
 from sw.ops.base import MAX_EXTENT, TileError, _check_vt, _finish, _halves, config
@@ -34,7 +37,8 @@ __all__ = ["pool2d", "pool2d_ref"]
 _MODES = {"max": AluOp.MAX, "sum": AluOp.ADD}
 
 
-def pool2d_ref(x, kernel, stride=1, padding=0, pad_value: int = 0, mode: str = "max") -> np.ndarray:
+def pool2d_ref(x: npt.ArrayLike, kernel: int | Sequence[int], stride: int | Sequence[int] = 1,
+               padding: int | Sequence[int] = 0, pad_value: int = 0, mode: str = "max") -> np.ndarray:
     """numpy: the int32 max or sum of each window of int8 ``x`` (N, C, H, W) padded with ``pad_value``."""
     (kh, kw), (sh, sw), (t, l, b, r) = _pool_args(kernel, stride, padding)
     xp = np.pad(np.asarray(x, np.int32), ((0, 0), (0, 0), (t, b), (l, r)), constant_values=pad_value)
@@ -116,8 +120,27 @@ def _pool_tiles(cfg, vt, shape, op, epi: Epilogue, xd, pd, yd) -> list[_Tile]:
     return tiles
 
 
-def pool2d(x, kernel, stride=1, padding=0, pad_value: int = 0, mode: str = "max", epilogue=None, vectors=None,
-           virtual_threads: int = 1, return_counters: bool = False):
+@overload
+def pool2d(x: npt.ArrayLike, kernel: int | Sequence[int], stride: int | Sequence[int] = ...,
+           padding: int | Sequence[int] = ..., pad_value: int = ..., mode: str = ...,
+           epilogue: Epilogue | Sequence | None = ..., vectors: npt.ArrayLike | None = ...,
+           virtual_threads: int = ..., return_counters: Literal[False] = ...) -> np.ndarray: ...
+@overload
+def pool2d(x: npt.ArrayLike, kernel: int | Sequence[int], stride: int | Sequence[int] = ...,
+           padding: int | Sequence[int] = ..., pad_value: int = ..., mode: str = ...,
+           epilogue: Epilogue | Sequence | None = ..., vectors: npt.ArrayLike | None = ...,
+           virtual_threads: int = ..., *, return_counters: Literal[True]) -> tuple[np.ndarray, dict[str, int]]: ...
+@overload
+def pool2d(x: npt.ArrayLike, kernel: int | Sequence[int], stride: int | Sequence[int] = ...,
+           padding: int | Sequence[int] = ..., pad_value: int = ..., mode: str = ...,
+           epilogue: Epilogue | Sequence | None = ..., vectors: npt.ArrayLike | None = ...,
+           virtual_threads: int = ..., return_counters: bool = ...) -> np.ndarray | tuple[np.ndarray, dict[str, int]]: ...
+
+
+def pool2d(x: npt.ArrayLike, kernel: int | Sequence[int], stride: int | Sequence[int] = 1,
+           padding: int | Sequence[int] = 0, pad_value: int = 0, mode: str = "max",
+           epilogue: Epilogue | Sequence | None = None, vectors: npt.ArrayLike | None = None,
+           virtual_threads: int = 1, return_counters: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """Pool int8 ``x`` (N, C, H, W) on the accelerator: ``mode`` 'max' or 'sum' over each ``kernel`` window
     (``stride``, ``padding`` (top, left, bottom, right) filled with ``pad_value``), then ``epilogue`` (an
     :class:`~sw.ops.epilogue.Epilogue` or its steps; default none) with ``vectors`` (C,) or (V, C) int32;

@@ -6,6 +6,7 @@ from typing import cast
 
 import numpy as np
 
+from sw.config import Config
 from sw.ops.layout import pack_bias
 
 
@@ -23,7 +24,7 @@ def relu_ref(a: np.ndarray) -> np.ndarray:
     return np.clip(np.asarray(a, np.int64), 0, 127).astype(np.int8)
 
 
-def add_bias_ref(x: np.ndarray, bias: np.ndarray, cfg=None) -> np.ndarray:
+def add_bias_ref(x: np.ndarray, bias: np.ndarray, cfg: Config | None = None) -> np.ndarray:
     """x (R, C, BATCH, BLOCK_OUT) or (R, BATCH, BLOCK_OUT) int32 plus bias per channel, truncated to int8."""
     x4 = np.asarray(x)[:, None] if np.ndim(x) == 3 else np.asarray(x)
     b = pack_bias(bias, x4.shape[1], cfg)
@@ -31,7 +32,7 @@ def add_bias_ref(x: np.ndarray, bias: np.ndarray, cfg=None) -> np.ndarray:
 
 
 def requantize_ref(x: np.ndarray, shift: int = 8, bias: np.ndarray | None = None, clip: bool = True,
-                   cfg=None) -> np.ndarray:
+                   cfg: Config | None = None) -> np.ndarray:
     """(x >> shift) [+ bias], clip to [0, 127] (MIN then MAX), int8 (docs/architecture.md §6.4)."""
     x = np.asarray(x, dtype=np.int64)
     y = x >> shift
@@ -70,7 +71,8 @@ def _pair(v: int | tuple[int, int]) -> tuple[int, int]:
     return cast("tuple[int, int]", (v, v) if np.isscalar(v) else v)
 
 
-def conv2d_nchw(data: np.ndarray, weight: np.ndarray, stride=1, padding=0, groups: int = 1) -> np.ndarray:
+def conv2d_nchw(data: np.ndarray, weight: np.ndarray, stride: int | tuple[int, int] = 1, padding: int | tuple[int, int] = 0,
+                groups: int = 1) -> np.ndarray:
     """Direct convolution in int32: data (N, C, H, W), weight (O, C / groups, kh, kw) -> (N, O, Ho, Wo);
     output channels [g O/groups, (g+1) O/groups) see input channels [g C/groups, (g+1) C/groups)."""
     data = np.asarray(data)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from sw import runtime as rt
+from sw.config import Config
 from sw.isa import MemId
 from sw.ops.base import (
     QCOMPUTE,
@@ -21,6 +22,7 @@ from sw.ops.base import (
     cdiv,
     config,
 )
+from sw.ops.epilogue import Epilogue
 from sw.ops.kernels import Gemm, Load, _k_reset, _zero_rows
 from sw.ops.plan import dma_cycles
 from sw.pipeline import elem_bytes
@@ -122,7 +124,7 @@ def head_parts(blocks: int, parts: int | None = None) -> list[tuple[int, int]]:
     return [(a, b - a) for a, b in zip(edges, edges[1:])]
 
 
-def head_pays(gemm_uops: int, loads, cfg, alu: float = 0.0) -> bool:
+def head_pays(gemm_uops: int, loads: Sequence[Load], cfg: Config, alu: float = 0.0) -> bool:
     """Whether the first step's GEMMs (``gemm_uops`` micro-ops) outlast its ``loads`` (bus beats and a
     set-up per row, as the planner counts them) and ``alu``, its share of the tile's requantization (ALU
     passes x rows): then the steps after it are not waiting for loads or the ALU, and starting its GEMMs
@@ -137,7 +139,7 @@ ALU_INSN_CYCLES = 32
 """The planner's cost, in cycles, of an ALU instruction of a tile's part beyond its rows."""
 
 
-def tail_parts(rows: int, store_rows: int, passes: int, cfg) -> int:
+def tail_parts(rows: int, store_rows: int, passes: int, cfg: Config) -> int:
     """How many parts the operator's last tile is finished in (``_Tile.tail``): k parts expose 1/k of its store
     (``rows`` accumulators in ``store_rows`` rows of a 2-D STORE) and cost k - 1 more instructions per ALU pass,
     so k = sqrt(store / (passes x instruction cost)), at most HEAD_PARTS."""
@@ -191,7 +193,7 @@ def _repeats(keyed_loads) -> list[bool]:
     return out
 
 
-def run_tiles(tiles, interleave=None) -> dict:
+def run_tiles(tiles: Sequence[_Tile], interleave: bool | None = None) -> dict:
     """Queue the tiles with their dependency tokens and synchronize; return the summed counters.
 
     Token protocol per tile (docs/architecture.md §2.3):
@@ -405,7 +407,9 @@ def run_tiles(tiles, interleave=None) -> dict:
 
 
 
-def run_operator(data, weight, vectors, epi, out_shape: tuple, make_tiles, return_counters: bool, residual=None):
+def run_operator(data: np.ndarray, weight: np.ndarray | None, vectors: np.ndarray | None, epi: Epilogue, out_shape: tuple,
+                 make_tiles: Callable[..., list[_Tile]], return_counters: bool,
+                 residual: np.ndarray | None = None) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """Stage an operator's packed operands on the device (``weight`` None: an operator without one, a pool), run
     the tiles ``make_tiles(xd, wd, pd, yd, rd)`` builds on their buffers (``rd``: the packed int8 ``residual`` of
     ``out_shape``, or None),

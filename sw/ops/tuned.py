@@ -17,6 +17,13 @@ import os
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from sw.config import Config
+    from sw.ops.epilogue import Epilogue
 
 __all__ = ["LOG", "LOG_ENV", "conv_op", "block_groups", "problem_key", "config_key", "epilogue_key", "lookup",
            "recording", "record", "load", "entries"]
@@ -26,12 +33,12 @@ LOG_ENV = "VTA_TUNING_LOG"
 _RECORD: list | None = None
 
 
-def config_key(cfg) -> str:
+def config_key(cfg: Config) -> str:
     """What a plan depends on in the config: the blocks, element widths, buffer sizes and the bus."""
     return f"{cfg.bitstream}_bus{cfg.BUS_WIDTH}"
 
 
-def epilogue_key(epi) -> str:
+def epilogue_key(epi: Epilogue) -> str:
     """The planner's view of an epilogue (its :attr:`~sw.ops.epilogue.Epilogue.cost_proxy`) as text."""
     epi = epi.cost_proxy
     steps = " ".join(f"{op.name}:{v}" for op, v in epi.steps)
@@ -51,7 +58,7 @@ def block_groups(op: str) -> int:
     return int(op.split("-g")[1]) if "-g" in op else 1
 
 
-def problem_key(op: str, cfg, shape: tuple, vt: int, epi) -> str:
+def problem_key(op: str, cfg: Config, shape: tuple, vt: int, epi: Epilogue) -> str:
     """One tuning problem: operator, config, blocked shape, virtual threads, the epilogue's cost (two epilogues
     that differ only in their immediates share a problem)."""
     return f"{op} {config_key(cfg)} {'x'.join(map(str, shape))} vt{vt} {epilogue_key(epi)}"
@@ -80,7 +87,7 @@ def entries(path: Path | None = None) -> dict:
     return _read(path, path.stat().st_mtime if path is not None and path.exists() else 0.0)
 
 
-def lookup(op: str, cfg, shape: tuple, vt: int, epi) -> tuple | None:
+def lookup(op: str, cfg: Config, shape: tuple, vt: int, epi: Epilogue) -> tuple | None:
     """The measured tiles of a problem, or None."""
     entry = entries().get(problem_key(op, cfg, shape, vt, epi))
     return None if entry is None else tuple(entry["tiles"])
@@ -91,7 +98,7 @@ def load(path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {"entries": []}
 
 
-def record(op: str, cfg, shape: tuple, vt: int, epi) -> None:
+def record(op: str, cfg: Config, shape: tuple, vt: int, epi: Epilogue) -> None:
     """Note a problem the planner was asked for (inside :func:`recording`), with its own epilogue (the key keeps
     only its cost; timing it takes the real one: the hardware's ALU reuse depends on the order of the steps,
     which the cost proxy does not keep)."""
@@ -100,7 +107,7 @@ def record(op: str, cfg, shape: tuple, vt: int, epi) -> None:
 
 
 @contextmanager
-def recording():
+def recording() -> Iterator[list]:
     """Collect the problems planned inside the block: a list of (op, cfg, shape, vt, epilogue)."""
     global _RECORD
     previous, _RECORD = _RECORD, []

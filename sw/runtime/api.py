@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import cast
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from sw.runtime import session
 from sw.runtime.queue import DEBUG_ALL, MAX_WAIT_CYCLES, CommandQueue
 from sw.runtime.uopkernel import uop_loop_begin, uop_loop_end, uop_push
 from sw.runtime.views import check_barrier, copy_bytes
-from sw.targets import make_target
+from sw.targets import TargetDevice, make_target
 
 Target = object     # a buffer handle (int) from buffer_alloc, or a DLPack tensor viewing device memory
 
@@ -46,7 +47,7 @@ def current() -> CommandQueue:
 
     The process-wide runtime is created on first use, on the golden model of the default config.
     """
-    return session.current(lambda: CommandQueue(make_target()))
+    return cast(CommandQueue, session.current(lambda: CommandQueue(make_target())))   # (session holds only these)
 
 
 def current_config() -> Config:
@@ -55,7 +56,7 @@ def current_config() -> Config:
 
 
 @contextmanager
-def use_target(target: object, **kwargs) -> Iterator[CommandQueue]:
+def use_target(target: TargetDevice | Config | str | dict | None, **kwargs) -> Iterator[CommandQueue]:
     """Run the calling thread's API calls on ``target`` in the block: a target object, a board spec such as
     ``"board:/dev/uio0,/dev/udmabuf0"`` or a config for a fresh golden model (:func:`make_target`); ``kwargs`` go to
     the :class:`CommandQueue`."""
@@ -73,7 +74,7 @@ def _queue(cmd) -> CommandQueue:
         q = session.lookup(int(cmd))
     if q is None:
         raise VTAError(f"cmd = {cmd!r} is not a live command handle; get one from command_handle()")
-    return q
+    return cast(CommandQueue, q)
 
 
 

@@ -16,6 +16,8 @@ the wrapper.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable, Iterable
+from types import ModuleType
 
 import tvm_ffi
 
@@ -55,7 +57,7 @@ _SIGNATURE = _probe()
 UNWRAPS = _SIGNATURE is not None   # whether python_callable can see through tvm-ffi functions here
 
 
-def python_callable(fn):
+def python_callable(fn: object) -> Callable | None:
     """The Python callable that the ``tvm_ffi.Function`` ``fn`` wraps, else None."""
     if _SIGNATURE is None or not isinstance(fn, tvm_ffi.Function):
         return None
@@ -67,10 +69,11 @@ def python_callable(fn):
     if (w[_W_PY_SAFE_CALL], w[_W_PY_DELETER]) != (_SIGNATURE[_W_PY_SAFE_CALL], _SIGNATURE[_W_PY_DELETER]):
         return None                      # a C callback, but not tvm-ffi's Python one
     addr = ctypes.c_void_p.from_address(w[_W_CLOSURE]).value
-    return ctypes.cast(addr, ctypes.py_object).value   # kept alive by fn's closure while we take our reference
+    # (addr is the closure's PyObject*, kept alive by fn's closure while we take our reference)
+    return ctypes.cast(addr, ctypes.py_object).value  # type: ignore[arg-type]  # never None: probe checked layout
 
 
-def register(module, names) -> None:
+def register(module: ModuleType, names: Iterable[str]) -> None:
     """Export ``module``'s functions ``names`` as tvm-ffi globals and keep error types across tvm-ffi."""
     from sw.config import ConfigError
     from sw.isa import EncodeError

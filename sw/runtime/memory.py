@@ -64,7 +64,7 @@ class DeviceMemory:
         self._holds: dict[int, int] = {}                  # handle -> holds of queued work
         self._held_freed: dict[int, Buffer] = {}          # freed while held: pages not yet returned
 
-    def alloc(self, nbytes) -> Buffer:
+    def alloc(self, nbytes: int) -> Buffer:
         """A new buffer of ``nbytes`` (an int in [1, size - PAGE_BYTES]) at the first free run of whole pages
         large enough; :class:`BufferError` when ``nbytes`` is out of range or does not fit."""
         nbytes = check_int("buffer_alloc", "nbytes", nbytes, 1, self.size - PAGE_BYTES, BufferError)
@@ -88,7 +88,7 @@ class DeviceMemory:
                           + (f"; {held} more bytes are freed but still used by queued work until synchronize"
                              if held else "") + ")")
 
-    def free(self, handle) -> None:
+    def free(self, handle: int) -> None:
         """Kill ``handle`` now; its pages return to the free list now, or after the last hold when queued
         work still uses them. :class:`BufferError` for anything but a live handle."""
         with self._lock:
@@ -135,7 +135,7 @@ class DeviceMemory:
         with self._lock:
             return sum(length for _, length in self._free)
 
-    def get(self, handle, what: str = "buffer") -> Buffer:
+    def get(self, handle: int, what: str = "buffer") -> Buffer:
         """The live buffer of ``handle``; :class:`BufferError` prefixed with ``what`` for a non-handle, a freed
         handle (a use after free) or an unknown one."""
         if isinstance(handle, bool) or type(handle).__name__ == "bool_":

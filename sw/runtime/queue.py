@@ -32,6 +32,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
+from collections.abc import Callable, Hashable
 
 import numpy as np
 
@@ -58,6 +59,7 @@ from sw.runtime.uopcache import STAGE_CHUNK, KernelCache
 from sw.runtime.uopkernel import RECORDING, UopKernel
 from sw.runtime.uopkernel import naturals as _naturals
 from sw.runtime.views import device_range
+from sw.targets import TargetDevice
 
 __all__ = ["CommandQueue", "RuntimeError_", "DEBUG_DUMP_INSN", "DEBUG_DUMP_UOP", "DEBUG_SKIP_READ_BARRIER",
            "DEBUG_SKIP_WRITE_BARRIER", "DEBUG_FORCE_SERIAL", "DEBUG_ALL", "MAX_WAIT_CYCLES", "QID_LOAD", "QID_COMPUTE",
@@ -87,7 +89,7 @@ class CommandQueue:
 
     _handles = itertools.count(1)
 
-    def __init__(self, target, max_insns: int = DEFAULT_MAX_INSNS, debug: int = 0,
+    def __init__(self, target: TargetDevice, max_insns: int = DEFAULT_MAX_INSNS, debug: int = 0,
                  uop_stage_bytes: int = DEFAULT_UOP_STAGE_BYTES, max_kernels: int = DEFAULT_MAX_KERNELS):
         self.target = target
         self.cfg: Config = target.cfg
@@ -129,12 +131,12 @@ class CommandQueue:
         """The target's device memory (uint8, shared without copying)."""
         return self.target.dram
 
-    def resolve(self, obj, what: str) -> tuple[int, object]:
+    def resolve(self, obj: object, what: str) -> tuple[int, Buffer]:
         """(device address, buffer) of a handle or of a tensor that views device memory."""
         phys, _, buf = self.region(obj, what)
         return phys, buf
 
-    def region(self, obj, what: str) -> tuple[int, int, Buffer]:
+    def region(self, obj: object, what: str) -> tuple[int, int, Buffer]:
         """(start, end, buffer): the device byte range a handle or a tensor view names (``views.device_range``)."""
         return device_range(self.memory, self.dram, obj, what)
 
@@ -144,7 +146,7 @@ class CommandQueue:
             self.memory.hold(buf.handle, what)
             self._held.add(buf.handle)
 
-    def alloc(self, nbytes) -> int:
+    def alloc(self, nbytes: int) -> int:
         """:func:`buffer_alloc` on this queue's device memory."""
         return self.memory.alloc(nbytes).handle
 
@@ -152,7 +154,7 @@ class CommandQueue:
         """:func:`buffer_free` on this queue's device memory."""
         self.memory.free(handle)
 
-    def cpu_view(self, handle) -> np.ndarray:
+    def cpu_view(self, handle: int) -> np.ndarray:
         """:func:`buffer_cpu_ptr`: the buffer's bytes of device memory, no copy."""
         buf = self.memory.get(handle, "buffer_cpu_ptr")
         return self.dram[buf.phys:buf.end]
@@ -203,7 +205,7 @@ class CommandQueue:
                            f"{STAGE_NAMES[to_qid]} ({to_qid}); queues join neighbouring stages only "
                            f"(1<->2, 2<->3)")
 
-    def dep_pop(self, from_qid: int, to_qid: int):
+    def dep_pop(self, from_qid: int, to_qid: int) -> None:
         """:func:`dep_pop`: the next instruction of ``to_qid`` pops a token from ``from_qid``."""
         self._check_qids("dep_pop", from_qid, to_qid)
         from_qid, to_qid = int(from_qid), int(to_qid)
@@ -212,7 +214,7 @@ class CommandQueue:
             self._nop(to_qid)   # commit the older pop of the same kind first
         pending[to_qid] = 1
 
-    def dep_push(self, from_qid: int, to_qid: int):
+    def dep_push(self, from_qid: int, to_qid: int) -> None:
         """:func:`dep_push`: the last instruction of ``from_qid`` (or a NOP) pushes a token to ``to_qid``."""
         self._check_qids("dep_push", from_qid, to_qid)
         from_qid, to_qid = int(from_qid), int(to_qid)
@@ -224,8 +226,9 @@ class CommandQueue:
             insn = self._nop(from_qid)
             insn.f[flag] = 1
 
-    def load_2d(self, src, src_elem_offset, x_size, y_size, x_stride, x_pad_before, y_pad_before,
-                x_pad_after, y_pad_after, dst_sram_index, dst_memory_type):
+    def load_2d(self, src: object, src_elem_offset: int, x_size: int, y_size: int, x_stride: int, x_pad_before: int,
+                y_pad_before: int, x_pad_after: int, y_pad_after: int, dst_sram_index: int,
+                dst_memory_type: int) -> None:
         """:func:`load_2d` (arguments, units and errors there)."""
         allowed = (MemId.INP, MemId.WGT, MemId.ACC, MemId.ACC_8BIT)
         if (isinstance(dst_memory_type, (bool, np.bool_)) or not isinstance(dst_memory_type, (int, np.integer))
@@ -253,7 +256,8 @@ class CommandQueue:
         self._checked_insn("load_2d", stage, fields, buf)
         self._check_overflow()
 
-    def store_2d(self, src_sram_index, src_memory_type, dst, dst_elem_offset, x_size, y_size, x_stride):
+    def store_2d(self, src_sram_index: int, src_memory_type: int, dst: object, dst_elem_offset: int, x_size: int,
+                 y_size: int, x_stride: int) -> None:
         """:func:`store_2d` (arguments, units and errors there)."""
         if (isinstance(src_memory_type, (bool, np.bool_)) or not isinstance(src_memory_type, (int, np.integer))
                 or src_memory_type != MemId.OUT):
@@ -306,7 +310,7 @@ class CommandQueue:
         return dram_base, buf
 
     # ------------------------------------------------------------------ micro-kernels
-    def push_op(self, mode: int, kernel, key):
+    def push_op(self, mode: int, kernel: Callable[[], None], key: Hashable) -> None:
         """:func:`push_gemm_op` (``mode`` 0) or :func:`push_alu_op` (``mode`` 1)."""
         name = "push_gemm_op" if mode == 0 else "push_alu_op"
         if not callable(kernel):

@@ -23,7 +23,7 @@ from typing import Any
 from sw.config import Config, load_config
 from sw.pipeline import VTAError
 from sw.runtime.api import use_target
-from sw.targets import make_target
+from sw.targets import TargetDevice, make_target
 
 __all__ = ["Batch", "Call", "Runner", "Timings", "get", "names", "register", "run", "run_batch"]
 
@@ -99,7 +99,7 @@ def run(name: str, fn: Callable, *args: Any, config: Config | str | None = None,
     return run_batch(name, [(fn, args, {})], config, **options).values[0]
 
 
-def run_on(target: Callable[[], object], calls: Sequence[Call], **queue_args: Any) -> Batch:
+def run_on(target: Callable[[], TargetDevice], calls: Sequence[Call], **queue_args: Any) -> Batch:
     """Run ``calls`` in order, each on a fresh command queue over the target that ``target()`` makes; the
     building block of the runners that run in this process."""
     t0 = time.perf_counter()

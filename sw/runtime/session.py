@@ -10,35 +10,46 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Protocol, TypeVar
 
 __all__ = ["register", "unregister", "lookup", "set_current", "current", "thread_current", "shutdown", "run_lock"]
 
+class Queue(Protocol):
+    """What this module needs of a runtime: a :class:`sw.runtime.queue.CommandQueue` (which imports this module)."""
+
+    @property
+    def handle(self) -> int: ...
+
+
+Q = TypeVar("Q", bound=Queue)
+
 _LOCK = threading.RLock()
-_QUEUES: dict = {}                       # handle -> live command queue
-_CURRENT = None                          # the process-wide runtime
+_QUEUES: dict[int, Queue] = {}           # handle -> live command queue
+_CURRENT: Queue | None = None            # the process-wide runtime
 _THREAD = threading.local()              # .stack: this thread's thread_current runtimes, innermost last
 _RUN_LOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _STRONG_RUN_LOCKS: dict = {}
 
 
-def register(queue) -> None:
+def register(queue: Queue) -> None:
     with _LOCK:
         _QUEUES[queue.handle] = queue
 
 
-def unregister(queue) -> None:
+def unregister(queue: Queue) -> None:
     with _LOCK:
         _QUEUES.pop(queue.handle, None)
 
 
-def lookup(handle: int):
+def lookup(handle: int) -> Queue | None:
     """The live queue with this handle, or None."""
     with _LOCK:
         return _QUEUES.get(handle)
 
 
-def set_current(queue):
+def set_current(queue: Queue | None) -> Queue | None:
     """Make ``queue`` the process-wide runtime (and a live handle); return the previous one."""
     global _CURRENT
     with _LOCK:
@@ -48,7 +59,7 @@ def set_current(queue):
     return previous
 
 
-def current(make_default):
+def current(make_default: Callable[[], Queue]) -> Queue:
     """The calling thread's innermost runtime, else the process-wide one (``make_default()`` on first use)."""
     global _CURRENT
     stack = getattr(_THREAD, "stack", None)
@@ -62,7 +73,7 @@ def current(make_default):
 
 
 @contextmanager
-def thread_current(queue):
+def thread_current(queue: Q) -> Iterator[Q]:
     """Inside the block, ``queue`` is the calling thread's runtime and a live handle (other threads unaffected)."""
     register(queue)
     stack = _THREAD.__dict__.setdefault("stack", [])
@@ -83,7 +94,7 @@ def shutdown() -> None:
         _CURRENT = None
 
 
-def run_lock(target) -> threading.Lock:
+def run_lock(target: object) -> threading.Lock:
     """The lock that serialises runs on ``target``."""
     with _LOCK:
         try:

@@ -12,7 +12,16 @@ staging never holds more than twice ``stage_bytes``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+from sw.runtime.memory import DeviceMemory
+
+if TYPE_CHECKING:
+    from sw.isa import ISA
+    from sw.runtime.uopkernel import UopKernel
 
 __all__ = ["KernelCache", "STAGE_CHUNK"]
 
@@ -20,7 +29,8 @@ STAGE_CHUNK = 1 << 16      # staging memory is allocated in chunks of this many 
 
 
 class KernelCache:
-    def __init__(self, memory, dram: np.ndarray, isa, stage_bytes: int, max_kernels: int, in_use, flush):
+    def __init__(self, memory: DeviceMemory, dram: np.ndarray, isa: ISA, stage_bytes: int, max_kernels: int,
+                 in_use: Callable[[int], bool], flush: Callable[[], object]):
         self.memory = memory
         self.dram = dram
         self.isa = isa
@@ -28,28 +38,28 @@ class KernelCache:
         self.max_kernels = max_kernels
         self._in_use = in_use          # in_use(handle): the queued stream loads from that buffer
         self._flush = flush            # flush(): run the queued stream
-        self.kernels: dict = {}
+        self.kernels: dict[Hashable, UopKernel] = {}
         self.chunks: list[int] = []    # buffer handles of the current staging area
         self._used = 0                 # bytes used in the last chunk
         self._retired = False          # the previous staging area still waits for the stream to run
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.kernels)
 
-    def get(self, key):
+    def get(self, key: Hashable) -> UopKernel | None:
         """The cached kernel for ``key`` or None (TypeError if ``key`` is not hashable)."""
         return self.kernels.get(key)
 
-    def add(self, key, kernel) -> None:
+    def add(self, key: Hashable, kernel: UopKernel) -> None:
         """Stage ``kernel`` and cache it under ``key``."""
         self.stage(kernel)
         self.put(key, kernel)
 
-    def put(self, key, kernel) -> None:
+    def put(self, key: Hashable, kernel: UopKernel) -> None:
         """Cache a kernel staged by :meth:`stage` (since then the cache may have been emptied, not refilled)."""
         self.kernels[key] = kernel
 
-    def stage(self, kernel) -> None:
+    def stage(self, kernel: UopKernel) -> None:
         """Append ``kernel``'s micro-ops to the staging area (sets ``kernel.dram_addr`` and ``kernel.chunk``).
 
         If the cache or the staging area is full, the cache is emptied first (:meth:`evict`).

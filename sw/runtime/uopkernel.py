@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 from sw.config import Config
-from sw.isa import AluOp, EncodeError, alu_opcode_error, isa_for
+from sw.isa import ISA, AluOp, EncodeError, alu_opcode_error, isa_for
 from sw.pipeline import InsnError, VTAError, check_int
 
 __all__ = ["UopKernel", "RECORDING", "recording", "naturals", "uop_loop_begin", "uop_loop_end", "uop_push"]
@@ -25,7 +25,7 @@ class UopKernel:
         self.cfg = cfg
         self.uops: list[tuple[int, int, int]] = []
         self.loops: list[tuple[int, int, int, int]] = []
-        self.mode = None          # 0 GEMM, 1 ALU
+        self.mode: int | None = None          # 0 GEMM, 1 ALU
         self.reset = 0
         self.alu_opcode = 0
         self.use_imm = 0
@@ -33,12 +33,12 @@ class UopKernel:
         self.open_loops = 0       # uop_loop_begin calls not yet closed by uop_loop_end
         # where its encoded micro-ops live in device memory (ignore: set when they are written, before any LOAD)
         self.dram_addr: int = None  # type: ignore[assignment]
-        self.chunk = None         # the handle of the staging buffer that holds them
+        self.chunk: int = None  # type: ignore[assignment]  # the handle of the staging buffer that holds them
         self.sram_begin: int | None = None    # its range in the uop SRAM while resident
-        self.checked_op = None    # its instruction's fields once checked (sw.runtime push_op)
+        self.checked_op: dict | None = None    # its instruction's fields once checked (sw.runtime push_op)
 
     @property
-    def sram_end(self):
+    def sram_end(self) -> int | None:
         """One past the kernel's last row in the uop SRAM while it is resident, else None."""
         return None if self.sram_begin is None else self.sram_begin + len(self.uops)
 
@@ -56,7 +56,7 @@ class UopKernel:
             f.update(wgt_factor_out=wo, wgt_factor_in=wi)
         return f
 
-    def dump(self, isa) -> str:
+    def dump(self, isa: ISA) -> str:
         """The kernel as text: mode, loops, and each micro-op disassembled (``DEBUG_DUMP_UOP``)."""
         mode = "GEMM" if self.mode == 0 else f"ALU {AluOp(self.alu_opcode).name}"
         head = f"kernel {mode}{' reset' if self.reset else ''}"
@@ -68,7 +68,7 @@ class UopKernel:
         return "\n".join(lines)
 
 
-def recording(what) -> UopKernel:
+def recording(what: str) -> UopKernel:
     """The kernel the calling thread is recording, or ``VTAError`` saying ``what`` must be called from a kernel."""
     k = getattr(RECORDING, "kernel", None)
     if k is None:
@@ -77,7 +77,7 @@ def recording(what) -> UopKernel:
     return k
 
 
-def naturals(what, bounds: dict, **args) -> dict:
+def naturals(what: str, bounds: dict[str, int], **args: int) -> dict[str, int]:
     """Each named argument as an int in [0, ``bounds[name]``], or an InsnError naming it and that range."""
     for name, v in args.items():        # (the common case, plain ints in range, without a call per argument)
         if type(v) is not int or not 0 <= v <= bounds[name]:
@@ -85,7 +85,7 @@ def naturals(what, bounds: dict, **args) -> dict:
     return args
 
 
-def uop_loop_begin(extent, dst_factor, src_factor, wgt_factor) -> None:
+def uop_loop_begin(extent: int, dst_factor: int, src_factor: int, wgt_factor: int) -> None:
     """Open a loop around the kernel's micro-ops (loops nest: begin, begin, micro-ops, end, end).
 
     ``extent``: iterations, in [1, the instruction's loop field maximum]; ``dst_factor``,
@@ -104,7 +104,7 @@ def uop_loop_begin(extent, dst_factor, src_factor, wgt_factor) -> None:
     g = isa_for(k.cfg).gemm
     factors = naturals("uop_loop_begin", {n: g[f"{n}_out"].hi for n in ("dst_factor", "src_factor", "wgt_factor")},
                        dst_factor=dst_factor, src_factor=src_factor, wgt_factor=wgt_factor)
-    k.loops.append((extent, *factors.values()))
+    k.loops.append((extent, factors["dst_factor"], factors["src_factor"], factors["wgt_factor"]))
     k.open_loops += 1
 
 
@@ -117,7 +117,8 @@ def uop_loop_end() -> None:
     k.open_loops -= 1
 
 
-def uop_push(mode, reset_out, dst_index, src_index, wgt_index, opcode, use_imm, imm_val) -> None:
+def uop_push(mode: int, reset_out: int, dst_index: int, src_index: int, wgt_index: int, opcode: int, use_imm: int,
+             imm_val: int) -> None:
     """Record one micro-op of the kernel being recorded (call it from a kernel passed to ``push_*_op``).
 
     ``mode``: 0 GEMM, 1 ALU; ``reset_out`` 1 zeroes the acc rows instead of computing (GEMM).

@@ -8,6 +8,8 @@ buffer's. ``buffer_copy`` and the barriers are built on the same ranges.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from sw.pipeline import check_int
@@ -17,14 +19,16 @@ __all__ = ["device_range", "host_bytes", "copy_bytes", "check_barrier", "KIND_FR
 
 KIND_FROM_DEVICE, KIND_TO_DEVICE = 2, 1      # buffer_copy kind_mask bits: src is device memory, dst is
 
+Region = Callable[[object, str], tuple[int, int, Buffer]]    # region(obj, what) -> (start, end, buffer)
 
-def device_range(memory: DeviceMemory, dram: np.ndarray, obj, what: str) -> tuple[int, int, Buffer]:
+
+def device_range(memory: DeviceMemory, dram: np.ndarray, obj: object, what: str) -> tuple[int, int, Buffer]:
     """(start, end, buffer): the device bytes a handle or a tensor view names, and the live buffer they are in."""
     if isinstance(obj, (int, np.integer)) and not isinstance(obj, (bool, np.bool_)):
         buf = memory.get(int(obj), what)
         return buf.phys, buf.end, buf
     try:
-        arr = np.from_dlpack(obj)
+        arr = np.from_dlpack(obj)  # type: ignore[arg-type]  # any object: a non-producer raises, caught here
     except Exception:  # noqa: BLE001 - DLPack producers raise many types; the message says what was given
         raise BufferError(f"{what}: {type(obj).__name__} is neither a buffer handle nor a DLPack tensor "
                           f"that views device memory") from None
@@ -46,14 +50,14 @@ def device_range(memory: DeviceMemory, dram: np.ndarray, obj, what: str) -> tupl
     return phys, end, buf
 
 
-def host_bytes(obj, what: str, writable: bool) -> np.ndarray:
+def host_bytes(obj: object, what: str, writable: bool) -> np.ndarray:
     """The bytes of a host array or DLPack tensor (``buffer_copy``'s host side), as a flat uint8 view."""
     arr: np.ndarray | None
     try:
-        arr = np.from_dlpack(obj) if not isinstance(obj, np.ndarray) else obj
+        arr = np.from_dlpack(obj) if not isinstance(obj, np.ndarray) else obj  # type: ignore[arg-type]  # as above
     except Exception:  # noqa: BLE001 - not a DLPack producer: try the buffer protocol
         try:
-            arr = np.frombuffer(obj, dtype=np.uint8) if not writable else None
+            arr = np.frombuffer(obj, dtype=np.uint8) if not writable else None  # type: ignore[call-overload]  # as above
         except TypeError:
             arr = None
         if arr is None:
@@ -65,7 +69,8 @@ def host_bytes(obj, what: str, writable: bool) -> np.ndarray:
     return arr.reshape(-1).view(np.uint8)
 
 
-def copy_bytes(region, dram, src, src_offset, dst, dst_offset, nbytes, kind_mask) -> None:
+def copy_bytes(region: Region, dram: np.ndarray, src: object, src_offset: int, dst: object, dst_offset: int,
+               nbytes: int, kind_mask: int) -> None:
     """``buffer_copy``: ``region(obj, what)`` resolves a device side to (start, end, buffer)."""
     kind_mask = check_int("buffer_copy", "kind_mask", kind_mask, 0, 3)
     limit = len(dram) if kind_mask else (1 << 63) - 1       # a device side lies in device memory
@@ -88,7 +93,8 @@ def copy_bytes(region, dram, src, src_offset, dst, dst_offset, nbytes, kind_mask
     d[...] = s
 
 
-def check_barrier(what, region, handle, elem_bits, start, extent, dram_bytes: int) -> None:
+def check_barrier(what: str, region: Region, handle: object, elem_bits: int, start: int, extent: int,
+                  dram_bytes: int) -> None:
     """A barrier's range (``start``, ``extent`` elements of ``elem_bits``) must lie in what ``handle`` names."""
     elem_bits = check_int(what, "elem_bits", elem_bits, 1, 8 * dram_bytes, BufferError)
     start, extent = (check_int(what, name, v, 0, 8 * dram_bytes, BufferError)

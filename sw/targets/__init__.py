@@ -11,12 +11,29 @@ Running a whole function somewhere (the golden model, the RTL, a board) is chose
 
 from __future__ import annotations
 
-from typing import TypeGuard
+from typing import Protocol, TypeGuard
+
+import numpy as np
 
 from sw.config import Config, load_config
 from sw.pipeline import VTAError
 
-__all__ = ["make_target", "is_board_spec"]
+__all__ = ["make_target", "is_board_spec", "TargetDevice"]
+
+
+class TargetDevice(Protocol):
+    """What a target offers (the module docstring): its name, config, device memory and ``run``."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def cfg(self) -> Config: ...
+
+    @property
+    def dram(self) -> np.ndarray: ...
+
+    def run(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> dict: ...
 
 
 def is_board_spec(spec: object) -> TypeGuard[str]:
@@ -24,7 +41,7 @@ def is_board_spec(spec: object) -> TypeGuard[str]:
     return isinstance(spec, str) and (spec == "board" or spec.startswith("board:"))
 
 
-def make_target(config: Config | str | dict | None = None, /, **options) -> object:
+def make_target(config: Config | str | dict | None = None, /, **options) -> TargetDevice:
     """The target ``config`` names: a board spec, ``"board"`` or ``"board:UIO[,MEM[@PHYS]]"`` (e.g.
     ``"board:/dev/uio0,/dev/udmabuf0"``), opens the accelerator of a Zynq board (:func:`sw.targets.zynq.open_board`,
     which takes the ``options``: ``uio``, ``udmabuf``, ``phys``, ``size``, ``config``, ``timeout``, ``reset``);

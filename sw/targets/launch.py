@@ -31,6 +31,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from sw.config import Config
 from sw.pipeline import VTAError
 from sw.registers import REGISTER_MAP, REGISTERS, STATUS_BITS, ErrorCode
 
@@ -64,7 +65,7 @@ class AxiResponseError(VTAError):
     channel, the response, the burst's address and the instruction whose transfer it was. ``channel`` is "read" or
     "write", ``client`` the module whose transfer failed, ``response`` "SLVERR"/"DECERR", ``address`` the burst's."""
 
-    def __init__(self, message, channel, client, response, address):
+    def __init__(self, message: str, channel: str, client: str, response: str, address: int) -> None:
         super().__init__(message)
         self.channel, self.client, self.response, self.address = channel, client, response, address
 
@@ -132,7 +133,7 @@ def window_alignment(size: int) -> int:
     return 1 << (int(size) - 1).bit_length()
 
 
-def check_window(base, size: int) -> int:
+def check_window(base: int, size: int) -> int:
     """``base`` as the bus address of ``size`` bytes of device memory: a multiple of :func:`window_alignment` with
     the whole of it below 4 GiB (32-bit addresses); else a ValueError naming the allowed values."""
     align = window_alignment(size)
@@ -149,7 +150,7 @@ def counter_registers() -> tuple:
     return tuple(reg.name for reg in REGISTER_MAP if reg.kind != "host")
 
 
-def launch(cfg, dram: np.ndarray, insn_addr: int, insn_count: int, window: int = 0,
+def launch(cfg: Config, dram: np.ndarray, insn_addr: int, insn_count: int, window: int = 0,
            bases: int | None = None) -> Generator[Operation, Any, dict]:
     """The launch of ``insn_count`` instructions at byte offset ``insn_addr`` of device memory ``dram`` (a config's
     accelerator), device memory being at bus address ``window``: ``insn_addr`` is written as ``window + insn_addr``
@@ -238,7 +239,8 @@ def describe_state(regs: dict) -> str:
     return "\n".join(lines)
 
 
-def axi_error(cfg, dram: np.ndarray, regs: dict, insn_addr: int, insn_count: int, window: int = 0) -> AxiResponseError:
+def axi_error(cfg: Config, dram: np.ndarray, regs: dict, insn_addr: int, insn_count: int,
+              window: int = 0) -> AxiResponseError:
     """The exception for a run stopped by an AXI error response, from the ``axi_error`` registers (the burst's
     address is reported as an offset into device memory, ``axi_error_addr - window``)."""
     info, addr = regs["axi_error"], regs["axi_error_addr"] - window

@@ -38,6 +38,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -110,7 +111,7 @@ class Mmio:
     file's size; it must be a multiple of 4 and hold the register map (``0x0`` to ``0xc8``). Each access is one
     aligned 32-bit load or store (what an AXI4-Lite slave wants)."""
 
-    def __init__(self, path=DEFAULT_UIO, size: int | None = None, offset: int = 0, map_index: int = 0):
+    def __init__(self, path: str | Path = DEFAULT_UIO, size: int | None = None, offset: int = 0, map_index: int = 0):
         self.path = Path(path)
         name = self.path.name
         uio = Path("/sys/class/uio") / name / "maps" / f"map{map_index}"
@@ -184,7 +185,7 @@ class ContiguousMemory:
     boundary is used whole; CMA aligns a buffer only to 1 MiB by default (CONFIG_CMA_ALIGNMENT), so give the
     u-dma-buf twice the memory the programs need. ``min_bytes`` is the least that block may hold."""
 
-    def __init__(self, path=DEFAULT_UDMABUF, phys: int | None = None, size: int | None = None,
+    def __init__(self, path: str | Path = DEFAULT_UDMABUF, phys: int | None = None, size: int | None = None,
                  min_bytes: int = 1 << 20):
         self.path = Path(path)
         sysfs = next((d / self.path.name for d in (Path("/sys/class/u-dma-buf"), Path("/sys/class/udmabuf"))
@@ -235,7 +236,7 @@ class ZynqPlReset:
     UNLOCK, LOCK, FPGA_RST_CTRL = 0x008, 0x004, 0x240
     UNLOCK_KEY, LOCK_KEY = 0xDF0D, 0x767B
 
-    def __init__(self, line: int = 0, path="/dev/mem", slcr: int = 0xF8000000, hold_seconds: float = 1e-4):
+    def __init__(self, line: int = 0, path: str | Path = "/dev/mem", slcr: int = 0xF8000000, hold_seconds: float = 1e-4):
         self.line = _check_int("ZynqPlReset", "line", line, 0, 3)
         self.path, self.slcr, self.hold_seconds = path, slcr, hold_seconds
         self._mmio: Mmio | None = None
@@ -392,8 +393,10 @@ def parse_spec(spec: str) -> dict:
     return out
 
 
-def open_board(spec: str = "board", *, uio=None, udmabuf=None, phys: int | None = None, size: int | None = None,
-               config: Config | str | None = None, timeout: float = DEFAULT_TIMEOUT, reset="zynq7000") -> BoardDevice:
+def open_board(spec: str = "board", *, uio: str | Path | None = None, udmabuf: str | Path | None = None,
+               phys: int | None = None, size: int | None = None, config: Config | str | None = None,
+               timeout: float = DEFAULT_TIMEOUT,
+               reset: Literal["zynq7000"] | Callable[[], None] | None = "zynq7000") -> BoardDevice:
     """A :class:`BoardDevice` from a target spec (:func:`parse_spec`) and keywords: ``uio`` (register window file,
     default /dev/uio0), ``udmabuf`` (device memory file, default /dev/udmabuf0), ``phys``/``size`` (for a memory
     file that is not a u-dma-buf), ``config``, ``timeout`` and ``reset`` ("zynq7000": :class:`ZynqPlReset` on line

@@ -13,13 +13,14 @@ from __future__ import annotations
 import argparse
 import csv
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from sw import runtime as rt
 from sw.cli import command, run_as_main
-from sw.config import load_config
+from sw.config import Config, load_config
 from sw.fsim import FsimDevice
 from sw.isa import AluOp, MemId
 from sw.tables import Column, format_table, write_markdown
@@ -44,7 +45,7 @@ def _best(times):
     return min(w for w, _ in times), min(c for _, c in times)
 
 
-def gemm_shapes(cfg):
+def gemm_shapes(cfg: Config) -> list[tuple[str, int, int, int]]:
     """(name, rows, k_blocks, o_blocks) of long GEMM instructions that fit the SRAMs of cfg."""
     shapes = []
     for name, k, o in (("K=16 O=16 blocks", 16, 16), ("K=64 O=16 blocks", 64, 16), ("K=4 O=64 blocks", 4, 64)):
@@ -54,7 +55,7 @@ def gemm_shapes(cfg):
     return shapes
 
 
-def long_gemm_kernel(rows, k, o):
+def long_gemm_kernel(rows: int, k: int, o: int) -> Callable[[], None]:
     """A GEMM micro-kernel of rows x k x o blocks: rows outside, the reduction over k inside, the o
     output blocks as micro-ops (consecutive micro-ops write different acc rows)."""
     def kernel():
@@ -67,7 +68,7 @@ def long_gemm_kernel(rows, k, o):
     return kernel
 
 
-def bench_gemm(cfg, name, rows, k, o, repeats=10, per_stream=16):
+def bench_gemm(cfg: Config, name: str, rows: int, k: int, o: int, repeats: int = 10, per_stream: int = 16) -> dict:
     """One stream of ``per_stream`` GEMM instructions of the shape, run ``repeats`` times: the best
     run's MACs per second, the stream's fixed costs (decode, checks, scheduling) included."""
     dev = FsimDevice(cfg, dram_bytes=64 << 20)
@@ -89,7 +90,7 @@ def bench_gemm(cfg, name, rows, k, o, repeats=10, per_stream=16):
             "unit": "MAC/s"}
 
 
-def bench_alu(cfg, repeats=5):
+def bench_alu(cfg: Config, repeats: int = 5) -> dict:
     dev = FsimDevice(cfg, dram_bytes=64 << 20)
     times = _timed(dev)
     n = cfg.ACC_DEPTH // 2
@@ -108,7 +109,7 @@ def bench_alu(cfg, repeats=5):
             "cpu_seconds": cpu, "cpu_rate": n / max(cpu, 1e-9), "unit": "uop/s"}
 
 
-def bench_runtime(cfg, n=20000):
+def bench_runtime(cfg: Config, n: int = 20000) -> dict:
     dev = FsimDevice(cfg, dram_bytes=64 << 20)
     with rt.use_target(dev, max_insns=1 << 17) as q:
         h = rt.buffer_alloc(1 << 20)
@@ -127,7 +128,7 @@ COLUMNS: list[Column | str | tuple] = [("benchmark", "benchmark"), ("work", "wor
 
 
 @command
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None)
     parser.add_argument("--csv", default="build/bench_fsim.csv")

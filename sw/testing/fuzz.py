@@ -256,7 +256,7 @@ class _Gen:
         return True
 
 
-def random_program(seed: int, n_ops: int = 24, api_kind: str = "python", bias=None) -> dict:
+def random_program(seed: int, n_ops: int = 24, api_kind: str = "python", bias: dict[str, float] | None = None) -> dict:
     """Build and run one random program; return its output bytes, counters and disassembly.
 
     ``bias`` ({name in BIASES: probability}) steers the draws toward rarely generated shapes (functional

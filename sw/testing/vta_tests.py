@@ -10,12 +10,16 @@ programs run on whatever target is current, so ``cosim.run(program, ...)`` runs 
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 import numpy as np
+import numpy.typing as npt
 
 from sw import runtime
 from sw.isa import AluOp, MemId
+
+Api = ModuleType | SimpleNamespace     # the runtime API: sw.runtime, or its tvm-ffi functions (api())
+Result = dict      # {"result", "expected", "counters"}
 
 __all__ = ["api", "to_device", "from_device", "runtime_array", "save_load_out", "padded_load", "gemm", "alu",
            "relu", "shift_and_scale", "vector_add", "same_row", "PADDING_CASES", "ALU_CASES", "PROGRAMS"]
@@ -23,7 +27,7 @@ __all__ = ["api", "to_device", "from_device", "runtime_array", "save_load_out", 
 QLOAD, QCOMPUTE, QSTORE = 1, 2, 3
 
 
-def api(kind: str = "python"):
+def api(kind: str = "python") -> Api:
     """The runtime API as a namespace: the Python functions, or their tvm-ffi registrations."""
     if kind == "python":
         return runtime
@@ -33,19 +37,19 @@ def api(kind: str = "python"):
     raise ValueError(f"api = {kind!r}; allowed: 'python', 'ffi'")
 
 
-def view(rt, cmd, handle) -> np.ndarray:
+def view(rt: Api, cmd: int, handle: int) -> np.ndarray:
     """The device bytes of a buffer as a writable numpy array (no copy)."""
     return np.from_dlpack(rt.buffer_cpu_ptr(cmd, handle))
 
 
-def to_device(rt, cmd, arr: np.ndarray) -> int:
+def to_device(rt: Api, cmd: int, arr: np.ndarray) -> int:
     arr = np.ascontiguousarray(arr)
     handle = rt.buffer_alloc(arr.nbytes)
     view(rt, cmd, handle)[:arr.nbytes] = arr.reshape(-1).view(np.uint8)
     return handle
 
 
-def from_device(rt, cmd, handle, shape, dtype) -> np.ndarray:
+def from_device(rt: Api, cmd: int, handle: int, shape: tuple[int, ...], dtype: npt.DTypeLike) -> np.ndarray:
     n = int(np.prod(shape)) * np.dtype(dtype).itemsize
     return view(rt, cmd, handle)[:n].copy().view(dtype).reshape(shape)
 
@@ -73,7 +77,7 @@ def _alu_kernel(rt, opcode, n, dst=0, src=0, use_imm=1, imm=0):
 
 
 # ---------------------------------------------------------------------- the programs
-def runtime_array(api_kind="python", seed=0):
+def runtime_array(api_kind: str = "python", seed: int = 0) -> Result:
     """A buffer round trip through buffer_alloc and buffer_copy (test_runtime_array)."""
     rt = api(api_kind)
     cfg = runtime.current_config()
@@ -87,7 +91,7 @@ def runtime_array(api_kind="python", seed=0):
     return {"result": y, "expected": x, "counters": {}}
 
 
-def save_load_out(api_kind="python", seed=0):
+def save_load_out(api_kind: str = "python", seed: int = 0) -> Result:
     """LOAD ACC, ALU SHR 0, STORE (test_save_load_out)."""
     rt = api(api_kind)
     cfg = runtime.current_config()
@@ -107,7 +111,7 @@ def save_load_out(api_kind="python", seed=0):
     return {"result": y, "expected": x.astype(np.int8), "counters": counters}
 
 
-def same_row(api_kind="python", depth=5, seed=0):
+def same_row(api_kind: str = "python", depth: int = 5, seed: int = 0) -> Result:
     """Micro-ops that write the acc row an earlier one just wrote, at distance 1 and 2 (no hazard rule:
     the GEMM and ALU pipelines forward every earlier write).
 
@@ -167,7 +171,7 @@ def same_row(api_kind="python", depth=5, seed=0):
 PADDING_CASES = {"Y0": (2, 0, 0, 0), "Y1": (0, 2, 0, 0), "X0": (0, 0, 2, 0), "X1": (0, 0, 0, 2), "all": (1, 1, 1, 1)}
 
 
-def padded_load(api_kind="python", case="all", seed=0):
+def padded_load(api_kind: str = "python", case: str = "all", seed: int = 0) -> Result:
     """A zero-padded ACC load, SHR 0, STORE of the padded block (test_padded_load)."""
     rt = api(api_kind)
     cfg = runtime.current_config()
@@ -192,7 +196,8 @@ def padded_load(api_kind="python", case="all", seed=0):
     return {"result": y, "expected": expected, "counters": counters}
 
 
-def gemm(api_kind="python", virtual_threads=1, rows=4, cols=4, blocks=1, seed=0):
+def gemm(api_kind: str = "python", virtual_threads: int = 1, rows: int = 4, cols: int = 4, blocks: int = 1,
+         seed: int = 0) -> Result:
     """Blocked GEMM, then SHR 8, MAX 0, MIN 127, STORE (test_gemm; 2 virtual threads = "smt").
 
     x: (rows, blocks, BATCH, BLOCK_IN) int8, w: (cols, blocks, BLOCK_OUT, BLOCK_IN) int8. The rows are
@@ -273,7 +278,7 @@ ALU_CASES = {
 }
 
 
-def alu(api_kind="python", case="add_tensor", seed=0):
+def alu(api_kind: str = "python", case: str = "add_tensor", seed: int = 0) -> Result:
     """One ALU operation over (8, 8) acc blocks, with an immediate or a tensor operand (test_alu)."""
     rt = api(api_kind)
     cfg = runtime.current_config()
@@ -299,7 +304,7 @@ def alu(api_kind="python", case="add_tensor", seed=0):
     return {"result": y, "expected": expected, "counters": counters}
 
 
-def relu(api_kind="python", seed=0):
+def relu(api_kind: str = "python", seed: int = 0) -> Result:
     """MAX 0 then MIN 127 (test_relu)."""
     rt = api(api_kind)
     cfg = runtime.current_config()
@@ -319,7 +324,7 @@ def relu(api_kind="python", seed=0):
     return {"result": y, "expected": np.clip(a, 0, 127).astype(np.int8), "counters": counters}
 
 
-def shift_and_scale(api_kind="python", seed=0):
+def shift_and_scale(api_kind: str = "python", seed: int = 0) -> Result:
     """ADD imm then SHR imm (test_shift_and_scale)."""
     rt = api(api_kind)
     cfg = runtime.current_config()
@@ -341,7 +346,7 @@ def shift_and_scale(api_kind="python", seed=0):
     return {"result": y, "expected": ((a + shift) >> scale).astype(np.int8), "counters": counters}
 
 
-def vector_add(api_kind="python", n=64, seed=0):
+def vector_add(api_kind: str = "python", n: int = 64, seed: int = 0) -> Result:
     """VTA's get-started tutorial: C = (A + B) for two int32 (1, n, BATCH, BLOCK_OUT) tensors, cast to int8."""
     rt = api(api_kind)
     cfg = runtime.current_config()

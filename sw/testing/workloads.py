@@ -6,7 +6,8 @@ or the benchmarks (``sw.testing.fsim_speed``, ``cosim.perf.operators``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -33,7 +34,8 @@ def _rand(rng, shape, lo=-128, hi=128, dtype=np.int8):
     return rng.integers(lo, hi, size=shape, dtype=dtype)
 
 
-def run_dense_workload(n, k, m, virtual_threads=1, bias=False, tiles=None, seed=0) -> dict:
+def run_dense_workload(n: int, k: int, m: int, virtual_threads: int = 1, bias: bool = False,
+                       tiles: Sequence[int] | str | None = None, seed: int = 0) -> dict:
     """Random int8 dense (N, K) x (M, K) with VTA's requantization; returns counters, MACs and the check."""
     rng = np.random.default_rng(seed)
     x, wt = _rand(rng, (n, k)), _rand(rng, (m, k))
@@ -48,12 +50,15 @@ RESIDUAL_EPILOGUE = Epilogue(((AluOp.SHR, 8), (AluOp.ADD, "v0"), (AluOp.ADD, "r"
 """VTA's requantization with a residual added before the clip (no MUL: every config runs it)."""
 
 
-def run_conv2d_workload(name=None, batch=None, h=None, w=None, cin=None, cout=None, k=None, pad=None, stride=None,
-                        virtual_threads=1, bias=True, tiles=None, seed=0, residual=False) -> dict:
+def run_conv2d_workload(name: str | None = None, batch: int | None = None, h: int | None = None, w: int | None = None,
+                        cin: int | None = None, cout: int | None = None, k: int | None = None, pad: int | None = None,
+                        stride: int | None = None, virtual_threads: int = 1, bias: bool = True,
+                        tiles: Sequence[int] | None = None, seed: int = 0, residual: bool = False) -> dict:
     """Random conv2d layer (a RESNET18 name, or explicit sizes) with bias; returns counters, MACs, check.
     ``residual``: a random int8 residual added in the epilogue (:data:`RESIDUAL_EPILOGUE`)."""
-    if name is not None:
-        h, w, cin, cout, k, pad, stride = RESNET18[name]
+    sizes = RESNET18[name] if name is not None else (h, w, cin, cout, k, pad, stride)
+    # cast: explicit sizes are all given (the caller names a layer or gives them)
+    h, w, cin, cout, k, pad, stride = cast("tuple[int, int, int, int, int, int, int]", sizes)
     batch = batch or config().BATCH
     rng = np.random.default_rng(seed)
     x, wt = _rand(rng, (batch, cin, h, w)), _rand(rng, (cout, cin, k, k))
@@ -73,12 +78,12 @@ def run_conv2d_workload(name=None, batch=None, h=None, w=None, cin=None, cout=No
     return {"ok": ok, "macs": batch * cout * ho * wo * cin * k * k, "counters": counters}
 
 
-def run_resnet18_layer(name, virtual_threads=1, seed=0) -> dict:
+def run_resnet18_layer(name: str, virtual_threads: int = 1, seed: int = 0) -> dict:
     """One ResNet-18 layer of :data:`RESNET18` with bias, batch = BATCH (see :func:`run_conv2d_workload`)."""
     return run_conv2d_workload(name, virtual_threads=virtual_threads, seed=seed)
 
 
-def workloads(virtual_threads=2) -> dict:
+def workloads(virtual_threads: int = 2) -> dict[str, tuple[Callable, tuple]]:
     """Benchmark workloads: name -> (module-level function, positional args), ready for
     ``fn(*args)`` on the current runtime or ``cosim.run(fn, *args)`` on the RTL. Each call returns
     ``{"ok", "macs", "counters"}``; MAC utilisation = macs / (cycles * BATCH*BLOCK_IN*BLOCK_OUT) on a
