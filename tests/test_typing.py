@@ -1,5 +1,5 @@
 """Type hints: mypy passes on sw, hw and cosim (configured in pyproject.toml), and every public function and method
-of those packages has annotated parameters and return (those of :data:`PENDING` modules excepted)."""
+of those packages has annotated parameters and return."""
 
 from __future__ import annotations
 
@@ -13,11 +13,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("sw", "hw", "cosim")
 
-# modules whose public functions are not all annotated yet (each one's list shrinks as they are): test_public_api
-# fails on an unannotated function of any other module, and when a module here has none left
-PENDING: frozenset[str] = frozenset({
-    "cosim.verify.toggles", "cosim.verify.uncovered",
-})
 
 
 def test_mypy():
@@ -100,7 +95,6 @@ def test_public_api_annotated():
             if missing:
                 offenders.setdefault(fn.__module__, []).append(f"{qualname}: {', '.join(missing)}")
     assert len(seen) > 300
-    new = [line for m, lines in sorted(offenders.items()) if m not in PENDING for line in lines]
-    assert not new, f"{len(new)} public functions lack annotations (parameter names, or return):\n" + "\n".join(new)
-    done = sorted(PENDING - set(offenders))
-    assert not done, f"every public function of {done} is annotated now: take them off PENDING"
+    missing = [line for _, lines in sorted(offenders.items()) for line in lines]
+    assert not missing, (f"{len(missing)} public functions lack annotations (parameter names, or return):\n"
+                         + "\n".join(missing))

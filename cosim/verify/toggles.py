@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 from .sources import ROOT, annotated_keys
@@ -44,7 +45,11 @@ def _library_key(src: str) -> str:
     return src.rpartition("site-packages/")[2]
 
 
-def explain_toggles(untoggled, verilog: Path, rules=None, annotated=None, source_root: Path = ROOT):
+Point = tuple[str, str, int]       # (module, signal, bit)
+
+
+def explain_toggles(untoggled: Iterable[Point], verilog: Path, rules: list | None = None,
+                    annotated: dict | None = None, source_root: Path = ROOT) -> tuple[dict[str, list[Point]], list[Point]]:
     """Sort the untoggled points ``[(module, signal, bit)]`` by why: returns ``(explained, holes)`` where
     ``explained`` maps each reason to its points and ``holes`` lists the points with no reason.
 

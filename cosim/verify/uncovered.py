@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 from .coverage_dat import is_testbench, kind_module
@@ -30,15 +31,20 @@ def src_index(verilog: Path) -> list:
     attribute at or above the line; a case label also names the value tested (``case compute_fsm_state =
     3'h3``: an FSM's state number, in the order the states are first named in the Amaranth source)."""
     text = verilog.read_text(errors="replace").splitlines()
-    module_of, assigns, module = [], defaultdict(dict), ""
+    module_of: list[str] = []
+    assigns: defaultdict[str, dict[str, str]] = defaultdict(dict)
+    module = ""
     for line in text:
         if line.startswith("module "):
             module = line.split("(")[0].split()[1]
         module_of.append(module)
         m = re.match(r"\s*assign (\\\S+ |[A-Za-z_][\w$]*) ?= (.*)", line)
-        if m and _SRC.search(m[2]):
-            assigns[module][m[1].strip()] = _SRC.search(m[2])[1].split("|")[0]
-    current, cases, out = "", [], []
+        src = _SRC.search(m[2]) if m else None
+        if m and src:
+            assigns[module][m[1].strip()] = src[1].split("|")[0]
+    current = ""
+    cases: list[tuple[int, str]] = []
+    out: list[str | None] = []
     for n, line in enumerate(text):
         m = _SRC.search(line)
         if m:
@@ -66,18 +72,20 @@ def with_source_text(src: str) -> str:
     """``hw/alu.py:137 (if x)`` -> ``hw/alu.py:137 `with m.If(~ok):` (if x)``: the project's source line of a
     condition quoted, without its comment (other keys name only the nearest declaration, not worth quoting)."""
     m = re.match(r"(hw/[\w/]+\.py):(\d+)( \(if .*)", src)
-    line = source_code(m[1], int(m[2])) if m else None
+    if m is None:
+        return src
+    line = source_code(m[1], int(m[2]))
     return f"{m[1]}:{m[2]} `{line}`{m[3]}" if line is not None else src
 
 
-def uncovered_sources(points, verilog: Path) -> dict:
+def uncovered_sources(points: Iterable, verilog: Path) -> dict[str, tuple[set[int], set[str]]]:
     """{Amaranth source line: (Verilog lines, modules)} of the line points never executed in the accelerator.
 
     Where the Verilog carries no ``src`` attribute (``hw.top.top_verilog`` leaves them out), the key is the
     Verilog line and its statement."""
     index = src_index(verilog)
     text = verilog.read_text(errors="replace").splitlines()
-    out = defaultdict(lambda: (set(), set()))
+    out: defaultdict[str, tuple[set[int], set[str]]] = defaultdict(lambda: (set(), set()))
     for p in points:
         kind, module = kind_module(p)
         if kind != "line" or p["count"] or is_testbench(module) or not p.get("f", "").endswith("vta_top.v"):
@@ -95,7 +103,8 @@ def uncovered_sources(points, verilog: Path) -> dict:
 _IF_SOURCE = re.compile(r"(\S+:\d+) (?:`.*` )?\(if [^)]*\)$")
 
 
-def explain(src: str, modules, waivers=None, annotated=None, source_root: Path = ROOT) -> str | None:
+def explain(src: str, modules: Iterable[str], waivers: list | None = None, annotated: dict | None = None,
+            source_root: Path = ROOT) -> str | None:
     """The reason an uncovered line (its source key of :func:`uncovered_sources`, its modules) is unreachable,
     or None when it is not known to be.
 
