@@ -20,6 +20,7 @@ byte counters per memory type live here too.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from amaranth.hdl import Cat, Module, Signal
@@ -207,7 +208,7 @@ def top_verilog(cfg: Config | str | None = None, name: str = "vta_top", emit_src
 
 
 @contextmanager
-def constant_meminit():
+def constant_meminit() -> Iterator[None]:
     """A context in which Amaranth 0.5's RTLIL backend writes each memory's initial contents as one RTLIL constant
     built from its rows (its own writer goes through one netlist bit, a Python object, per SRAM bit). The RTLIL,
     and so the Verilog, is the same as without it (tests/hw/test_top.py compares both ways)."""

@@ -192,7 +192,7 @@ def config_words(cfg: Config | None = None) -> tuple[int, int]:
     return c0, c1
 
 
-def const_values(cfg) -> dict:
+def const_values(cfg: Config | None = None) -> dict[str, int]:
     """The values of the constant registers for a config: ``{"version": ..., "config0": ..., "config1": ...}``."""
     c0, c1 = config_words(cfg)
     return {"version": version_word(cfg), "config0": c0, "config1": c1}

