@@ -42,13 +42,13 @@ sim: $(STAMP)
 # lint (ruff) and the type check (mypy), both configured in pyproject.toml, first: they take seconds
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m mypy
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -n $(JOBS) -q tests
 
 # the fast tier for your own loop: no RTL, no slow tests, no FPGA tooling (under a minute)
 test-fast: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m mypy
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -n $(JOBS) -q -m "not rtl and not slow and not fpga" tests
 
 # golden-model speed; co-simulation speed per config (launch time, cycles/s of the cosim and of a plain
