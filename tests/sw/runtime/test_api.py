@@ -612,7 +612,7 @@ def _tiny_program(api, q, lock, tag, i):
 
 
 def test_threads_share_the_allocator_and_record_kernels(default_cfg):
-    """4 threads x 1,000 iterations: even ones on the shared handle (its allocator used by all threads at
+    """4 threads x 400 iterations: even ones on the shared handle (its allocator used by all threads at
     once, the program under the handle's lock), odd ones on a fresh handle of the thread's own device
     (kernels recorded while other threads record theirs)."""
     shared = make_queue("default", dram_bytes=8 << 20, max_insns=64)
@@ -623,7 +623,7 @@ def test_threads_share_the_allocator_and_record_kernels(default_cfg):
         api = programs.api("ffi" if tag % 2 else "python")
         own = FsimDevice(default_cfg, dram_bytes=1 << 20)
         start.wait()
-        for i in range(1000):
+        for i in range(400):
             if i % 2 == 0:
                 _tiny_program(api, shared, shared.lock, tag, i)
             else:
