@@ -14,10 +14,11 @@ all: test
 # lz4 for Verilator's FST waveform writer: built from the lz4 sdist on PyPI into $(VENV)/lz4 (setup, never in a test)
 LZ4_VERSION := 4.4.5
 
+# --no-compile: Python byte-compiles the modules it imports on first use instead of every module of every package here
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,cosim,tvm,onnx,formal]'
+	$(PY) -m pip install --quiet --no-compile -e '.[dev,cosim,tvm,onnx,formal]'
 	rm -rf $(VENV)/lz4 && mkdir -p $(VENV)/lz4/sdist
 	$(PY) -m pip download --quiet --no-deps --no-binary :all: lz4==$(LZ4_VERSION) -d $(VENV)/lz4/sdist
 	tar -xzf $(VENV)/lz4/sdist/lz4-$(LZ4_VERSION).tar.gz -C $(VENV)/lz4/sdist

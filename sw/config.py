@@ -197,9 +197,10 @@ class Config:
         return 1 << self.LOG_BLOCK_OUT
 
     @property
-    def BUS_WIDTH(self) -> int:  # log2 bytes of one SRAM element of each memory type
+    def BUS_WIDTH(self) -> int:
         return 1 << self.LOG_BUS_WIDTH
 
+    # log2 bytes of one SRAM element of each memory type
     @property
     def LOG_UOP_ELEM_BYTES(self) -> int:
         return 2
@@ -237,9 +238,10 @@ class Config:
         return 1 << self.LOG_ACC_ELEM_BYTES
 
     @property
-    def OUT_ELEM_BYTES(self) -> int:  # matrix widths in bits (docs/architecture.md §1.2)
+    def OUT_ELEM_BYTES(self) -> int:
         return 1 << self.LOG_OUT_ELEM_BYTES
 
+    # matrix widths in bits (docs/architecture.md §1.2)
     @property
     def INP_MATRIX_WIDTH(self) -> int:
         return self.INP_WIDTH * self.BATCH * self.BLOCK_IN
@@ -253,9 +255,10 @@ class Config:
         return self.ACC_WIDTH * self.BATCH * self.BLOCK_OUT
 
     @property
-    def OUT_MATRIX_WIDTH(self) -> int:  # ------------------------------------------------------------------ SRAM depths
+    def OUT_MATRIX_WIDTH(self) -> int:
         return self.OUT_WIDTH * self.BATCH * self.BLOCK_OUT
 
+    # ------------------------------------------------------------------ SRAM depths
     @property
     def LOG_OUT_BUFF_SIZE(self) -> int:
         return self.LOG_ACC_BUFF_SIZE + self.LOG_OUT_WIDTH - self.LOG_ACC_WIDTH
@@ -297,13 +300,16 @@ class Config:
         return 1 << self.LOG_ACC_DEPTH
 
     @property
-    def OUT_DEPTH(self) -> int:  # the micro-op src field addresses inp (GEMM) and acc (ALU) rows
+    def OUT_DEPTH(self) -> int:
         return 1 << self.LOG_OUT_DEPTH
 
     @property
-    def UOP_SRC_BITS(self) -> int:  # bus ratios (how many bus beats one element takes; at least 1)
+    def UOP_SRC_BITS(self) -> int:
+        """Bits of the micro-op's src field: it addresses inp rows (GEMM) and acc rows (ALU)."""
         return max(self.LOG_ACC_DEPTH, self.LOG_INP_DEPTH)
+
     def beats(self, elem_bytes: int) -> int:
+        """Bus beats one element of ``elem_bytes`` takes (at least 1)."""
         return max(1, elem_bytes * 8 // self.BUS_WIDTH)
 
     @property

@@ -156,7 +156,7 @@ PYTHON = {
     f"{PY} -m apps.demo --config configs/default.json --demo digits-onnx --target rtl":
         Covered("tests/apps/test_digits_onnx.py", 'digits_onnx.evaluate("cnn", "rtl", images=32)'),
     f"{PY} -m apps.demo --config configs/default.json --demo zoo --target fsim":
-        Run(["--demo", "zoo", "--reduced", "--target", "fsim"], ("slow",)),
+        Covered("tests/apps/test_demo.py", '"--demo", "zoo", "--reduced", "--target", "fsim"'),
     f"{PY} -m apps.demo --config configs/default.json --demo zoo --target rtl":
         Covered("tests/apps/zoo/test_zoo.py", 'cosim.run_many(calls, config="default")'),     # the reduced zoo
     f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl --markdown docs/performance.md":
@@ -255,7 +255,7 @@ PYTHON = {
     f"{PY} -m fpga.fusesoc --config configs/default.json -o build/fusesoc":
         Covered("tests/fpga/test_fusesoc.py", 'fusesoc.main(["--config", "configs/small.json", "-o", str(tmp / "core")])'),
     f"{PY} -m fpga.shell --config configs/default.json -o build/vta_shell.v":
-        Run(["--config", "small", "-o", "vta_shell.v"], ("slow",)),
+        Covered("tests/fpga/test_shell.py", 'main(["--config", str(config), "-o", str(tmp_path / "vta_shell.v")])'),
     f"{PY} -m fpga.timing --config configs/ulx3s.json":
         Covered("tests/fpga/test_timing.py", 'timing.main([str(path), "--period", "2"])'),
     f"{PY} -m fpga.resources --report --configs configs/ulx3s.json configs/small.json configs/default.json "

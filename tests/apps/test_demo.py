@@ -48,3 +48,17 @@ def test_unknown_demo_is_refused(capsys):
     with pytest.raises(SystemExit):
         demo.main(["--demo", "mnist"])
     assert "invalid choice: 'mnist'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("ok", [True, False])
+def test_zoo_demo_hands_its_options_to_the_zoo(ok, monkeypatch, capsys):
+    """``--demo zoo`` runs ``python -m apps.zoo`` with the demo's target, config and ``--reduced`` (the zoo itself
+    is tested in tests/apps/zoo), and reports its outcome."""
+    import apps.zoo.__main__ as zoo_main
+
+    seen = []
+    monkeypatch.setattr(zoo_main, "main", lambda argv: seen.append(argv) or (0 if ok else 1))
+    argv = ["--config", "configs/default.json", "--demo", "zoo", "--reduced", "--target", "fsim"]
+    assert demo.main(argv) == (0 if ok else 1)
+    assert seen == [["--target", "fsim", "--config", "configs/default.json", "--reduced"]]
+    assert capsys.readouterr().out.rstrip().endswith("ALL PASS" if ok else "FAILED")

@@ -1,9 +1,10 @@
 """The vendor shell (hw/shell.py): port names Vivado infers interfaces from, and the wiring to vta_top."""
+import json
 import re
 
 from amaranth.lib import wiring
 
-from fpga.shell import SHELL_NAME, shell_verilog
+from fpga.shell import SHELL_NAME, main
 from hw.axi import axi4_lite_signature, axi4_signature
 from hw.top import CTL_ADDR_BITS
 from sw.config import load_config
@@ -22,8 +23,14 @@ def expected_ports(cfg):
     return ports
 
 
-def test_shell_ports_in_verilog():
-    text = shell_verilog(TINY)
+def test_shell_ports_in_verilog(tmp_path, capsys):
+    """Through the command line (``python -m fpga.shell --config ... -o ...``), on the tiny config."""
+    config = tmp_path / "tiny.json"
+    config.write_text(json.dumps(TINY.to_dict()))
+    assert main(["--config", str(config), "-o", str(tmp_path / "vta_shell.v")]) == 0
+    assert "wrote " in capsys.readouterr().out
+    text = (tmp_path / "vta_shell.v").read_text()
+    assert text.count(f"module {SHELL_NAME}(") == 1 and f"module \\{SHELL_NAME}.vta " in text    # the accelerator inside
     header = re.search(rf"^module {SHELL_NAME}\((.*?)\);", text, re.S | re.M)
     assert header, "no vta_shell module"
     names = {p.strip() for p in header.group(1).split(",")}
