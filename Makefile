@@ -7,7 +7,7 @@ CONFIG ?= configs/default.json
 # WAVES=1 makes co-simulation write an FST waveform (build/waves/) and print its path
 JOBS   ?= auto
 
-.PHONY: all sim test test-fast bench bench-resnet18 fuzz coverage formal verilog bitstream fpga-report clean distclean venv venv-fpga
+.PHONY: all sim test test-fast cocotb bench bench-resnet18 fuzz coverage formal verilog bitstream fpga-report clean distclean venv venv-fpga
 
 all: test
 
@@ -41,14 +41,22 @@ sim: $(STAMP)
 	$(PY) -m apps.demo --config $(CONFIG) --demo $(DEMO) --target $(TARGET)
 
 # lint (ruff, configured in pyproject.toml) first: it takes a second; the type check (mypy) is a test (tests/test_typing.py)
+# the results also go to build/test-results/ as JUnit XML (pytest.xml here, fuzz.xml from make fuzz), for CI systems
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -n $(JOBS) -q tests
+	$(PY) -m pytest -n $(JOBS) -q --junitxml=build/test-results/pytest.xml tests
 
 # the fast tier for your own loop: no RTL, no slow tests, no FPGA tooling (under a minute)
 test-fast: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -n $(JOBS) -q -m "not rtl and not slow and not fpga" tests
+
+# your own cocotb tests (docs/cocotb.md): make cocotb TESTS="tests/cocotb/test_mine.py" [CONFIG=...] [FILTER=regex]
+# [WAVES=1]; every module on the cached model of CONFIG, results in build/cocotb/results.xml
+TESTS  ?= examples/cocotb/test_registers.py examples/cocotb/test_gemm.py examples/cocotb/test_axi_error.py
+FILTER ?=
+cocotb: $(STAMP)
+	$(PY) -m cosim.cocotb $(TESTS) --config $(CONFIG) $(if $(FILTER),--filter '$(FILTER)')
 
 # golden-model speed; co-simulation speed per config (launch time, cycles/s of the cosim and of a plain
 # Verilator main loop); every operator benchmark on the RTL; the model zoo on the golden model; the whole ResNet-18 on the RTL by layer kind. The tables also go to docs/performance.md.
@@ -77,9 +85,9 @@ SCHEDULER ?= local
 FUZZ_CONFIGS ?= $(CONFIG)
 fuzz: $(STAMP)
 ifeq ($(MEM),cocotbext)
-	$(PY) -m cosim.verify.regress $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --mem $(MEM)
+	$(PY) -m cosim.verify.regress $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --mem $(MEM) --junit build/test-results/reference.xml
 endif
-	$(PY) -m cosim.verify.regress --fuzz $(N) $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --mem $(MEM) --scheduler $(or $(SCHEDULER),none) $(if $(FAULT),--fault $(FAULT))
+	$(PY) -m cosim.verify.regress --fuzz $(N) $(foreach c,$(FUZZ_CONFIGS),--config $(c)) --mem $(MEM) --scheduler $(or $(SCHEDULER),none) --junit build/test-results/fuzz.xml$(if $(FAULT), --fault $(FAULT))
 
 # Verilator line+toggle coverage of the RTL regression plus COV_N random programs: per-module table,
 # uncovered lines by Amaranth source, lcov .info (build/coverage/)

@@ -41,8 +41,11 @@ _ERROR_LOCK = threading.Lock()
 class VTAError(RuntimeError):
     """Base of the errors raised by the runtime and the simulators.
 
-    Defining a subclass announces it to every hook given to :func:`on_error_class`.
+    Defining a subclass announces it to every hook given to :func:`on_error_class`. ``registers``: for a run that
+    stopped on the hardware, its register values by name as read when it stopped (None otherwise).
     """
+
+    registers: dict[str, int] | None = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -27,6 +27,7 @@ README = (ROOT / "README.md").read_text()
 DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 TEXT = "\n".join(p.read_text() for p in DOCS)
 PY = ".venv/bin/python"
+EXAMPLES = "examples/cocotb/test_registers.py examples/cocotb/test_gemm.py examples/cocotb/test_axi_error.py"
 
 
 def readme_commands() -> list[str]:
@@ -74,7 +75,7 @@ class Make:
 
 MAKE = {
     "make sim": Make([f"{PY} -m apps.demo --config configs/default.json --demo default --target rtl"]),
-    "make test": Make([f"{PY} -m pytest -n auto -q tests"]),
+    "make test": Make([f"{PY} -m pytest -n auto -q --junitxml=build/test-results/pytest.xml tests"]),
     "make test-fast": Make([f'{PY} -m pytest -n auto -q -m "not rtl and not slow and not fpga" tests']),
     "make bench": Make([f"{PY} -m sw.testing.fsim_speed --config configs/default.json --markdown docs/performance.md",
                         f"{PY} -m cosim.perf.cosim_speed --config configs/default.json configs/batch2.json --markdown "
@@ -86,14 +87,15 @@ MAKE = {
     "make sim DEMO=zoo": Make([f"{PY} -m apps.demo --config configs/default.json --demo zoo --target rtl"]),
     "make sim DEMO=zoo TARGET=fsim": Make([f"{PY} -m apps.demo --config configs/default.json --demo zoo --target fsim"]),
     "make fuzz N=1000": Make([f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi "
-                              "--scheduler local"]),
+                              "--scheduler local --junit build/test-results/fuzz.xml"]),
     "make fuzz SCHEDULER=none": Make([f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi "
-                                      "--scheduler none"]),
+                                      "--scheduler none --junit build/test-results/fuzz.xml"]),
     "make fuzz N=200 SCHEDULER=none": Make([f"{PY} -m cosim.verify.regress --fuzz 200 --config configs/default.json "
-                                            "--mem dpi --scheduler none"]),
-    "make fuzz MEM=cocotbext N=50": Make([f"{PY} -m cosim.verify.regress --config configs/default.json --mem cocotbext",
+                                            "--mem dpi --scheduler none --junit build/test-results/fuzz.xml"]),
+    "make fuzz MEM=cocotbext N=50": Make([f"{PY} -m cosim.verify.regress --config configs/default.json --mem cocotbext "
+                                          "--junit build/test-results/reference.xml",
                                           f"{PY} -m cosim.verify.regress --fuzz 50 --config configs/default.json --mem "
-                                          "cocotbext --scheduler local"]),
+                                          "cocotbext --scheduler local --junit build/test-results/fuzz.xml"]),
     "make coverage COV_N=200": Make([f"{PY} -m cosim.verify.coverage --config configs/default.json --fuzz 200 "
                                      "--out build/coverage"]),
     "make formal": Make([f"{PY} -m hw.formal --markdown docs/verification.md", f"{PY} -m hw.formal --mutants"]),
@@ -102,7 +104,10 @@ MAKE = {
     "make sim DEMO=digits": Make([f"{PY} -m apps.demo --config configs/default.json --demo digits --target rtl"]),
     "make sim CONFIG=configs/small.json": Make([f"{PY} -m apps.demo --config configs/small.json --demo default "
                                                 "--target rtl"]),
-    "make test JOBS=1": Make([f"{PY} -m pytest -n 1 -q tests"]),
+    "make cocotb": Make([f"{PY} -m cosim.cocotb {EXAMPLES} --config configs/default.json"]),
+    "make cocotb TESTS=tests/cocotb/test_mine.py CONFIG=configs/small.json": Make(
+        [f"{PY} -m cosim.cocotb tests/cocotb/test_mine.py --config configs/small.json"]),
+    "make test JOBS=1": Make([f"{PY} -m pytest -n 1 -q --junitxml=build/test-results/pytest.xml tests"]),
     "make fpga-report": Make([f"{PY} -m pip install --quiet -e '.[fpga]'",
                               f"{PY} -m fpga.resources --report --configs configs/ulx3s.json configs/small.json "
                               "configs/default.json --markdown docs/fpga.md"]),
@@ -112,12 +117,12 @@ MAKE = {
     "make venv-fpga": Make([f"{PY} -m pip install --quiet -e '.[fpga]'"]),
     'make fuzz N=100000 SCHEDULER=tcp://host:8786 FUZZ_CONFIGS="configs/default.json configs/small.json"': Make(
         [f"{PY} -m cosim.verify.regress --fuzz 100000 --config configs/default.json --config configs/small.json --mem dpi "
-         "--scheduler tcp://host:8786"]),
+         "--scheduler tcp://host:8786 --junit build/test-results/fuzz.xml"]),
     "make fuzz FAULT=axi-errors N=200 SCHEDULER=none": Make(
         [f"{PY} -m cosim.verify.regress --fuzz 200 --config configs/default.json --mem dpi --scheduler none "
-         "--fault axi-errors"]),
+         "--junit build/test-results/fuzz.xml --fault axi-errors"]),
     "make fuzz N=2000": Make([f"{PY} -m cosim.verify.regress --fuzz 2000 --config configs/default.json --mem dpi "
-                              "--scheduler local"]),
+                              "--scheduler local --junit build/test-results/fuzz.xml"]),
     "make sim DEMO=resnet18": Make([f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl"]),
     "make sim DEMO=resnet18 TARGET=fsim": Make([f"{PY} -m apps.demo --config configs/default.json --demo resnet18 "
                                                 "--target fsim"]),
@@ -133,9 +138,9 @@ RESNET_RTL = Covered("tests/apps/test_resnet18.py", 'res = m.run({resnet18.INPUT
 
 PYTHON = {
     # the test suite itself
-    f"{PY} -m pytest -n auto -q tests": Suite(),
+    f"{PY} -m pytest -n auto -q --junitxml=build/test-results/pytest.xml tests": Suite(),
     f'{PY} -m pytest -n auto -q -m "not rtl and not slow and not fpga" tests': Suite(),
-    f"{PY} -m pytest -n 1 -q tests": Suite(),
+    f"{PY} -m pytest -n 1 -q --junitxml=build/test-results/pytest.xml tests": Suite(),
     f"{PY} -m pytest -m rtl tests": Suite(),
     f"{PY} -m pytest -q tests/sw/targets/test_zynq.py tests/sw/targets/test_launch.py "
     "tests/cosim/sim/test_vboard.py": Suite(),
@@ -209,20 +214,30 @@ PYTHON = {
     f"{PY} -m cosim.perf.timeline --workload resnet18.C8 --window 0 60000 -o build/timeline_C8_zoom.png":
         Run(["--workload", "dense_128", "--vt", "2", "--window", "0", "600", "-o", "t3.png"], RTL),
     # regressions
-    f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi --scheduler none":
+    f"{PY} -m cosim.cocotb {EXAMPLES} --config configs/default.json":
+        Covered("tests/cosim/cocotb/test_main.py", '"-m", "cosim.cocotb", *EXAMPLES, "--config", "configs/small.json"'),
+    f"{PY} -m cosim.cocotb tests/cocotb/test_mine.py --config configs/small.json":
+        Covered("tests/test_readme.py", '"cosim.cocotb", "tests/cocotb/test_mine.py", "--config", "configs/small.json"'),
+    f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi --scheduler none"
+    f" --junit build/test-results/fuzz.xml":
         Run(["--fuzz", "2", "--config", "small", "--mem", "dpi", "--scheduler", "none"], RTL),
-    f"{PY} -m cosim.verify.regress --fuzz 200 --config configs/default.json --mem dpi --scheduler none":
+    f"{PY} -m cosim.verify.regress --fuzz 200 --config configs/default.json --mem dpi --scheduler none"
+    f" --junit build/test-results/fuzz.xml":
         Run(["--fuzz", "2", "--config", "small", "--mem", "dpi", "--scheduler", "none"], RTL),
-    f"{PY} -m cosim.verify.regress --fuzz 200 --config configs/default.json --mem dpi --scheduler none --fault axi-errors":
+    f"{PY} -m cosim.verify.regress --fuzz 200 --config configs/default.json --mem dpi --scheduler none"
+    f" --junit build/test-results/fuzz.xml --fault axi-errors":
         Run(["--fuzz", "3", "--config", "small", "--mem", "dpi", "--scheduler", "none", "--ops", "12", "--fault",
              "axi-errors"], RTL),
-    f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi --scheduler local": SCHEDULER,
-    f"{PY} -m cosim.verify.regress --fuzz 2000 --config configs/default.json --mem dpi --scheduler local": SCHEDULER,
+    f"{PY} -m cosim.verify.regress --fuzz 1000 --config configs/default.json --mem dpi --scheduler local"
+    f" --junit build/test-results/fuzz.xml": SCHEDULER,
+    f"{PY} -m cosim.verify.regress --fuzz 2000 --config configs/default.json --mem dpi --scheduler local"
+    f" --junit build/test-results/fuzz.xml": SCHEDULER,
     f"{PY} -m cosim.verify.regress --fuzz 100000 --config configs/default.json --config configs/small.json --mem dpi "
-    "--scheduler tcp://host:8786": SCHEDULER,
-    f"{PY} -m cosim.verify.regress --config configs/default.json --mem cocotbext":
+    "--scheduler tcp://host:8786 --junit build/test-results/fuzz.xml": SCHEDULER,
+    f"{PY} -m cosim.verify.regress --config configs/default.json --mem cocotbext --junit build/test-results/reference.xml":
         Covered("tests/cosim/sim/test_axiram.py", 'regress.compare(SUBSET, "small", mem="cocotbext"'),
-    f"{PY} -m cosim.verify.regress --fuzz 50 --config configs/default.json --mem cocotbext --scheduler local":
+    f"{PY} -m cosim.verify.regress --fuzz 50 --config configs/default.json --mem cocotbext --scheduler local"
+    f" --junit build/test-results/fuzz.xml":
         Covered("tests/cosim/sim/test_axiram.py", 'regress.fuzz([7, 8], "small", n_ops=12, mem="cocotbext"'),
     f"{PY} -m cosim.verify.regress --fuzz 400 --config small --fault alu-max-imm-as-min":
         Covered("tests/cosim/verify/test_regress.py", '"--fuzz", "2", "--config", "small", "--ops", "60", "--fault", '
@@ -356,7 +371,7 @@ def _python(code: str, cwd: Path, timeout=600) -> subprocess.CompletedProcess:
 
 
 def test_every_snippet_is_run():
-    assert len(readme_snippets()) == 4
+    assert len(readme_snippets()) == 5
 
 
 def test_runtime_snippet(tmp_path):
@@ -384,6 +399,20 @@ def test_script_snippet(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout.strip() == "(120, 'RtlDevice')"
+
+
+@pytest.mark.rtl
+def test_cocotb_snippet(tmp_path):
+    """docs/cocotb.md's first test, saved where the guide saves it and run with the guide's command."""
+    (tmp_path / "tests" / "cocotb").mkdir(parents=True)
+    (tmp_path / "tests" / "cocotb" / "test_mine.py").write_text(_snippet("# tests/cocotb/test_mine.py"))
+    (tmp_path / "configs").symlink_to(ROOT / "configs")
+    command = ["cosim.cocotb", "tests/cocotb/test_mine.py", "--config", "configs/small.json"]
+    res = subprocess.run([sys.executable, "-m", *command], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "small   test_mine  test_relu  PASSED" in res.stdout and "1 tests, 0 failed" in res.stdout
+    assert (tmp_path / "build" / "cocotb" / "results.xml").exists()
 
 
 @pytest.mark.slow

@@ -81,7 +81,8 @@ BUILD_ARGS = ["-Wno-fatal", *LINT_WAIVERS, "-CFLAGS", "-std=c++20", "-CFLAGS", "
 SIM_MAIN = Path(__file__).resolve().parent / "sim_main.cpp"
 # Models whose speed is not the point compile without C++ optimisation, in about half the time: the traced
 # model (its run time goes to writing the FST) and the AxiRam one (its run time goes to cocotbext-axi's
-# Python coroutines). The plain and coverage models keep -O3.
+# Python coroutines). The plain and coverage models keep -O3. The traced model is also the debug model of user
+# cocotb tests (cosim.cocotb): every signal readable (testbench.control_file's read_all).
 DEBUG_OPT = "-O0"
 
 
@@ -127,10 +128,11 @@ def host_cpu() -> str:
     return "\n".join(sorted({line for line in lines if line.startswith(("model name", "flags"))}))
 
 
-def model_key(cfg: Config, verilog_text: str, ports: str, args: Sequence[str], parameters: dict) -> str:
+def model_key(cfg: Config, verilog_text: str, ports: str, args: Sequence[str], parameters: dict,
+              read_all: bool = False) -> str:
     """The cache key of a model: everything the Verilator build reads, and nothing else."""
-    return digest(verilog_text, ports, TESTBENCH_SV, control_file(), DRAM_CPP, VBOARD_CPP, SIM_MAIN, " ".join(args),
-                  repr(sorted(parameters.items())), str(verilator_root()), _cocotb_version(),
+    return digest(verilog_text, ports, TESTBENCH_SV, control_file(read_all=read_all), DRAM_CPP, VBOARD_CPP, SIM_MAIN,
+                  " ".join(args), repr(sorted(parameters.items())), str(verilator_root()), _cocotb_version(),
                   host_cpu() if "-march=native" in args else "")
 
 
@@ -159,7 +161,7 @@ def _build_model(cfg, gen, waves, mem="dpi", coverage=False) -> Model:
     if waves:
         lz4 = lz4_dir()
         args += ["--trace-fst", "--trace-structs", "-CFLAGS", f"-I{lz4}", "-LDFLAGS", f"-L{lz4}"]
-    key = model_key(cfg, text, ports, args, params)
+    key = model_key(cfg, text, ports, args, params, read_all=waves)
     build_dir = CACHE_DIR / f"{cfg.name}-{'fst-' if waves else ''}{variants.tag(mem, coverage)}{key}"
     what = ", ".join(["with FST waveform tracing" if waves else "without waveform tracing"]
                      + ([f"memory {mem}"] if mem != "dpi" else []) + (["code coverage"] if coverage else []))
@@ -167,7 +169,7 @@ def _build_model(cfg, gen, waves, mem="dpi", coverage=False) -> Model:
     def build(build_dir: Path) -> None:
         print(f"building the Verilator model of config {cfg.name} ({what}) once; it is cached in {build_dir.parent} "
               f"(takes minutes; log: {build_dir / 'build.log'})", file=sys.stderr, flush=True)
-        verilate_testbench(cfg, gen, build_dir, args, variant_public, variant_sources)
+        verilate_testbench(cfg, gen, build_dir, args, variant_public, variant_sources, read_all=waves)
 
     seconds = cached_build(build_dir, build)
     if seconds is not None:
@@ -185,7 +187,8 @@ def _cocotb_version() -> str:
 
 
 def verilate_testbench(cfg: Config, gen: Generated, build_dir: Path, args: Sequence[str], public: Iterable[str] = (),
-                       sources: Iterable[str | Path] = (), main_cpp: Path = SIM_MAIN, output: str = TOPLEVEL) -> None:
+                       sources: Iterable[str | Path] = (), main_cpp: Path = SIM_MAIN, output: str = TOPLEVEL,
+                       read_all: bool = False) -> None:
     """Verilate and compile ``vta_tb`` around ``vta_top`` (the Verilog of ``gen``) with ``main_cpp``, dram.cpp and
     vboard.cpp into ``build_dir/obj/<output>``; the sources it reads are copied to ``build_dir/src``. Shared by the
     co-simulation models and the speed ceiling (:mod:`cosim.perf.harness`)."""
@@ -195,7 +198,7 @@ def verilate_testbench(cfg: Config, gen: Generated, build_dir: Path, args: Seque
     (src / "vta_ports.svh").write_text(gen.ports_header.read_text())
     (src / "interface.json").write_text((gen.directory / "interface.json").read_text())
     (src / "vta_tb.sv").write_text(TESTBENCH_SV.read_text())
-    (src / "public.vlt").write_text(control_file(list(public)))
+    (src / "public.vlt").write_text(control_file(list(public), read_all=read_all))
     log = build_dir / "build.log"
     parameters = testbench_parameters(gen.interface)
     cmd = [str(verilator_root() / "bin" / "verilator"), "--cc", "--exe",

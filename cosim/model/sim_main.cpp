@@ -4,7 +4,11 @@
 // the design and the VPI value-change callbacks settle, then the read-write and read-only callbacks.
 // cocotb only waits on value changes (clock edges, ctl_ack, done), so while the accelerator runs the
 // callback lists are nearly empty and the loop costs little more than the model's eval.
-// Usage: vta_tb [--trace]   (--trace writes dump.fst when the model is built with --trace-fst)
+// Usage: vta_tb [--trace] [+vta_max_cycles=N]
+//   --trace writes dump.fst when the model is built with --trace-fst; +vta_max_cycles=N ends the simulation after N
+//   clock cycles (cocotb then fails the test that is running: a cocotb test that waits forever does not hang).
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -21,7 +25,7 @@ static uint64_t g_time = 0;
 double sc_time_stamp() { return static_cast<double>(g_time); }
 
 namespace {
-constexpr uint64_t HALF_PERIOD = 5;   // 10 ns clock in the testbench's 1 ns / 1 ps timescale
+constexpr uint64_t HALF_PERIOD = 5000;   // a 10 ns clock: time steps are the testbench's precision, 1 ps
 
 void settle_value_callbacks() {
     while (VerilatedVpi::callValueCbs()) {
@@ -47,8 +51,13 @@ void evaluate(Vtop* top) {
 
 int main(int argc, char** argv) {
     bool trace = false;
-    for (int i = 1; i < argc; ++i)
+    uint64_t max_cycles = 0;   // 0: no limit
+    const char* max_arg = "+vta_max_cycles=";
+    for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--trace") == 0) trace = true;
+        if (std::strncmp(argv[i], max_arg, std::strlen(max_arg)) == 0)
+            max_cycles = std::strtoull(argv[i] + std::strlen(max_arg), nullptr, 0);
+    }
     Verilated::commandArgs(argc, argv);
     VerilatedContext* ctx = Verilated::threadContextp();
     auto top = std::make_unique<Vtop>("");
@@ -80,6 +89,11 @@ int main(int argc, char** argv) {
         VerilatedVpi::callTimedCbs();
         settle_value_callbacks();
         top->clk = !top->clk;
+        if (max_cycles && g_time >= max_cycles * 2 * HALF_PERIOD && !ctx->gotFinish()) {
+            std::fprintf(stderr, "vta_tb: the simulation reached +vta_max_cycles=%llu cycles and stops\n",
+                         static_cast<unsigned long long>(max_cycles));
+            ctx->gotFinish(true);
+        }
     }
     VerilatedVpi::callCbs(cbEndOfSimulation);
     top->final();

@@ -33,10 +33,14 @@ def testbench_parameters(interface: dict) -> dict:
             "REG_INSN_COUNT": regs["insn_count"], "REG_INSN_ADDR": regs["insn_addr"]}
 
 
-def control_file(extra_public: Iterable[str] = ()) -> str:
+def control_file(extra_public: Iterable[str] = (), read_all: bool = False) -> str:
     """A Verilator control file that makes only the testbench signals Python uses visible (plus ``extra_public``,
-    read-write: the signals of a model variant, cosim/model/variants.py)."""
+    read-write: the signals of a model variant, cosim/model/variants.py); ``read_all`` makes every other signal of
+    the testbench and the accelerator readable too (the debug model of user cocotb tests: read-only visibility
+    keeps Verilator's change-driven evaluation, which making every signal writable would defeat)."""
     lines = ["`verilator_config", "lint_off -rule WIDTH", "lint_off -rule UNUSED", "lint_off -rule UNOPTFLAT"]
+    if read_all:
+        lines.append('public_flat_rd -module "*" -var "*"')
     lines += [f'public_flat_rw -module "vta_tb" -var "{s}"' for s in (*WRITTEN_SIGNALS, *extra_public)]
     lines += [f'public_flat_rd -module "vta_tb" -var "{s}"' for s in READ_SIGNALS]
     return "\n".join(lines) + "\n"

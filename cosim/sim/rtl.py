@@ -36,8 +36,12 @@ from sw.targets.launch import (  # the launch sequence and its errors are shared
 
 from . import axi_monitor
 
-__all__ = ["RtlDevice", "WatchdogError", "RunTimeout", "AxiResponseError", "AXI_RESPONSES", "READ_CLIENTS",
-           "NOT_COUNTERS", "dram_view", "decode_error", "describe_state", "profiler_counters"]
+CLOCK_PERIOD_STEPS = 10_000   # one clock period (10 ns) in simulator time steps of 1 ps (sim_main.cpp's HALF_PERIOD x 2)
+CTL_TIMEOUT_CYCLES = 10_000   # an AXI4-Lite access unanswered for this long is an error, not a hang
+
+__all__ = ["RtlDevice", "Launched", "CLOCK_PERIOD_STEPS", "CTL_TIMEOUT_CYCLES", "WatchdogError", "RunTimeout",
+           "AxiResponseError", "AXI_RESPONSES", "READ_CLIENTS", "NOT_COUNTERS", "dram_view", "decode_error",
+           "describe_state", "profiler_counters"]
 
 
 def _lib():
@@ -86,25 +90,32 @@ class RtlDevice:
         if mem == "cocotbext":           # cocotbext-axi's AxiRam serves the memory port (cosim/sim/axiram.py)
             from .axiram import attach
             self.axiram = attach(dut, self.dram, mem_seed, dram_latency)
+        self._arm_fault(None)
 
     # ------------------------------------------------------------------ register access (async)
     async def write_reg(self, name_or_offset: str | int, value: int) -> None:
-        from cocotb.triggers import ValueChange
         dut = self.dut
         dut.ctl_addr.value = self._offset(name_or_offset)
         dut.ctl_wdata.value = int(value) & 0xFFFFFFFF
         dut.ctl_we.value = 1
         dut.ctl_req.value = 1 - int(dut.ctl_req.value)
-        await ValueChange(dut.ctl_ack)
+        await self._ack(name_or_offset, "write")
 
     async def read_reg(self, name_or_offset: str | int) -> int:
-        from cocotb.triggers import ValueChange
         dut = self.dut
         dut.ctl_addr.value = self._offset(name_or_offset)
         dut.ctl_we.value = 0
         dut.ctl_req.value = 1 - int(dut.ctl_req.value)
-        await ValueChange(dut.ctl_ack)
+        await self._ack(name_or_offset, "read")
         return int(dut.ctl_rdata.value)
+
+    async def _ack(self, register: str | int, what: str) -> None:
+        """Wait for the testbench's AXI4-Lite master to finish the access (a bounded wait: one timed wake)."""
+        from cocotb.triggers import First, Timer, ValueChange
+        limit = Timer(CTL_TIMEOUT_CYCLES * CLOCK_PERIOD_STEPS, "step")
+        if await First(ValueChange(self.dut.ctl_ack), limit) is limit:
+            raise VTAError(f"the AXI4-Lite {what} of register {register!r} got no response in {CTL_TIMEOUT_CYCLES} "
+                           "cycles (the accelerator's control slave did not answer)")
 
     def _offset(self, name_or_offset: str | int) -> int:
         if isinstance(name_or_offset, int):
@@ -146,14 +157,14 @@ class RtlDevice:
         self.window = base
         self.dut.dram_window.value = base
 
-    def _arm_fault(self):
-        channel, beat, response = self._fault or ("read", 0, None)
+    def _arm_fault(self, fault: tuple[str, int, str | None] | None = None) -> None:
+        """Make the memory answer ``fault`` (channel, beat, response) in the run being launched; None: answer OKAY."""
+        channel, beat, response = fault or ("read", 0, None)
         if self.mem == "cocotbext":
             self.axiram.fail(channel if response else None, beat)
         else:
             self.dut.dram_fault.value = (AXI_RESPONSES[response] | (channel == "write") << 2) if response else 0
             self.dut.dram_fault_at.value = beat
-        self._fault = None
 
     # ------------------------------------------------------------------ the target interface
     def run(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> dict:
@@ -162,39 +173,36 @@ class RtlDevice:
         return resume(self._run)(insn_addr, insn_count, wait_cycles)
 
     async def _run(self, insn_addr, insn_count, wait_cycles):
-        """The launch sequence of :func:`sw.targets.launch.launch` (shared with the board target), each operation awaited
-        in the simulator: the testbench's run monitor ends the run (finish interrupt, watchdog, ``wait_cycles``)."""
-        self.lib.vta_dram_clear_faults()
-        self._arm_fault()
-        sequence = seq.launch(self.cfg, self.dram, insn_addr, insn_count, self.window, self.base_registers)
-        result = None
-        while True:
-            try:
-                op = sequence.send(result)
-            except StopIteration as done:
-                counters = done.value
-                break
-            result = await self._execute(op, wait_cycles)
-        faults = int(self.lib.vta_dram_faults())
-        if faults:
-            raise VTAError(f"the accelerator accessed DRAM outside device memory {faults} times (first at "
-                           f"{int(self.lib.vta_dram_first_fault()):#x})")
-        return counters
+        return await (await self.start(insn_addr, insn_count, wait_cycles)).finished()
 
-    async def _execute(self, op, wait_cycles):
+    async def start(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> Launched:
+        """Launch ``insn_count`` instructions at byte offset ``insn_addr`` of device memory and return as soon as the
+        accelerator runs (the registers written, the run monitor armed): the first half of :meth:`run`, for a
+        coroutine that watches the run. ``await (...).finished()`` is the second half."""
+        self.lib.vta_dram_clear_faults()
+        self._arm_fault(self._fault)        # an injected error lives for this run only (Launched.finished disarms it)
+        self._fault = None
+        sequence = seq.launch(self.cfg, self.dram, insn_addr, insn_count, self.window, self.base_registers)
+        launched = Launched(self, sequence, wait_cycles)
+        await launched.advance(until=seq.Wait)
+        return launched
+
+    async def execute(self, op: seq.Operation, wait_cycles: int | None = None) -> object:
         """One operation of the launch sequence (:mod:`sw.targets.launch`), in the simulator."""
         from cocotb.triggers import RisingEdge
 
         dut = self.dut
         if isinstance(op, seq.Write):
-            return await self.write_reg(op.offset, op.value)
+            await self.write_reg(op.offset, op.value)
+            return None
         if isinstance(op, seq.Read):
             return await self.read_reg(op.offset)
         if isinstance(op, seq.Launch):
             dut.watchdog_limit.value = self.watchdog_cycles
             dut.cycle_limit.value = int(wait_cycles) if wait_cycles else (1 << 63)
             dut.arm.value = 1 - int(dut.arm.value)
-            return await self.write_reg("control", 1)
+            await self.write_reg("control", 1)
+            return None
         if isinstance(op, seq.Wait):
             if not int(dut.done.value):        # done was cleared when armed; a tiny run may already be over
                 await RisingEdge(dut.done)
@@ -206,9 +214,11 @@ class RtlDevice:
                 return seq.Stop(seq.TIMEOUT, f"wait_cycles = {wait_cycles}")
             return seq.Stop(seq.FINISHED)
         if isinstance(op, seq.Reset):
-            return await self.reset()
+            await self.reset()
+            return None
         if isinstance(op, seq.Check):     # AXI protocol violations first: they explain a hang or a wrong result
-            return axi_monitor.check_run(stopped_on_error=op.stopped_on_error)
+            axi_monitor.check_run(stopped_on_error=op.stopped_on_error)
+            return None
         raise TypeError(f"unknown launch operation {op!r}")
 
     async def reset(self) -> None:
@@ -223,3 +233,43 @@ class RtlDevice:
             return np.zeros((0, 3), dtype=np.int64)
         raw = np.ctypeslib.as_array((ctypes.c_uint64 * n).from_address(self.lib.vta_trace_data())).copy()
         return np.stack([raw >> 8, (raw >> 1) & 0x7F, raw & 1], axis=1).astype(np.int64)
+
+
+class Launched:
+    """A run started by :meth:`RtlDevice.start`: :meth:`finished` waits for its end and returns its counters (the
+    launch sequence's rest: the read-back, the checks, the errors of :func:`sw.targets.launch.launch`)."""
+
+    def __init__(self, device: RtlDevice, sequence: Any, wait_cycles: int | None):
+        self.device, self.sequence, self.wait_cycles = device, sequence, wait_cycles
+        self.pending: seq.Operation | None = None      # the next operation, not yet executed
+        self.counters: dict | None = None
+
+    async def advance(self, until: type | None = None) -> None:
+        """Execute the sequence's operations up to (not including) the first of type ``until`` (None: to the end)."""
+        result: object = None
+        while True:
+            if self.pending is None:
+                try:
+                    self.pending = self.sequence.send(result)
+                except StopIteration as done:
+                    self.counters = done.value
+                    return
+            if until is not None and isinstance(self.pending, until):
+                return
+            op, self.pending = self.pending, None
+            result = await self.device.execute(op, self.wait_cycles)
+
+    async def finished(self) -> dict:
+        """Wait for the run's end; return its counters, or raise its error (watchdog, timeout, AXI error, ...)."""
+        if self.counters is None:
+            try:
+                await self.advance()
+            finally:
+                self.device._arm_fault(None)
+        counters = self.counters
+        assert counters is not None
+        faults = int(self.device.lib.vta_dram_faults())
+        if faults:
+            raise VTAError(f"the accelerator accessed DRAM outside device memory {faults} times (first at "
+                           f"{int(self.device.lib.vta_dram_first_fault()):#x})")
+        return counters

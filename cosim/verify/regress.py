@@ -21,6 +21,7 @@ from sw.cli import choose, command, run_as_main
 from sw.config import Config, load_config
 from sw.runtime.runners import Call
 
+from ..junit import testcase, write_junit
 from . import funcov
 from .differential import differences, fuzz_check, program_check, program_names, run_golden
 
@@ -68,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="build/replays", help="directory for replay files")
     parser.add_argument("--replay", default=None, help="re-run a replay file on the golden model and the RTL")
     parser.add_argument("--waves", action="store_true", help="with --replay: write an FST waveform")
+    parser.add_argument("--junit", default=None,
+                        help="also write the results as JUnit XML here (a test case per reference program, or per "
+                             "shard of random programs), for CI systems")
     args = parser.parse_args(argv)
     if args.fault is not None:
         from .injected import AXI_FAULTS, FAULTS
@@ -77,14 +81,19 @@ def main(argv: list[str] | None = None) -> int:
     configs = args.config or [None]
     mem_options = {"mem": args.mem} if args.mem != "dpi" else {}        # cosim/sim/axiram.py
     if not args.fuzz:
-        failures = 0
+        failures, suites = 0, []
         for config in configs:
             cfg = load_config(config)
-            found = compare(program_names(cfg), cfg, **mem_options)
+            programs = program_names(cfg)
+            found = compare(programs, cfg, **mem_options)
             failures += len(found)
             for f in found:
                 print(f)
             print(f"{'FAIL' if found else 'PASS'}: config {cfg.name}")
+            suites.append((f"reference.{cfg.name}", [_case(name, cfg.name, [f for f in found if f.startswith(f"{name} [")])
+                                                      for name in programs]))
+        if args.junit:
+            write_junit(args.junit, suites, name="regress")
         return 1 if failures else 0
     from . import cluster
     scheduler = None if args.serial or args.scheduler in ("", "none") else args.scheduler
@@ -101,9 +110,22 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{summary['programs']} programs in {summary['shards']} shards ({summary['rounds']} rounds of "
           f"{summary['round_shards']}) on {len(summary['workers'])} worker(s), {summary['seconds']:.1f} s "
           f"({rate:.2f} programs/s), {len(summary['failures'])} failing")
+    if args.junit:
+        by_config: dict[str, list] = {}
+        for r in summary["results"].values():
+            by_config.setdefault(r["config"], []).append(testcase(
+                f"shard {r['id']} ({r['programs']} programs)", f"fuzz.{r['config']}", r["seconds"],
+                f"{len(r['failures'])} failing programs" if r["failures"] else None,
+                "\n".join(fail["failure"]["description"] for fail in r["failures"])))
+        write_junit(args.junit, [(f"fuzz.{name}", cases) for name, cases in sorted(by_config.items())], name="fuzz")
     names = ", ".join(load_config(c).name for c in configs)
     print(f"{'FAIL' if summary['failures'] else 'PASS'}: config {names}")
     return 1 if summary["failures"] else 0
+
+
+def _case(name: str, config: str, found: list) -> Any:
+    return testcase(name, f"reference.{config}", failure=f"{len(found)} differences" if found else None,
+                    details="\n".join(found))
 
 
 def replay_main(path: str | Path, waves: bool = False) -> int:

@@ -171,16 +171,20 @@ def launch(cfg: Config, dram: np.ndarray, insn_addr: int, insn_count: int, windo
     if stop.why != FINISHED or err:
         yield Reset()        # a stopped or hung accelerator is reset, so the next run starts clean
     yield Check(bool(err))
+    failure: VTAError
     if stop.why == WATCHDOG:
-        raise WatchdogError(f"the accelerator made no progress for {stop.limit} "
-                            f"(cycle {regs['cycles']} of the run):\n" + describe_state(regs))
-    if stop.why == TIMEOUT:
-        raise RunTimeout(f"the run did not finish within {stop.limit}:\n" + describe_state(regs))
-    if err and regs["axi_error"]:
-        raise axi_error(cfg, dram, regs, insn_addr, insn_count, window)
-    if err:
-        raise VTAError(f"the accelerator stopped on an error: {err}\n" + describe_state(regs))
-    return profiler_counters(regs)
+        failure = WatchdogError(f"the accelerator made no progress for {stop.limit} "
+                                f"(cycle {regs['cycles']} of the run):\n" + describe_state(regs))
+    elif stop.why == TIMEOUT:
+        failure = RunTimeout(f"the run did not finish within {stop.limit}:\n" + describe_state(regs))
+    elif err and regs["axi_error"]:
+        failure = axi_error(cfg, dram, regs, insn_addr, insn_count, window)
+    elif err:
+        failure = VTAError(f"the accelerator stopped on an error: {err}\n" + describe_state(regs))
+    else:
+        return profiler_counters(regs)
+    failure.registers = regs        # as read when it stopped: the reset above clears the registers themselves
+    raise failure
 
 
 def run_sync(sequence: Generator[Operation, Any, dict], execute: Callable[[Operation], object]) -> dict:

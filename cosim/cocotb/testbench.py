@@ -1,0 +1,283 @@
+"""The accelerator's testbench for cocotb tests: what runs inside the simulator, in the test's coroutines.
+
+A user test module::
+
+    import cocotb
+    from cosim.cocotb import Testbench
+
+    @cocotb.test()
+    async def test_status_reads_idle(dut):
+        async with Testbench(dut) as tb:
+            assert await tb.read_reg("status") == 0
+
+``async with Testbench(dut) as tb`` resets the accelerator, zeroes device memory and starts the test's
+watchdog; leaving it stops the watchdog, and when the test failed it adds the accelerator's state (every
+module's busy and stall counters, the token queues, what each module waits for) to the exception, so cocotb's
+report and results.xml carry it. The clock is the model's own (toggled by the C++ main loop): cocotb never
+drives it, and nothing here wakes Python once per cycle unless a test awaits clock edges itself.
+
+The parts: :attr:`Testbench.dut` (``dut.<signal>`` is the testbench ``vta_tb``, ``dut.dut.<signal>`` the
+accelerator ``vta_top``: every signal in the debug model the runner uses, :mod:`cosim.cocotb.runner`);
+:attr:`Testbench.dram`, device memory as a numpy array (the DPI DRAM, or cocotbext-axi's ``AxiRam`` over the same
+bytes); :meth:`Testbench.read_reg` / :meth:`Testbench.write_reg`, the AXI4-Lite master (register names of
+docs/registers.md); :meth:`Testbench.launch` and :meth:`Launched.finished`, a run started by hand;
+:meth:`Testbench.run`, :meth:`Testbench.golden` and :meth:`Testbench.check`, a function using the runtime (any
+operator of :mod:`sw.ops`) on the RTL, on the golden model, and both compared; the injected faults of the
+fuzzer (:meth:`Testbench.inject_axi_error`, :meth:`Testbench.inject_fetch_fault`); :meth:`Testbench.counters` and
+:meth:`Testbench.state`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+
+from cosim.sim.rtl import CLOCK_PERIOD_STEPS, Launched, RtlDevice
+from sw.config import Config, load_config
+
+__all__ = ["Testbench", "TestbenchTimeout", "Launched", "assert_same", "CONFIG_ENV", "MEM_ENV", "MAX_CYCLES_ENV",
+           "DEFAULT_MAX_CYCLES"]
+
+CONFIG_ENV = "VTA_CONFIG"                 # the config the model was built for (set by the runner)
+MEM_ENV = "VTA_TB_MEM"                    # the memory behind the AXI port: "dpi" or "cocotbext" (set by the runner)
+MAX_CYCLES_ENV = "VTA_TB_MAX_CYCLES"      # the default cycle budget of one test (the runner's --max-cycles)
+DEFAULT_MAX_CYCLES = 20_000_000
+
+
+class TestbenchTimeout(AssertionError):
+    """A test ran past its cycle budget (``max_cycles``); the message has the accelerator's state."""
+
+    __test__ = False            # a class named Test* is not a pytest test
+
+
+class Testbench:
+    """The accelerator of the simulated model in one cocotb test: ``async with Testbench(dut) as tb: ...``.
+
+    ``config`` is the config the model was built for (default: the runner's, from ``$VTA_CONFIG``); ``max_cycles``
+    fails the test once it has run that many clock cycles (None: no limit; default ``$VTA_TB_MAX_CYCLES`` or
+    20 million); ``watchdog_cycles`` is the hardware run monitor's limit on cycles without progress during a run;
+    ``dram_latency`` and ``dram_bytes_per_cycle`` shape the DPI DRAM, ``dram_stall = seed << 8 | p`` makes it
+    pause each channel with chance p/256 per cycle."""
+
+    __test__ = False
+
+    def __init__(self, dut: Any, config: Config | str | None = None, *, max_cycles: int | None | Literal["env"] = "env",
+                 watchdog_cycles: int = 100_000, dram_latency: int = 20, dram_bytes_per_cycle: int = 8,
+                 dram_stall: int = 0, mem_seed: int = 0):
+        self.dut = dut
+        self.cfg = load_config(config if config is not None else os.environ.get(CONFIG_ENV))
+        if max_cycles == "env":
+            max_cycles = int(os.environ.get(MAX_CYCLES_ENV, DEFAULT_MAX_CYCLES))
+        if max_cycles is not None and (isinstance(max_cycles, (bool, str)) or not isinstance(max_cycles, int)
+                                       or max_cycles < 1):
+            raise ValueError(f"max_cycles = {max_cycles!r}; allowed: an integer >= 1, or None (no limit)")
+        self.max_cycles = max_cycles
+        self.mem = os.environ.get(MEM_ENV, "dpi")
+        self.device_args: dict[str, Any] = {"watchdog_cycles": watchdog_cycles, "dram_latency": dram_latency,
+                            "dram_bytes_per_cycle": dram_bytes_per_cycle, "dram_stall": dram_stall,
+                            "mem": self.mem, "mem_seed": mem_seed}
+        self.device: RtlDevice | None = None
+        self._watchdog: Any = None
+        self._fetch_fault: str | None = None
+        self._start_step = 0
+
+    # ------------------------------------------------------------------ entering and leaving a test
+    async def __aenter__(self) -> Testbench:
+        import cocotb
+        from cocotb.utils import get_sim_time
+
+        self.device = RtlDevice(self.dut, self.cfg, **self.device_args)
+        await self.device.reset()
+        self.device.dram[:] = 0
+        self._start_step = get_sim_time("step")
+        if self.max_cycles is not None:
+            self._watchdog = cocotb.start_soon(self._watch(self.max_cycles))
+        return self
+
+    async def __aexit__(self, kind, err, tb) -> None:
+        from sw.pipeline import VTAError
+
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        if err is not None and not isinstance(err, (VTAError, TestbenchTimeout)) and isinstance(err, Exception):
+            err.add_note(f"the accelerator at cycle {self.cycle} of the test:\n{await self._state_or_why()}")
+
+    async def _watch(self, budget: int) -> None:
+        from cocotb.triggers import Timer
+
+        await Timer(budget * CLOCK_PERIOD_STEPS, "step")
+        raise TestbenchTimeout(f"the test ran for {budget} cycles (max_cycles) without finishing; the accelerator:\n"
+                               f"{await self._state_or_why()}")
+
+    async def _state_or_why(self) -> str:
+        try:
+            return await self.state()
+        except Exception as err:  # noqa: BLE001 - the report says why the state could not be read
+            return f"  (its registers could not be read: {err})"
+
+    # ------------------------------------------------------------------ clock, reset, memory
+    @property
+    def clk(self) -> Any:
+        return self.dut.clk
+
+    @property
+    def cycle(self) -> int:
+        """Clock cycles since this test's testbench started."""
+        from cocotb.utils import get_sim_time
+        return int((get_sim_time("step") - self._start_step) // CLOCK_PERIOD_STEPS)
+
+    async def cycles(self, n: int) -> None:
+        """Let ``n`` clock cycles pass (one timed wake of Python, not one per cycle)."""
+        from cocotb.triggers import Timer
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n = {n!r}; allowed: an integer >= 1")
+        await Timer(n * CLOCK_PERIOD_STEPS, "step")
+
+    async def reset(self) -> None:
+        """Reset the accelerator (registers, queues, modules; SRAM contents and device memory stay)."""
+        await self._device().reset()
+
+    @property
+    def dram(self) -> np.ndarray:
+        """Device memory (uint8), the same bytes the accelerator reads and writes over AXI."""
+        return self._device().dram
+
+    # ------------------------------------------------------------------ registers (the AXI4-Lite master)
+    async def read_reg(self, name: str | int) -> int:
+        """Read a control register by name (docs/registers.md) or byte offset."""
+        return await self._device().read_reg(self._register(name))
+
+    async def write_reg(self, name: str | int, value: int) -> None:
+        """Write a control register by name or byte offset; ``value`` in [0, 2**32)."""
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 1 << 32:
+            raise ValueError(f"value = {value!r} for register {name!r}; allowed: an integer in [0, {(1 << 32) - 1}]")
+        await self._device().write_reg(self._register(name), int(value))
+
+    @staticmethod
+    def _register(name: str | int) -> str | int:
+        from sw.registers import REGISTERS
+
+        if isinstance(name, str):
+            if name not in REGISTERS:
+                raise KeyError(f"register {name!r}; allowed: {', '.join(REGISTERS)}")
+            return name
+        if isinstance(name, bool) or not isinstance(name, int) or name < 0 or name % 4:
+            raise ValueError(f"register offset {name!r}; allowed: a non-negative multiple of 4, or a register name")
+        return name
+
+    async def counters(self) -> dict:
+        """Every register a run reports (cycles, busy and stall counters, token counts, status), by name."""
+        return await self._device().read_counters()
+
+    async def state(self) -> str:
+        """What each module is doing: the report the watchdog gives (status, counters, tokens, waits)."""
+        from sw.targets.launch import describe_state
+        return describe_state(await self.counters())
+
+    # ------------------------------------------------------------------ runs
+    async def launch(self, insn_addr: int, insn_count: int, wait_cycles: int | None = None) -> Launched:
+        """Start ``insn_count`` instructions at byte ``insn_addr`` of device memory; returns when the accelerator
+        runs. ``await (await tb.launch(...)).finished()`` returns the run's counters, or raises its error
+        (:class:`~sw.targets.launch.WatchdogError`, :class:`~sw.targets.launch.AxiResponseError`, ...)."""
+        isa_bytes = self._insn_bytes()
+        for field, value, hi in (("insn_addr", insn_addr, len(self.dram) - isa_bytes),
+                                 ("insn_count", insn_count, (len(self.dram) - insn_addr) // isa_bytes)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= hi:
+                raise ValueError(f"{field} = {value!r}; allowed: an integer in [0, {hi}]")
+        if insn_addr % isa_bytes:
+            raise ValueError(f"insn_addr = {insn_addr:#x}; allowed: a multiple of the instruction size {isa_bytes}")
+        return await self._device().start(int(insn_addr), int(insn_count), wait_cycles)
+
+    def _insn_bytes(self) -> int:
+        from sw.isa import isa_for
+        return isa_for(self.cfg).insn_bytes
+
+    async def run(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` with a fresh runtime on the RTL as the current one (:func:`sw.runtime.current`):
+        every operator and runtime call in it runs here, on this simulation; returns what ``fn`` returns. ``fn``
+        runs in a thread and blocks while the simulation runs (cocotb's ``bridge``)."""
+        from cocotb.task import bridge
+
+        device: Any = self._device()
+        if self._fetch_fault:
+            from cosim.verify.injected import with_fault
+            device, self._fetch_fault = with_fault(device, self._fetch_fault), None
+        return await bridge(_call_with)(device, fn, args, kwargs)
+
+    def golden(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` on the golden model of the same config (a fresh one per call)."""
+        from sw.targets import make_target
+        return _call_with(make_target(self.cfg), fn, args, kwargs)
+
+    async def check(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn`` on the RTL and on the golden model; raise ``AssertionError`` naming the first difference
+        (:func:`assert_same`) unless they return the same values; return the RTL's."""
+        got = await self.run(fn, *args, **kwargs)
+        assert_same(got, self.golden(fn, *args, **kwargs), "RTL", "golden model")
+        return got
+
+    # ------------------------------------------------------------------ injected faults
+    def inject_axi_error(self, channel: str, beat: int = 0, response: str = "SLVERR") -> None:
+        """Make the memory answer ``response`` (SLVERR or DECERR) on beat ``beat`` of ``channel`` ("read" or
+        "write") in the next run: :meth:`cosim.sim.rtl.RtlDevice.inject_axi_error`. The run after it is clean."""
+        self._device().inject_axi_error(channel, beat, response)
+
+    def inject_fetch_fault(self, name: str) -> None:
+        """Make the next :meth:`run`'s accelerator read a mutated instruction stream: the decoder fault ``name`` of
+        :data:`cosim.verify.injected.FAULTS` (the fuzzer's ``--fault``)."""
+        from cosim.verify.injected import FAULTS
+        if name not in FAULTS:
+            raise ValueError(f"fault = {name!r}; allowed: {', '.join(sorted(FAULTS))}")
+        self._fetch_fault = name
+
+    def _device(self) -> RtlDevice:
+        if self.device is None:
+            raise RuntimeError("the testbench is not started: use it as `async with Testbench(dut) as tb:`")
+        return self.device
+
+
+def _call_with(device: Any, fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """``fn(*args, **kwargs)`` with a fresh runtime on ``device`` as the current one."""
+    from sw import runtime
+
+    queue = runtime.CommandQueue(device)
+    previous = runtime.set_current(queue)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        runtime.set_current(previous)
+
+
+def assert_same(got: Any, want: Any, got_name: str = "got", want_name: str = "expected", where: str = "") -> None:
+    """Raise ``AssertionError`` at the first place ``got`` and ``want`` differ: arrays (shape, dtype, every element),
+    dicts (keys, values), lists and tuples (length, items), anything else by ``==``."""
+    if isinstance(want, np.ndarray) or isinstance(got, np.ndarray):
+        g, w = np.asarray(got), np.asarray(want)
+        if g.shape != w.shape or g.dtype != w.dtype:
+            raise AssertionError(f"{where or 'value'}: {got_name} is {g.dtype}{list(g.shape)}, {want_name} "
+                                 f"{w.dtype}{list(w.shape)}")
+        bad = np.argwhere(g != w)
+        if len(bad):
+            i = tuple(int(x) for x in bad[0])
+            raise AssertionError(f"{where or 'value'}: {len(bad)} of {g.size} elements differ; the first at {list(i)}: "
+                                 f"{got_name} {g[i].item()!r}, {want_name} {w[i].item()!r}")
+        return
+    if isinstance(want, dict) and isinstance(got, dict):
+        if set(got) != set(want):
+            raise AssertionError(f"{where or 'value'}: keys differ: {got_name} {sorted(map(str, got))}, {want_name} "
+                                 f"{sorted(map(str, want))}")
+        for k in want:
+            assert_same(got[k], want[k], got_name, want_name, f"{where}[{k!r}]")
+        return
+    if isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)):
+        if len(got) != len(want):
+            raise AssertionError(f"{where or 'value'}: {got_name} has {len(got)} items, {want_name} {len(want)}")
+        for n, (g, w) in enumerate(zip(got, want)):
+            assert_same(g, w, got_name, want_name, f"{where}[{n}]")
+        return
+    if got != want:
+        raise AssertionError(f"{where or 'value'}: {got_name} {got!r}, {want_name} {want!r}")
