@@ -2,13 +2,13 @@
 
 import xml.etree.ElementTree as ET
 
-from cosim.junit import testcase, write_junit
+from cosim import junit
 
 
 def test_suites_count_their_cases(tmp_path):
-    cases = [testcase("a", "s", 1.25), testcase("b", "s", 0.5, failure="2 differences", details="x\ny"),
-             testcase("c", "s", skipped="not on this config")]
-    root = ET.parse(write_junit(tmp_path / "out" / "r.xml", [("s", cases), ("empty", [])], name="fuzz")).getroot()
+    cases = [junit.testcase("a", "s", 1.25), junit.testcase("b", "s", 0.5, failure="2 differences", details="x\ny"),
+             junit.testcase("c", "s", skipped="not on this config")]
+    root = ET.parse(junit.write_junit(tmp_path / "out" / "r.xml", [("s", cases), ("empty", [])], name="fuzz")).getroot()
     assert root.tag == "testsuites" and root.get("name") == "fuzz"
     s, empty = root.findall("testsuite")
     assert {k: s.get(k) for k in ("name", "tests", "failures", "errors", "skipped", "time")} == \
