@@ -37,6 +37,7 @@ import numpy as np
 
 from cosim.sim.rtl import CLOCK_PERIOD_STEPS, Launched, RtlDevice
 from sw.config import Config, load_config
+from sw.pipeline import VTAError
 
 __all__ = ["Testbench", "TestbenchTimeout", "Launched", "assert_same", "CONFIG_ENV", "MEM_ENV", "MAX_CYCLES_ENV",
            "DEFAULT_MAX_CYCLES"]
@@ -60,7 +61,8 @@ class Testbench:
     fails the test once it has run that many clock cycles (None: no limit; default ``$VTA_TB_MAX_CYCLES`` or
     20 million); ``watchdog_cycles`` is the hardware run monitor's limit on cycles without progress during a run;
     ``dram_latency`` and ``dram_bytes_per_cycle`` shape the DPI DRAM, ``dram_stall = seed << 8 | p`` makes it
-    pause each channel with chance p/256 per cycle."""
+    pause each channel with chance p/256 per cycle; ``mem_seed`` seeds the pauses of cocotbext-axi's ``AxiRam`` when
+    the runner serves the memory with it (``--mem cocotbext``)."""
 
     __test__ = False
 
@@ -76,9 +78,9 @@ class Testbench:
             raise ValueError(f"max_cycles = {max_cycles!r}; allowed: an integer >= 1, or None (no limit)")
         self.max_cycles = max_cycles
         self.mem = os.environ.get(MEM_ENV, "dpi")
-        self.device_args: dict[str, Any] = {"watchdog_cycles": watchdog_cycles, "dram_latency": dram_latency,
-                            "dram_bytes_per_cycle": dram_bytes_per_cycle, "dram_stall": dram_stall,
-                            "mem": self.mem, "mem_seed": mem_seed}
+        self.device_args: dict[str, Any] = {
+            "watchdog_cycles": watchdog_cycles, "dram_latency": dram_latency, "dram_bytes_per_cycle": dram_bytes_per_cycle,
+            "dram_stall": dram_stall, "mem": self.mem, "mem_seed": mem_seed}
         self.device: RtlDevice | None = None
         self._watchdog: Any = None
         self._fetch_fault: str | None = None
@@ -97,9 +99,7 @@ class Testbench:
             self._watchdog = cocotb.start_soon(self._watch(self.max_cycles))
         return self
 
-    async def __aexit__(self, kind, err, tb) -> None:
-        from sw.pipeline import VTAError
-
+    async def __aexit__(self, kind: type[BaseException] | None, err: BaseException | None, trace: Any) -> None:
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None
@@ -184,12 +184,14 @@ class Testbench:
         runs. ``await (await tb.launch(...)).finished()`` returns the run's counters, or raises its error
         (:class:`~sw.targets.launch.WatchdogError`, :class:`~sw.targets.launch.AxiResponseError`, ...)."""
         isa_bytes = self._insn_bytes()
-        for field, value, hi in (("insn_addr", insn_addr, len(self.dram) - isa_bytes),
-                                 ("insn_count", insn_count, (len(self.dram) - insn_addr) // isa_bytes)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= hi:
-                raise ValueError(f"{field} = {value!r}; allowed: an integer in [0, {hi}]")
-        if insn_addr % isa_bytes:
-            raise ValueError(f"insn_addr = {insn_addr:#x}; allowed: a multiple of the instruction size {isa_bytes}")
+        if isinstance(insn_addr, bool) or not isinstance(insn_addr, (int, np.integer)) or \
+                not 0 <= insn_addr <= len(self.dram) - isa_bytes or insn_addr % isa_bytes:
+            raise ValueError(f"insn_addr = {insn_addr!r}; allowed: a multiple of {isa_bytes} (the instruction size) in "
+                             f"[0, {len(self.dram) - isa_bytes}]")
+        most = (len(self.dram) - int(insn_addr)) // isa_bytes
+        if isinstance(insn_count, bool) or not isinstance(insn_count, (int, np.integer)) or not 0 <= insn_count <= most:
+            raise ValueError(f"insn_count = {insn_count!r}; allowed: an integer in [0, {most}] (the instructions from "
+                             "insn_addr to the end of device memory)")
         return await self._device().start(int(insn_addr), int(insn_count), wait_cycles)
 
     def _insn_bytes(self) -> int:

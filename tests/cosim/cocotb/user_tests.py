@@ -1,6 +1,8 @@
 """cocotb tests as a user writes them, some failing on purpose: tests/cosim/cocotb/test_runner.py runs them through
 the runner and checks what cocotb reports (results.xml) for each."""
 
+import re
+
 import cocotb
 from cocotb.triggers import RisingEdge, ValueChange
 from cocotb.utils import get_sim_time
@@ -46,6 +48,34 @@ async def test_an_injected_error_lives_for_one_run(dut):
         while (status := await tb.read_reg("status")) & 1:         # busy (polled: dut.irq is not public in --fast)
             await tb.cycles(50)
         assert status == 2 and await tb.read_reg("axi_error") == 0
+
+
+@cocotb.test()
+async def test_bad_launch_arguments_are_refused(dut):
+    async with Testbench(dut) as tb:
+        for args, message in (((3, 1), "insn_addr = 3; allowed: a multiple of 16"),
+                              ((0, len(tb.dram)), "insn_count = .*; allowed: an integer in \\[0, "),
+                              ((0, -1), "insn_count = -1")):
+            try:
+                await tb.launch(*args)
+            except ValueError as err:
+                assert re.match(message, str(err)), err
+            else:
+                raise AssertionError(f"launch{args} was accepted")
+        for name, value, message in (("status", 1 << 32, "value = 4294967296 for register 'status'; allowed"),
+                                     ("nowhere", 0, "register 'nowhere'; allowed: control, ")):
+            try:
+                await tb.write_reg(name, value)
+            except (ValueError, KeyError) as err:
+                assert message in str(err), err
+            else:
+                raise AssertionError(f"write_reg({name!r}, {value}) was accepted")
+        try:
+            tb.inject_fetch_fault("x")
+        except ValueError as err:
+            assert "fault = 'x'; allowed: alu-max-imm-as-min" in str(err), err
+        else:
+            raise AssertionError("an unknown fault was accepted")
 
 
 @cocotb.test()
