@@ -16,8 +16,8 @@ from sw.pipeline import VTAError
 from sw.targets.launch import AxiResponseError, RunTimeout, WatchdogError
 
 from .runner import Results, TestResult, run_tests
-from .testbench import Testbench, TestbenchTimeout, assert_same
+from .testbench import Testbench, TestbenchTimeout
 
 # the errors a run raises (each with ``registers``, the register values when it stopped), for ``except`` in tests
-__all__ = ["Testbench", "TestbenchTimeout", "assert_same", "run_tests", "Results", "TestResult", "VTAError",
+__all__ = ["Testbench", "TestbenchTimeout", "run_tests", "Results", "TestResult", "VTAError",
            "WatchdogError", "RunTimeout", "AxiResponseError"]

@@ -39,7 +39,7 @@ from cosim.sim.rtl import CLOCK_PERIOD_STEPS, Launched, RtlDevice
 from sw.config import Config, load_config
 from sw.pipeline import VTAError
 
-__all__ = ["Testbench", "TestbenchTimeout", "Launched", "assert_same", "CONFIG_ENV", "MEM_ENV", "MAX_CYCLES_ENV",
+__all__ = ["Testbench", "TestbenchTimeout", "Launched", "CONFIG_ENV", "MEM_ENV", "MAX_CYCLES_ENV",
            "DEFAULT_MAX_CYCLES"]
 
 CONFIG_ENV = "VTA_CONFIG"                 # the config the model was built for (set by the runner)
@@ -216,10 +216,12 @@ class Testbench:
         return _call_with(make_target(self.cfg), fn, args, kwargs)
 
     async def check(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
-        """Run ``fn`` on the RTL and on the golden model; raise ``AssertionError`` naming the first difference
-        (:func:`assert_same`) unless they return the same values; return the RTL's."""
+        """Run ``fn`` on the RTL and on the golden model; unless they return the same values (arrays with their dtypes,
+        dicts, lists, scalars: ``numpy.testing.assert_equal(strict=True)``) raise its ``AssertionError``, which names
+        where they differ; return the RTL's."""
         got = await self.run(fn, *args, **kwargs)
-        assert_same(got, self.golden(fn, *args, **kwargs), "RTL", "golden model")
+        np.testing.assert_equal(got, self.golden(fn, *args, **kwargs), strict=True,
+                                err_msg="the RTL (ACTUAL) and the golden model (DESIRED) differ")
         return got
 
     # ------------------------------------------------------------------ injected faults
@@ -253,33 +255,3 @@ def _call_with(device: Any, fn: Callable, args: tuple, kwargs: dict) -> Any:
     finally:
         runtime.set_current(previous)
 
-
-def assert_same(got: Any, want: Any, got_name: str = "got", want_name: str = "expected", where: str = "") -> None:
-    """Raise ``AssertionError`` at the first place ``got`` and ``want`` differ: arrays (shape, dtype, every element),
-    dicts (keys, values), lists and tuples (length, items), anything else by ``==``."""
-    if isinstance(want, np.ndarray) or isinstance(got, np.ndarray):
-        g, w = np.asarray(got), np.asarray(want)
-        if g.shape != w.shape or g.dtype != w.dtype:
-            raise AssertionError(f"{where or 'value'}: {got_name} is {g.dtype}{list(g.shape)}, {want_name} "
-                                 f"{w.dtype}{list(w.shape)}")
-        bad = np.argwhere(g != w)
-        if len(bad):
-            i = tuple(int(x) for x in bad[0])
-            raise AssertionError(f"{where or 'value'}: {len(bad)} of {g.size} elements differ; the first at {list(i)}: "
-                                 f"{got_name} {g[i].item()!r}, {want_name} {w[i].item()!r}")
-        return
-    if isinstance(want, dict) and isinstance(got, dict):
-        if set(got) != set(want):
-            raise AssertionError(f"{where or 'value'}: keys differ: {got_name} {sorted(map(str, got))}, {want_name} "
-                                 f"{sorted(map(str, want))}")
-        for k in want:
-            assert_same(got[k], want[k], got_name, want_name, f"{where}[{k!r}]")
-        return
-    if isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)):
-        if len(got) != len(want):
-            raise AssertionError(f"{where or 'value'}: {got_name} has {len(got)} items, {want_name} {len(want)}")
-        for n, (g, w) in enumerate(zip(got, want)):
-            assert_same(g, w, got_name, want_name, f"{where}[{n}]")
-        return
-    if got != want:
-        raise AssertionError(f"{where or 'value'}: {got_name} {got!r}, {want_name} {want!r}")

@@ -14,11 +14,13 @@ def test_user_tests_report_failures_with_the_accelerator_state(tmp_path):
     res = run_tests([USER_TESTS], "configs/small.json", sim_cycles=30_000, out_dir=tmp_path, log=True)
     status = {t.name: t.status for t in res.tests}
     assert status == {"test_clock_period": "passed", "test_an_injected_error_lives_for_one_run": "passed",
-                      "test_bad_launch_arguments_are_refused": "passed",
+                      "test_bad_launch_arguments_are_refused": "passed", "test_check_names_the_difference": "failed",
                       "test_failing_assertion": "failed",
                       "test_waits_forever": "failed", "test_after_the_hang": "passed",
                       "test_waits_forever_without_a_testbench": "failed"}
     failed = {t.name: t for t in res.failed}
+    check = failed["test_check_names_the_difference"].message
+    assert "the RTL (ACTUAL) and the golden model (DESIRED) differ" in check and "'RtlDevice'" in check
     assertion = failed["test_failing_assertion"]
     assert assertion.message == "assert 7 == 8"                       # pytest's rewriting of the user's assert
     assert "the accelerator at cycle" in assertion.details and "tokens  : l2g=0" in assertion.details
@@ -29,12 +31,12 @@ def test_user_tests_report_failures_with_the_accelerator_state(tmp_path):
     assert "simulation ended prematurely" in ended.message and ended.cycles < 30_000
     assert "vta_tb: the simulation reached +vta_max_cycles=30000 cycles" in (tmp_path / "small-user_tests" /
                                                                              "sim.log").read_text()
-    assert not res.ok and "7 tests, 3 failed" in res.table()
+    assert not res.ok and "8 tests, 4 failed" in res.table()
     # the merged JUnit file: cocotb's test cases under one suite per config and module
     root = ET.parse(res.results_xml).getroot()
     suite = root.find("testsuite")
     assert suite is not None and (suite.get("name"), suite.get("tests"), suite.get("failures")) == \
-        ("small.user_tests", "7", "3")
+        ("small.user_tests", "8", "4")
     failures = {c.get("name"): c.find("failure") for c in suite.iter("testcase")}
     assert failures["test_clock_period"] is None
     assert "the accelerator at cycle" in failures["test_failing_assertion"].text

@@ -9,6 +9,7 @@ from cocotb.utils import get_sim_time
 
 from cosim.cocotb import AxiResponseError, Testbench
 from cosim.sim.rtl import CLOCK_PERIOD_STEPS
+from sw import runtime
 from sw.isa import MemId, Opcode, isa_for
 from sw.testing import vta_tests
 
@@ -76,6 +77,17 @@ async def test_bad_launch_arguments_are_refused(dut):
             assert "fault = 'x'; allowed: alu-max-imm-as-min" in str(err), err
         else:
             raise AssertionError("an unknown fault was accepted")
+
+
+def where_it_runs() -> dict:
+    return {"target": type(runtime.current().target).__name__}
+
+
+@cocotb.test()
+async def test_check_names_the_difference(dut):
+    """Fails: the RTL and the golden model return different values."""
+    async with Testbench(dut) as tb:
+        await tb.check(where_it_runs)
 
 
 @cocotb.test()
