@@ -36,7 +36,8 @@ class Fetch(wiring.Component):
        not a NOP (x_size != 0) of anything but OUT;
     3. ``RESERVED_DEP_FLAG``: pop_prev or push_prev on a load-module instruction (LOAD INP/WGT),
        pop_next or push_next on a STORE (docs/architecture.md §2.3);
-    4. ``BAD_ALU_OPCODE``: ALU with alu_opcode 5..7, or MUL (4) when the config has ALU_MUL = 0.
+    4. ``BAD_ALU_OPCODE``: ALU with alu_opcode 6..7, MUL (4) when the config has ALU_MUL = 0, or POST (5)
+       when it has POST_UNIT = 0.
 
     A bad instruction is not routed: Fetch drives its code on ``error`` (cleared by the next
     ``start`` pulse, on the following cycle), stops requesting instructions, and drains the words already requested so

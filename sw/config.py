@@ -43,6 +43,7 @@ _INT_KEYS = {
     # Extensions of this project (not in VTA's JSON; defaults keep VTA's behaviour).
     "LOG_BUS_WIDTH": (6, 9, "log2 bits of the AXI4 data bus (64..512)"),
     "ALU_MUL": (0, 1, "1 = the tensor ALU implements MUL (opcode 4)"),
+    "POST_UNIT": (0, 1, "1 = the compute module has the post-processing unit (ALU opcode 5, POST)"),
 }
 _STR_KEYS = {
     "TARGET": "target name (sim, tsim, pynq, ...); informational",
@@ -68,6 +69,7 @@ class Config:
     LOG_ACC_BUFF_SIZE: int = 17
     LOG_BUS_WIDTH: int = 6
     ALU_MUL: int = 1
+    POST_UNIT: int = 0
     name: str = "default"
 
     # ------------------------------------------------------------------ construction

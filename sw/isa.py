@@ -41,7 +41,8 @@ class FormatError(ValueError):
     """A format's fields do not fit its width (the config makes an SRAM index field too wide)."""
 
 __all__ = [
-    "Opcode", "MemId", "AluOp", "Field", "Format", "ISA", "Insn", "EncodeError", "isa_for",
+    "Opcode", "MemId", "AluOp", "post_imm_error", "POST_STAGES", "POST_PARAM_ROWS", "POST_RESIDUAL_STAGE",
+    "POST_MUL_BITS", "Field", "Format", "ISA", "Insn", "EncodeError", "isa_for",
     "STAGE_LOAD", "STAGE_COMPUTE", "STAGE_STORE", "STAGE_NAMES",
 ]
 
@@ -69,14 +70,30 @@ class AluOp(IntEnum):
     ADD = 2
     SHR = 3
     MUL = 4
+    POST = 5
+
+
+# The post-processing unit's fixed chain (alu_opcode POST, docs/isa.md "POST"): stage k applies
+# ``POST_STAGES[k]`` with the k-th parameter row as its operand, in this order. A MUL stage multiplies by
+# the low POST_MUL_BITS of its operand, sign-extended; the residual (a tensor operand) is added at
+# ``POST_RESIDUAL_STAGE``, after that stage's own ADD.
+POST_STAGES = (AluOp.ADD, AluOp.MAX, AluOp.MIN,
+               AluOp.MUL, AluOp.ADD, AluOp.SHR,
+               AluOp.MUL, AluOp.ADD, AluOp.SHR,
+               AluOp.MUL, AluOp.ADD, AluOp.SHR,
+               AluOp.MAX, AluOp.MIN)
+POST_PARAM_ROWS = len(POST_STAGES)
+POST_RESIDUAL_STAGE = 10
+POST_MUL_BITS = 16
 
 
 def alu_opcodes(cfg) -> tuple[AluOp, ...]:
-    """The ALU operations a config builds: MIN, MAX, ADD, SHR, and MUL when ``ALU_MUL`` = 1.
+    """The ALU operations a config builds: MIN, MAX, ADD, SHR, MUL when ``ALU_MUL`` = 1 and POST (the
+    post-processing unit) when ``POST_UNIT`` = 1.
 
     The one definition used by the golden model, the runtime, the instruction checks, the random
     program generator and the hardware decoders."""
-    return tuple(op for op in AluOp if op != AluOp.MUL or cfg.ALU_MUL)
+    return tuple(op for op in AluOp if (op != AluOp.MUL or cfg.ALU_MUL) and (op != AluOp.POST or cfg.POST_UNIT))
 
 
 def alu_opcode_error(cfg, opcode) -> str | None:
@@ -87,7 +104,17 @@ def alu_opcode_error(cfg, opcode) -> str | None:
     names = ", ".join(f"{a.value} {a.name}" for a in allowed)
     if opcode == AluOp.MUL:
         return f"alu_opcode MUL is not built in config {cfg.name} (ALU_MUL = 0); allowed: {names}"
+    if opcode == AluOp.POST:
+        return f"alu_opcode POST is not built in config {cfg.name} (POST_UNIT = 0); allowed: {names}"
     return f"alu_opcode = {opcode!r} is not an ALU operation; allowed: {names}"
+
+
+def post_imm_error(cfg, imm: int) -> str | None:
+    """Why ``imm`` cannot be POST's parameter row (its POST_PARAM_ROWS rows must lie in the acc SRAM), or None."""
+    if 0 <= imm <= cfg.ACC_DEPTH - POST_PARAM_ROWS:
+        return None
+    return (f"POST's parameter rows [imm, imm + {POST_PARAM_ROWS}) leave the acc SRAM: imm = {imm}; allowed "
+            f"range [0, {cfg.ACC_DEPTH - POST_PARAM_ROWS}]")
 
 
 def expand_uops(uops, f: dict, gemm: bool):

@@ -24,10 +24,12 @@ from sw.isa import (
     STAGE_NAMES,
     STAGE_STORE,
     TOKEN_QUEUE_DEPTH,
+    AluOp,
     Insn,
     MemId,
     Opcode,
     alu_opcode_error,
+    post_imm_error,
 )
 
 __all__ = ["VTAError", "InsnError", "DeadlockError", "check_insn", "schedule", "force_serial", "TOKEN_QUEUES",
@@ -207,6 +209,9 @@ def check_insn(cfg: Config, insn: Insn, dram_size: int | None = None, where: str
                             f"uop_bgn <= uop_end <= {cfg.UOP_DEPTH}")
         if insn.kind == "alu":
             problem = alu_opcode_error(cfg, f["alu_opcode"])
+            if problem:
+                raise InsnError(f"{where}: {problem}")
+            problem = post_imm_error(cfg, f["imm"]) if f["alu_opcode"] == AluOp.POST else None
             if problem:
                 raise InsnError(f"{where}: {problem}")
 

@@ -28,7 +28,7 @@ class ErrorCode(IntEnum):
     BAD_OPCODE = 1          # opcode 5..7
     BAD_MEMORY_TYPE = 2     # memory_type 6..7, OUT on a LOAD, not OUT on a STORE that is not a NOP
     RESERVED_DEP_FLAG = 3   # pop_prev/push_prev on a load-module insn, pop_next/push_next on a STORE
-    BAD_ALU_OPCODE = 4      # alu_opcode 5..7, or MUL in a build without it (ALU_MUL = 0)
+    BAD_ALU_OPCODE = 4      # alu_opcode 6..7, MUL without ALU_MUL, or POST without POST_UNIT
     AXI_ERROR = 5           # an AXI read or write response other than OKAY
     BAD_UOP_LOAD = 6        # a LOAD UOP with y_size != 1 or padding (reported by the datapath)
     LOAD_ERROR = 7          # the load module rejected an instruction (its own ``error`` output)
@@ -102,7 +102,7 @@ REGISTER_MAP = (
              "revision"),
     Register("config0", 0x48, "RO", "config", "const",
              "config id: LOG_INP_WIDTH 0-3, LOG_WGT_WIDTH 4-7, LOG_ACC_WIDTH 8-11, LOG_BATCH 12-15, "
-             "LOG_BLOCK_IN 16-19, LOG_BLOCK_OUT 20-23, LOG_BUS_WIDTH 24-27, ALU_MUL 28"),
+             "LOG_BLOCK_IN 16-19, LOG_BLOCK_OUT 20-23, LOG_BUS_WIDTH 24-27, ALU_MUL 28, POST_UNIT 29"),
     Register("config1", 0x4C, "RO", "config", "const",
              "config id: LOG_UOP_BUFF_SIZE 0-7, LOG_INP_BUFF_SIZE 8-15, LOG_WGT_BUFF_SIZE 16-23, "
              "LOG_ACC_BUFF_SIZE 24-31"),
@@ -186,7 +186,7 @@ def config_words(cfg: Config | None = None) -> tuple[int, int]:
         return 0, 0
     c0 = (cfg.LOG_INP_WIDTH | cfg.LOG_WGT_WIDTH << 4 | cfg.LOG_ACC_WIDTH << 8 | cfg.LOG_BATCH << 12
           | cfg.LOG_BLOCK_IN << 16 | cfg.LOG_BLOCK_OUT << 20 | cfg.LOG_BUS_WIDTH << 24
-          | cfg.ALU_MUL << 28)
+          | cfg.ALU_MUL << 28 | cfg.POST_UNIT << 29)
     c1 = (cfg.LOG_UOP_BUFF_SIZE | cfg.LOG_INP_BUFF_SIZE << 8 | cfg.LOG_WGT_BUFF_SIZE << 16
           | cfg.LOG_ACC_BUFF_SIZE << 24)
     return c0, c1

@@ -18,9 +18,9 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from sw.config import Config, load_config
-from sw.fsim.alu import alu_op
+from sw.fsim.alu import alu_op, post_op
 from sw.fsim.gemm import gemm, gemm_fold
-from sw.isa import Insn, MemId, Opcode, expand_uops, isa_for, uop_index_error
+from sw.isa import POST_PARAM_ROWS, AluOp, Insn, MemId, Opcode, expand_uops, isa_for, uop_index_error
 from sw.pipeline import InsnError, VTAError, check_insn, elem_bytes, schedule
 
 __all__ = ["FsimDevice", "COUNTER_NAMES", "DEFAULT_DRAM_BYTES"]
@@ -205,7 +205,15 @@ class FsimDevice:
         if shape is None:
             shape = memo[use_imm] = self._alu_shape(d, s, use_imm)
         run, independent = shape
-        if independent:
+        if op == AluOp.POST:
+            # the parameter rows as they are when the instruction starts; a tensor operand is the residual
+            params = acc[imm:imm + POST_PARAM_ROWS].copy()
+            if independent:
+                acc[d] = post_op(acc[d], params, None if use_imm else acc[s])
+            else:
+                for j in range(d.size):
+                    acc[d[j]] = post_op(acc[d[j]], params, None if use_imm else acc[s[j]])
+        elif independent:
             b = np.int64(imm) if use_imm else acc[s]
             if run is not None:
                 # the common case: a run of consecutive rows, in place on a view

@@ -42,6 +42,7 @@ from sw.isa import (
     STAGE_LOAD,
     STAGE_NAMES,
     STAGE_STORE,
+    AluOp,
     EncodeError,
     Insn,
     MemId,
@@ -49,6 +50,7 @@ from sw.isa import (
     alu_opcode_error,
     expand_uops,
     isa_for,
+    post_imm_error,
     uop_index_error,
 )
 from sw.pipeline import InsnError, VTAError, check_insn, check_int, elem_bytes, force_serial, format_stream, schedule
@@ -368,6 +370,8 @@ class CommandQueue:
             raise VTAError(f"{name}: the kernel has {len(k.uops)} micro-ops; the uop SRAM holds "
                            f"{self.cfg.UOP_DEPTH} (allowed range [1, {self.cfg.UOP_DEPTH}])")
         problem = alu_opcode_error(self.cfg, k.alu_opcode) if k.mode == 1 else None
+        if problem is None and k.mode == 1 and k.alu_opcode == AluOp.POST:
+            problem = post_imm_error(self.cfg, k.imm)
         if problem:
             raise InsnError(f"{name}: {problem}")
         self._stage_uops(k)

@@ -171,7 +171,7 @@ class _Gen:
         if shape is None:
             return False
         uops, loops = shape
-        ops = list(alu_opcodes(self.cfg))
+        ops = [op for op in alu_opcodes(self.cfg) if op != AluOp.POST]
         op = int(r.choice(ops))
         use_imm = int(r.random() < 0.5)
         if op == AluOp.SHR:

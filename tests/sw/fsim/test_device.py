@@ -198,7 +198,8 @@ def test_missing_finish_and_leftovers(default_cfg):
     (load(MemId.UOP, 0, 0, 2, 1, 1), "y_size = 1"),
     (load(MemId.WGT, 0, 0, 1, 1, 1, (0, 0, 0, 0)) | {"dram_base": 5000}, "outside device memory"),
     (store(0, 0, 1, 1, 1) | {"x_pad_0": 1}, "padding is not allowed"),
-    (dict(opcode=Opcode.ALU, alu_opcode=5, uop_end=1, iter_out=1, iter_in=1), "alu_opcode = 5"),
+    (dict(opcode=Opcode.ALU, alu_opcode=6, uop_end=1, iter_out=1, iter_in=1), "alu_opcode = 6"),
+    (dict(opcode=Opcode.ALU, alu_opcode=5, use_imm=1, imm=2047, uop_end=1, iter_out=1, iter_in=1), "POST's parameter rows"),
     (dict(opcode=Opcode.GEMM, uop_bgn=3, uop_end=2, iter_out=1, iter_in=1), "uop range"),
 ])
 def test_bad_instructions_change_nothing(default_cfg, bad, words):

@@ -201,8 +201,9 @@ def test_unknown_memory_type(queue, bufs):
 
 
 def test_unknown_opcode(queue):
-    bad = lambda: rt.push_alu_op(queue.handle, lambda: rt.uop_push(1, 0, 0, 0, 0, 5, 1, 0), 0)
-    unchanged(queue, bad, InsnError, r"alu_opcode = 5 is not an ALU operation; allowed: 0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL")
+    bad = lambda: rt.push_alu_op(queue.handle, lambda: rt.uop_push(1, 0, 0, 0, 0, 6, 1, 0), 0)
+    unchanged(queue, bad, InsnError,
+              r"alu_opcode = 6 is not an ALU operation; allowed: 0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL, 5 POST")
     bad = lambda: rt.push_alu_op(queue.handle, lambda: rt.uop_push(1, 0, 0, 0, 0, 9, 1, 0), 0)
     unchanged(queue, bad, InsnError, r"uop_push: opcode = 9; allowed range \[0, 7\]")
     unchanged(queue, lambda: rt.push_gemm_op(queue.handle, lambda: rt.uop_push(2, 0, 0, 0, 0, 0, 0, 0), 0),
