@@ -1,0 +1,100 @@
+"""The post-processing unit: the fixed chain of ALU steps that ALU opcode POST applies to an accumulator row
+(docs/architecture.md §2.8), one row per cycle."""
+
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from sw.config import Config
+from sw.isa import POST_MUL_BITS, POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_STAGES, AluOp
+
+from .alu import shift_amount
+from .sram import check_config
+
+__all__ = ["PostChain"]
+
+
+class PostChain(wiring.Component):
+    """:data:`~sw.isa.POST_STAGES` on BATCH*BLOCK_OUT int32 lanes, pipelined: a row in at ``valid_in`` leaves
+    :attr:`latency` cycles later on ``valid`` with its ``dst`` and ``last`` tags. Stage k computes, per lane,
+    ``alu_op(POST_STAGES[k], x, p[k])`` (:func:`sw.fsim.alu.post_op`): MAX/MIN signed, ADD wrapping, SHR by the
+    signed operand (right arithmetic by min(p, 31), left by min(-p, 31)), MUL the low 32 bits of x times the
+    low 16 bits of p sign-extended; with ``use_r`` high the row's residual ``r_in`` is added at stage
+    :data:`~sw.isa.POST_RESIDUAL_STAGE` after that stage's ADD.
+
+    The operands are registers written a row at a time (``p_we``, ``p_idx`` = the stage, ``p_row`` = one
+    int32 per lane); a write takes effect for the rows that enter after it. SHR stages keep their operand
+    as (direction, amount) (:func:`~hw.alu.shift_amount`), MUL stages its low 16 bits.
+
+    Members: ``valid_in``, ``last_in``, ``use_r`` In(1), ``dst_in`` In(LOG_ACC_DEPTH), ``x_in``, ``r_in``,
+    ``p_row`` In(ACC_MATRIX_WIDTH), ``p_we`` In(1), ``p_idx`` In(4); ``valid``, ``last`` Out(1), ``dst``
+    Out(LOG_ACC_DEPTH), ``y`` Out(ACC_MATRIX_WIDTH).
+    """
+
+    latency = POST_PARAM_ROWS
+
+    def __init__(self, cfg: Config) -> None:
+        check_config(cfg, self)
+        self._cfg = cfg
+        row = cfg.ACC_MATRIX_WIDTH
+        super().__init__({
+            "valid_in": In(1), "last_in": In(1), "use_r": In(1),
+            "dst_in": In(max(cfg.LOG_ACC_DEPTH, 1)),
+            "x_in": In(row), "r_in": In(row),
+            "p_we": In(1), "p_idx": In(range(POST_PARAM_ROWS)), "p_row": In(row),
+            "valid": Out(1), "last": Out(1), "dst": Out(max(cfg.LOG_ACC_DEPTH, 1)), "y": Out(row),
+        })
+
+    def elaborate(self, platform: object) -> Module:
+        m = Module()
+        cfg = self._cfg
+        w = cfg.ACC_WIDTH
+        lanes = cfg.BATCH * cfg.BLOCK_OUT
+        sw_bits = 1 + cfg.LOG_ACC_WIDTH
+
+        def lane(row, i):
+            return row[i * w:(i + 1) * w]
+
+        # the operand registers, per stage and lane, in the form the stage uses
+        params = []
+        for k, op in enumerate(POST_STAGES):
+            width = POST_MUL_BITS if op == AluOp.MUL else sw_bits if op == AluOp.SHR else w
+            regs = [Signal(width, name=f"p{k}_{op.name.lower()}_{i}", reset_less=True) for i in range(lanes)]
+            with m.If(self.p_we & (self.p_idx == k)):
+                for i, r in enumerate(regs):
+                    v = lane(self.p_row, i)
+                    m.d.sync += r.eq(Cat(*shift_amount(v)) if op == AluOp.SHR else v[:width])
+            params.append(regs)
+
+        valid, last, dst = self.valid_in, self.last_in, self.dst_in
+        x = [lane(self.x_in, i) for i in range(lanes)]
+        r = [lane(self.r_in, i) for i in range(lanes)]
+        for k, op in enumerate(POST_STAGES):
+            nx = [Signal(signed(w), name=f"s{k}_x{i}", reset_less=True) for i in range(lanes)]
+            for i in range(lanes):
+                a, p = x[i].as_signed(), params[k][i]
+                if op == AluOp.ADD:
+                    v = a + p.as_signed()
+                    if k == POST_RESIDUAL_STAGE:
+                        v = v + Mux(self.use_r, r[i].as_signed(), 0)
+                elif op == AluOp.MAX:
+                    v = Mux(a < p.as_signed(), p, a)
+                elif op == AluOp.MIN:
+                    v = Mux(a < p.as_signed(), a, p)
+                elif op == AluOp.MUL:
+                    v = a * p.as_signed()
+                else:
+                    left, amount = p[0], p[1:]
+                    v = Mux(left, (a << amount)[:w], a >> amount)
+                m.d.sync += nx[i].eq(v[:w])
+            x = nx
+            if k < POST_RESIDUAL_STAGE:
+                nr = [Signal(w, name=f"s{k}_r{i}", reset_less=True) for i in range(lanes)]
+                m.d.sync += [a.eq(b) for a, b in zip(nr, r)]
+                r = nr
+            nv, nl = Signal(name=f"s{k}_valid"), Signal(name=f"s{k}_last")
+            nd = Signal.like(self.dst_in, name=f"s{k}_dst", reset_less=True)
+            m.d.sync += [nv.eq(valid), nl.eq(last), nd.eq(dst)]
+            valid, last, dst = nv, nl, nd
+        m.d.comb += [self.valid.eq(valid), self.last.eq(last), self.dst.eq(dst), self.y.eq(Cat(*x))]
+        return m
