@@ -7,7 +7,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.config import Config
-from sw.isa import AluOp, alu_opcodes
+from sw.isa import POST_PARAM_ROWS, AluOp, alu_opcodes
 
 from .gemm import UopSequencer
 from .layouts import insn_layouts, uop_layout
@@ -110,6 +110,7 @@ class Alu(wiring.Component):
             "start": In(1),
             "src_apart": In(1),
             "dst_distinct": In(1),
+            "dst_increasing": In(1),
             "insn": In(insn_layouts(cfg)["alu"]),
             "busy": Out(1),
             "done": Out(1),
@@ -157,6 +158,12 @@ class Alu(wiring.Component):
         op_in = insn.alu_opcode
         m.d.comb += ok.eq(op_in.matches(*alu_opcodes(cfg)))
         m.d.comb += seq.start.eq(self.start & ok)
+        # POST (the post-processing unit, hw.post): ``preload`` while its parameter rows are read, ``pk`` the
+        # row; ``post_fast``: its micro-ops may follow each other (the footprint found every destination row
+        # distinct and, with a residual, the residual rows apart from them); otherwise each one waits for the
+        # one before it to be written
+        is_post, preload, post_fast = Signal(), Signal(), Signal()
+        pk = Signal(range(POST_PARAM_ROWS))
         m.d.sync += [self.done.eq(0), self.error.eq(0)]
         # ``may_step`` = ~spaced | (phase == 0), kept as a register (the step fans out to the sequencer);
         # SHR's shift of the immediate is computed once, at the start
@@ -170,6 +177,9 @@ class Alu(wiring.Component):
         m.d.comb += imm_in.eq(insn.imm)
         imm_left, imm_amount = Signal(), Signal(cfg.LOG_ACC_WIDTH)
         with m.If(self.start):
+            if cfg.POST_UNIT:
+                m.d.sync += [is_post.eq(op_in == AluOp.POST), pk.eq(0),
+                             post_fast.eq(self.dst_increasing & (insn.use_imm | self.src_apart))]
             m.d.sync += [use_imm.eq(insn.use_imm), imm.eq(insn.imm), phase.eq(0), may_step.eq(1),
                          spaced.eq(~insn.use_imm | ~self.dst_distinct),
                          slow.eq(~insn.use_imm & (op_in == AluOp.SHR)),
@@ -181,11 +191,16 @@ class Alu(wiring.Component):
             with m.Elif((insn.uop_end <= insn.uop_bgn) | (insn.iter_out == 0) | (insn.iter_in == 0)):
                 m.d.sync += self.done.eq(1)
             with m.Else():
-                m.d.sync += active.eq(1)
+                m.d.sync += [active.eq(1), preload.eq(op_in == AluOp.POST if cfg.POST_UNIT else 0)]
         with m.Elif(seq.valid & spaced):
             m.d.sync += [phase.eq(Mux(last_phase, 0, phase + 1)), may_step.eq(last_phase)]
+        with m.If(preload):
+            m.d.sync += pk.eq(pk + 1)
+            with m.If(pk == POST_PARAM_ROWS - 1):
+                m.d.sync += preload.eq(0)
+        post_wait = Signal()            # an irregular POST: a micro-op is still in the pipeline
         step = Signal()
-        m.d.comb += step.eq(seq.valid & Mux(reuse, ~seq.first_in | ~stepped, may_step))
+        m.d.comb += step.eq(seq.valid & Mux(reuse, ~seq.first_in | ~stepped, may_step) & ~preload & ~post_wait)
         m.d.sync += stepped.eq(step)
         m.d.comb += seq.step.eq(step)
 
@@ -229,6 +244,8 @@ class Alu(wiring.Component):
         # The read address is a register, chosen a cycle ahead (from what S3 and S4 will hold).
         rd_addr = Signal(aw)
         m.d.sync += rd_addr.eq(Mux(valid[2] & ~use_imm & reads[2], src2, dst[3]))
+        with m.If(preload):
+            m.d.sync += rd_addr.eq(imm[:aw] + pk)
         m.d.comb += self.acc_rd.addr.eq(rd_addr)
         acc_w = cfg.ACC_MATRIX_WIDTH
         lanes_n = cfg.BATCH * cfg.BLOCK_OUT
@@ -323,14 +340,35 @@ class Alu(wiring.Component):
                 res = Mux(row_ops[0]["mul"], (a_row[lane].as_signed() * b_q[i].as_signed())[:lane_w], res)
             lanes.append(res[:lane_w])
         m.d.sync += wr_q.eq(Cat(*lanes))
-        # W: write acc[d]
+        # W: write acc[d] (POST: from the end of the post-processing chain instead)
+        wr_en, wr_addr, wr_data, wr_last = valid[W], dst[W], wr_q, last[W]
+        if cfg.POST_UNIT:
+            from .post import PostChain
+            m.submodules.post = post = PostChain(cfg)
+            # the parameter rows reach ``raw_q`` three cycles after ``preload`` addresses them
+            tag_v = [Signal(name=f"post_param{j}_valid") for j in range(3)]
+            tag_k = [Signal(range(POST_PARAM_ROWS), name=f"post_param{j}_row") for j in range(3)]
+            m.d.sync += [tag_v[0].eq(preload), tag_k[0].eq(pk)]
+            m.d.sync += [tag_v[j].eq(tag_v[j - 1]) for j in range(1, 3)]
+            m.d.sync += [tag_k[j].eq(tag_k[j - 1]) for j in range(1, 3)]
+            C = W - 1
+            m.d.comb += [
+                post.p_we.eq(tag_v[2]), post.p_idx.eq(tag_k[2]), post.p_row.eq(raw_q),
+                post.valid_in.eq(valid[C] & is_post), post.last_in.eq(last[C]), post.dst_in.eq(dst[C]),
+                post.x_in.eq(a_row), post.r_in.eq(Cat(*b_q)), post.use_r.eq(~use_imm),
+                post_wait.eq(is_post & ~post_fast & (Cat(*(valid[k] for k in range(1, W + 1))).any() | post.busy)),
+            ]
+            wr_en = Mux(is_post, post.valid, valid[W])
+            wr_addr = Mux(is_post, post.dst, dst[W])
+            wr_data = Mux(is_post, post.y, wr_q)
+            wr_last = Mux(is_post, post.last, last[W])
         m.d.comb += [
-            self.acc_wr.en.eq(valid[W]),
-            self.acc_wr.addr.eq(dst[W]),
-            self.acc_wr.data.eq(wr_q),
-            self.uop_fire.eq(valid[W]),
+            self.acc_wr.en.eq(wr_en),
+            self.acc_wr.addr.eq(wr_addr),
+            self.acc_wr.data.eq(wr_data),
+            self.uop_fire.eq(wr_en),
         ]
-        with m.If(valid[W] & last[W]):
+        with m.If(wr_en & wr_last):
             m.d.sync += [self.done.eq(1), active.eq(0)]
         m.d.comb += self.busy.eq(active)
         return m

@@ -152,10 +152,11 @@ class Compute(wiring.Component):
         run = taken
         # the ALU may read a repeated source row once (hw.footprint ``apart``) and run micro-ops one per
         # cycle (``distinct``)
-        alu_apart, alu_distinct = Signal(), Signal()
+        alu_apart, alu_distinct, alu_increasing = Signal(), Signal(), Signal()
         with m.If(issue[1]):
-            m.d.sync += [alu_apart.eq(fp.apart), alu_distinct.eq(fp.distinct)]
-        m.d.comb += [alu.src_apart.eq(alu_apart), alu.dst_distinct.eq(alu_distinct)]
+            m.d.sync += [alu_apart.eq(fp.apart), alu_distinct.eq(fp.distinct), alu_increasing.eq(fp.increasing)]
+        m.d.comb += [alu.src_apart.eq(alu_apart), alu.dst_distinct.eq(alu_distinct),
+                     alu.dst_increasing.eq(alu_increasing)]
         for k, u in enumerate(units):
             # the unit starts in the cycle after its issue, from a register (its start fans out to
             # the whole loop sequencer: timing); ``word`` still holds the instruction then

@@ -9,7 +9,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.config import Config
-from sw.isa import Opcode
+from sw.isa import POST_PARAM_ROWS, AluOp, Opcode
 
 from .gemm import registered_mul
 from .layouts import insn_layouts, uop_layout
@@ -40,6 +40,10 @@ class AccFootprint(wiring.Component):
     * ``apart``: an ALU instruction with a tensor operand whose source rows and destination rows
       (each bounded as above, both below D) cannot meet: no micro-op writes a row another reads as
       acc[s], so the ALU may read a repeated source row once (:class:`~hw.alu.Alu`, ``src_apart``).
+    * ``increasing``: a one-micro-op kernel whose destination strictly increases over the loops and stays
+      below D (``iter_in`` <= 1 or ``f_in`` >= 1, and ``iter_out`` <= 1 or ``f_out`` > (iter_in-1)*f_in):
+      no row is written twice, so a POST's micro-ops may follow each other through its long pipeline.
+    * For a POST (ALU opcode POST), its parameter rows [imm, imm + POST_PARAM_ROWS) count as rows it touches.
     * ``distinct``: no micro-op of the nest writes the row (modulo D) the micro-op just before it wrote:
       consecutive micro-ops of the kernel, the last and the first of consecutive inner iterations
       (``uop_e[last] != uop_e[first] + f_in``) and of consecutive outer ones (``uop_e[last] +
@@ -65,6 +69,7 @@ class AccFootprint(wiring.Component):
             "bank": Out(1),
             "apart": Out(1),
             "distinct": Out(1),
+            "increasing": Out(1),
             "lo": Out(32),
             "hi": Out(32),
         })
@@ -98,6 +103,8 @@ class AccFootprint(wiring.Component):
 
         u, end = Signal(uw), Signal(uw)
         tensor = Signal()                  # an ALU instruction with a tensor (acc) operand
+        post = Signal()                    # a POST: its parameter rows count too
+        single_uop = Signal()
         min_d, max_d = Signal(32), Signal(32)
         min_s, max_s = Signal(32), Signal(32)
         reading, rd_valid, summing = Signal(), Signal(), Signal()
@@ -115,6 +122,8 @@ class AccFootprint(wiring.Component):
             m.d.sync += [
                 u.eq(gem.uop_bgn), end.eq(gem.uop_end),
                 tensor.eq(is_alu & ~alu.use_imm),
+                post.eq(is_alu & (alu.alu_opcode == AluOp.POST) if cfg.POST_UNIT else 0),
+                single_uop.eq(gem.uop_end == gem.uop_bgn + 1),  # untoggled: uop-count-plus-one
                 self.empty.eq((gem.uop_end <= gem.uop_bgn) | (gem.iter_out == 0) | (gem.iter_in == 0)),
                 min_d.eq(~0), max_d.eq(0), min_s.eq(~0), max_s.eq(0), seen.eq(0), repeat.eq(0),
                 reading.eq(1), rd_valid.eq(0), row_valid.eq(0), summing.eq(0), self.done.eq(0), age.eq(0),
@@ -146,9 +155,16 @@ class AccFootprint(wiring.Component):
             with m.If(~reading & ~rd_valid & ~row_valid & ~summing & ~self.done & (age == 4)):
                 hi_d = max_d + off_d
                 hi_s = max_s + off_s
+                lo = Mux(tensor & (min_s < min_d), min_s, min_d)
+                hi = Mux(tensor & (hi_s > hi_d), hi_s, hi_d)
+                p_lo = alu.imm.as_unsigned()
+                p_hi = p_lo + (POST_PARAM_ROWS - 1)
                 m.d.sync += [
-                    self.lo.eq(Mux(tensor & (min_s < min_d), min_s, min_d)),
-                    self.hi.eq(Mux(tensor & (hi_s > hi_d), hi_s, hi_d)),
+                    self.lo.eq(Mux(post & (p_lo < lo), p_lo, lo)),
+                    self.hi.eq(Mux(post & (p_hi > hi), p_hi, hi)),
+                    self.increasing.eq(single_uop & ~self.empty & (hi_d < (1 << aw))
+                                       & ((gem.iter_in <= 1) | (gem.dst_factor_in != 0))
+                                       & ((gem.iter_out <= 1) | (gem.dst_factor_out > span_d1))),
                     self.apart.eq(tensor & ~self.empty & (hi_d < (1 << aw)) & (hi_s < (1 << aw))
                                   & ((hi_s < min_d) | (min_s > hi_d))),
                     self.distinct.eq(~repeat

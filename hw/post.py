@@ -28,7 +28,7 @@ class PostChain(wiring.Component):
 
     Members: ``valid_in``, ``last_in``, ``use_r`` In(1), ``dst_in`` In(LOG_ACC_DEPTH), ``x_in``, ``r_in``,
     ``p_row`` In(ACC_MATRIX_WIDTH), ``p_we`` In(1), ``p_idx`` In(4); ``valid``, ``last`` Out(1), ``dst``
-    Out(LOG_ACC_DEPTH), ``y`` Out(ACC_MATRIX_WIDTH).
+    Out(LOG_ACC_DEPTH), ``y`` Out(ACC_MATRIX_WIDTH); ``busy`` Out(1): a row is in the chain.
     """
 
     latency = POST_PARAM_ROWS
@@ -43,6 +43,7 @@ class PostChain(wiring.Component):
             "x_in": In(row), "r_in": In(row),
             "p_we": In(1), "p_idx": In(range(POST_PARAM_ROWS)), "p_row": In(row),
             "valid": Out(1), "last": Out(1), "dst": Out(max(cfg.LOG_ACC_DEPTH, 1)), "y": Out(row),
+            "busy": Out(1),
         })
 
     def elaborate(self, platform: object) -> Module:
@@ -67,6 +68,7 @@ class PostChain(wiring.Component):
             params.append(regs)
 
         valid, last, dst = self.valid_in, self.last_in, self.dst_in
+        stage_valid = []
         x = [lane(self.x_in, i) for i in range(lanes)]
         r = [lane(self.r_in, i) for i in range(lanes)]
         for k, op in enumerate(POST_STAGES):
@@ -96,5 +98,7 @@ class PostChain(wiring.Component):
             nd = Signal.like(self.dst_in, name=f"s{k}_dst", reset_less=True)
             m.d.sync += [nv.eq(valid), nl.eq(last), nd.eq(dst)]
             valid, last, dst = nv, nl, nd
-        m.d.comb += [self.valid.eq(valid), self.last.eq(last), self.dst.eq(dst), self.y.eq(Cat(*x))]
+            stage_valid.append(nv)
+        m.d.comb += [self.valid.eq(valid), self.last.eq(last), self.dst.eq(dst), self.y.eq(Cat(*x)),
+                     self.busy.eq(Cat(*stage_valid).any())]
         return m

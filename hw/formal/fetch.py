@@ -55,7 +55,9 @@ def reference(cfg, insn):
     bad_mem = (is_load | is_store) & ((mt > ACC_8BIT) | (is_load & (mt == OUT))
                                       | (is_store & (mem.x_size != 0) & (mt != OUT)))
     bad_dep = (to_load & (mem.pop_prev | mem.push_prev)) | (is_store & (mem.pop_next | mem.push_next))
-    bad_alu = (op == ALU) & (alu.alu_opcode > (4 if cfg.ALU_MUL else 3))     # MIN MAX ADD SHR (MUL)
+    # MIN MAX ADD SHR, MUL with ALU_MUL, POST with POST_UNIT
+    bad_alu = (op == ALU) & ((alu.alu_opcode > 5) | ((alu.alu_opcode == 4) & (not cfg.ALU_MUL))
+                             | ((alu.alu_opcode == 5) & (not cfg.POST_UNIT)))
     code = Mux(bad_opcode, ErrorCode.BAD_OPCODE, Mux(bad_mem, ErrorCode.BAD_MEMORY_TYPE,
                Mux(bad_dep, ErrorCode.RESERVED_DEP_FLAG, Mux(bad_alu, ErrorCode.BAD_ALU_OPCODE, 0))))
     return code, Cat(to_load, ~is_store & ~to_load, is_store)

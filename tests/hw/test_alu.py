@@ -1,4 +1,5 @@
-"""The tensor ALU against a numpy reference: every opcode, immediate and tensor operands, SHR edges."""
+"""The tensor ALU against a numpy reference: every opcode, immediate and tensor operands, SHR edges; POST (the
+post-processing unit inside the ALU) at full speed and on irregular kernels, with and without the residual."""
 
 import numpy as np
 import pytest
@@ -9,11 +10,13 @@ from amaranth.sim import Simulator
 from hw.alu import Alu
 from hw.sram import join_acc, make_memory
 from sw.config import load_config
-from sw.isa import AluOp, Opcode, isa_for
+from sw.fsim.alu import post_op
+from sw.isa import POST_PARAM_ROWS, POST_STAGES, AluOp, Opcode, isa_for
 from tests.hw.bus_models import pack_rows, unpack_rows
 
 SMALL = load_config("small")
 MUL_CFG = SMALL.with_changes(ALU_MUL=1)
+POST_CFG = SMALL.with_changes(POST_UNIT=1)
 
 
 def alu_insn(**f):
@@ -49,12 +52,16 @@ def ref_op(op, a, b):
 
 
 def ref_alu(cfg, acc, uops, f):
+    params = acc[f["imm"]:f["imm"] + POST_PARAM_ROWS].copy() if f["alu_opcode"] == AluOp.POST else None
     for i_out in range(f["iter_out"]):
         for i_in in range(f["iter_in"]):
             for u in range(f["uop_bgn"], f["uop_end"]):
                 dst, src, _ = uops[u]
                 d = (dst + i_out * f["dst_factor_out"] + i_in * f["dst_factor_in"]) % cfg.ACC_DEPTH
                 s = (src + i_out * f["src_factor_out"] + i_in * f["src_factor_in"]) % cfg.ACC_DEPTH
+                if params is not None:
+                    acc[d] = post_op(acc[d], params, None if f["use_imm"] else acc[s])
+                    continue
                 b = f["imm"] if f["use_imm"] else acc[s]
                 acc[d] = ref_op(f["alu_opcode"], acc[d], b)
 
@@ -65,6 +72,15 @@ def dst_rows_distinct(cfg, uops, f):
     rows = [(uops[u][0] + i * f["dst_factor_out"] + j * f["dst_factor_in"]) % cfg.ACC_DEPTH
             for i in range(f["iter_out"]) for j in range(f["iter_in"]) for u in range(f["uop_bgn"], f["uop_end"])]
     return all(a != b for a, b in zip(rows, rows[1:]))
+
+
+def dst_rows_increasing(cfg, uops, f):
+    """A one-micro-op kernel whose destination strictly increases without wrapping (hw.footprint
+    ``increasing``), by enumerating the nest."""
+    rows = [uops[f["uop_bgn"]][0] + i * f["dst_factor_out"] + j * f["dst_factor_in"]
+            for i in range(f["iter_out"]) for j in range(f["iter_in"])]
+    return (f["uop_end"] == f["uop_bgn"] + 1 and all(a < b for a, b in zip(rows, rows[1:]))
+            and max(rows) < cfg.ACC_DEPTH)
 
 
 def run_alu(cfg, insns, uops, acc, *, expect_error=False, src_apart=0):
@@ -90,6 +106,7 @@ def run_alu(cfg, insns, uops, acc, *, expect_error=False, src_apart=0):
             ctx.set(dut.start, 1)
             ctx.set(dut.src_apart, src_apart)
             ctx.set(dut.dst_distinct, dst_rows_distinct(cfg, uops, f))
+            ctx.set(dut.dst_increasing, dst_rows_increasing(cfg, uops, f))
             await ctx.tick()
             ctx.set(dut.start, 0)
             n = 1
@@ -258,3 +275,70 @@ def test_reused_source_with_rows_written_back_to_back():
                  src_factor_out=1, src_factor_in=0)
         acc[8:12] = np.arange(1, 5)[:, None, None]
         run_alu(MUL_CFG, [alu_insn(**f)], [(0, 8, 0)], acc, src_apart=1)
+
+
+def post_params(rng, rows, lanes):
+    """(POST_PARAM_ROWS, BATCH, BLOCK_OUT) operands like a requantization's: clamps, 16-bit multipliers,
+    rounding constants, shifts, zero points, clips (per channel), some stages at their identity."""
+    lo = rng.integers(-(1 << 20), 0, lanes)
+    p = {0: rng.integers(-1000, 1000, lanes), 1: lo, 2: lo + rng.integers(1 << 10, 1 << 21, lanes),
+         3: rng.integers(1, 32768, lanes), 4: np.full(lanes, 1 << 14), 5: np.full(lanes, 15),
+         6: rng.integers(-300, 300, lanes), 7: rng.integers(-(1 << 8), 1 << 8, lanes), 8: np.full(lanes, 8),
+         9: np.ones(lanes), 10: rng.integers(-128, 128, lanes), 11: np.zeros(lanes),
+         12: np.full(lanes, -128), 13: np.full(lanes, 127)}
+    return np.stack([np.asarray(p[k], np.int64) for k in range(len(POST_STAGES))]).reshape(len(POST_STAGES), *rows)
+
+
+def post_acc(cfg, seed):
+    acc = random_acc(cfg, 64, seed)
+    rng = np.random.default_rng(seed)
+    acc[:40] >>= rng.integers(0, 20, acc[:40].shape)         # accumulators of every magnitude
+    acc[48:48 + POST_PARAM_ROWS] = post_params(rng, (cfg.BATCH, cfg.BLOCK_OUT), cfg.BATCH * cfg.BLOCK_OUT)
+    return acc
+
+
+@pytest.mark.parametrize("use_imm", [1, 0])
+def test_post_full_speed(use_imm):
+    """POST over 16 rows in two loop levels (one micro-op, rows increasing): a row per cycle, two with the
+    residual (rows 20..35, apart from the destinations), after reading the 14 parameter rows."""
+    cfg = POST_CFG
+    acc = post_acc(cfg, 7 + use_imm)
+    acc[20:36] = np.random.default_rng(3).integers(-128, 128, acc[20:36].shape)
+    f = alu_insn(alu_opcode=AluOp.POST, use_imm=use_imm, imm=48, iter_out=2, iter_in=8, dst_factor_out=8,
+                 dst_factor_in=1, src_factor_out=8, src_factor_in=1)
+    (cycles,) = run_alu(cfg, [f], [(0, 20, 0)], acc, src_apart=1 - use_imm)
+    rows = 16
+    assert cycles <= POST_PARAM_ROWS + rows * (2 - use_imm) + 30
+
+
+def test_post_irregular_kernels():
+    """Kernels the unit cannot stream (several micro-ops, a row written twice, residual rows that are also
+    destinations, parameter rows among the destinations): each micro-op waits for the one before; the
+    results equal the sequential semantics (the parameters as they were at the start)."""
+    cfg = POST_CFG
+    acc = post_acc(cfg, 11)
+    uops = [(0, 1, 0), (1, 0, 0), (0, 2, 0), (50, 3, 0)]
+    insns = [alu_insn(alu_opcode=AluOp.POST, use_imm=0, imm=48, uop_end=4, iter_out=2, dst_factor_out=1,
+                      src_factor_out=1),
+             alu_insn(alu_opcode=AluOp.POST, use_imm=1, imm=48, uop_end=3, iter_in=3),
+             alu_insn(alu_opcode=AluOp.POST, use_imm=0, imm=48, uop_bgn=1, uop_end=2, iter_in=4,
+                      dst_factor_in=1, src_factor_in=1)]
+    run_alu(cfg, insns, uops, acc)
+
+
+def test_post_between_other_instructions():
+    """POST after and before ordinary ALU instructions on the rows it reads and writes."""
+    cfg = POST_CFG
+    acc = post_acc(cfg, 12)
+    insns = [alu_insn(alu_opcode=AluOp.ADD, use_imm=1, imm=-5, iter_in=8, dst_factor_in=1),
+             alu_insn(alu_opcode=AluOp.POST, use_imm=1, imm=48, iter_in=8, dst_factor_in=1),
+             alu_insn(alu_opcode=AluOp.SHR, use_imm=1, imm=1, iter_in=8, dst_factor_in=1),
+             alu_insn(alu_opcode=AluOp.ADD, use_imm=1, imm=3, uop_bgn=1, uop_end=2),
+             alu_insn(alu_opcode=AluOp.POST, use_imm=1, imm=48, iter_in=8, dst_factor_in=1)]
+    run_alu(cfg, insns, [(0, 0, 0), (50, 0, 0)], acc)
+
+
+def test_post_not_built():
+    """On a config without the unit, POST does nothing and reports an error."""
+    acc = random_acc(SMALL, 16, 5)
+    run_alu(SMALL, [alu_insn(alu_opcode=AluOp.POST, use_imm=1, imm=0)], [(0, 0, 0)], acc, expect_error=True)
