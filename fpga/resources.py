@@ -2,6 +2,7 @@
 
     python -m fpga.resources --config configs/small.json --family xc7 ecp5
     python -m fpga.resources --report [--configs ...] [--markdown docs/fpga.md]      (make fpga-report)
+    python -m fpga.resources --config configs/default.json --unit post --family xc7 ecp5   (one block alone)
 
 Prints LUTs, flip-flops, DSP/multiplier blocks and block RAMs from yosys's ``stat`` after
 ``synth_xilinx -family xc7`` / ``-family xcup`` or ``synth_ecp5``. Needs the ``fpga`` extra
@@ -43,6 +44,22 @@ FAMILIES = {
         "LUT": r"LUT4", "FF": r"TRELLIS_FF", "DSP": r"MULT18X18D", "BRAM": r"DP16KD", "LUTRAM": r"TRELLIS_DPR16X4",
         "CARRY": r"CCU2C"}),
 }
+
+
+# blocks synthesised alone with ``--unit``: name -> (module, component class), built from the config
+UNITS = {"post": ("hw.post", "PostChain"), "alu": ("hw.alu", "Alu"), "gemm": ("hw.gemm", "Gemm")}
+
+
+def unit_verilog(cfg, unit: str) -> str:
+    """The Verilog of one block of :data:`UNITS` for ``cfg``, its top module named ``vta_top`` (what the
+    synthesis scripts expect)."""
+    import importlib
+
+    from amaranth.back import verilog
+    if unit not in UNITS:
+        raise ValueError(f"unit = {unit!r}; allowed: {', '.join(UNITS)}")
+    module, cls = UNITS[unit]
+    return verilog.convert(getattr(importlib.import_module(module), cls)(cfg), name="vta_top")
 
 
 def yosys() -> str:
@@ -227,13 +244,17 @@ def main(argv=None) -> int:
     parser.add_argument("--configs", nargs="+", default=["configs/ulx3s.json", "configs/small.json",
                                                          "configs/default.json"])
     parser.add_argument("--markdown", default=None, help="with --report: also write the table into this file")
+    parser.add_argument("--unit", default=None, choices=sorted(UNITS), help="synthesise this block alone")
     args = parser.parse_args(argv)
     if args.report:
         report(args.configs, args.markdown)
         return 0
     cfg = load_config(args.config)
+    verilog = unit_verilog(cfg, args.unit) if args.unit else None
     for fam in args.family:
-        counts = synthesize(cfg, fam)
+        counts = synthesize(cfg, fam, workdir=f"build/synth/{args.unit}" if args.unit else "build/synth",
+                            verilog=verilog)
+        counts.pop("cells", None)
         print(f"{cfg.name:8s} {fam:5s} " + "  ".join(f"{k}={v}" for k, v in counts.items()), flush=True)
     return 0
 

@@ -65,6 +65,14 @@ class Alu(wiring.Component):
     s < 0: left shift by min(-s, 31), wrapping) and, when ``cfg.ALU_MUL`` is 1, MUL (low 32 bits).
     Another opcode (or MUL when it is not built) does nothing and pulses ``error`` with ``done``.
 
+    POST (when ``cfg.POST_UNIT`` is 1): first the 14 parameter rows [imm, imm + 14) are read through the
+    acc read port into the chain's operand registers (``preload``); then each micro-op's acc[d] (and, with
+    a tensor operand, acc[s] as the residual) leaves C into :class:`~hw.post.PostChain` and is written from
+    its end, ``PostChain.latency`` cycles after C. Micro-ops follow each other as for an immediate (or a
+    tensor operand) when ``dst_increasing`` is high at ``start`` (hw.footprint ``increasing``: no row is
+    written twice) and, with a tensor operand, ``src_apart``; otherwise each waits until no micro-op is in
+    the pipeline (the row it reads is then written).
+
     Pipeline (for FPGA timing every SRAM read lands in a register before any logic, as a block RAM's
     clock-to-out is long): S0 read uop; S1 register the uop row; S2 add the loop offsets
     into the index registers; S3 read acc[s] (tensor operand only); S4 read acc[d]; S5 register
@@ -96,7 +104,7 @@ class Alu(wiring.Component):
     read) (:attr:`latency` = 8: the first acc write comes ``latency`` cycles after the start of its
     micro-op's S0).
 
-    Members: ``start``, ``src_apart``, ``dst_distinct`` In(1), ``insn`` In(alu layout), ``busy``,
+    Members: ``start``, ``src_apart``, ``dst_distinct``, ``dst_increasing`` In(1), ``insn`` In(alu layout), ``busy``,
     ``done``, ``error``, ``uop_fire`` Out(1), driven memory ports ``uop_rd``, ``acc_rd``
     (In(ReadPort.Signature)), ``acc_wr`` (In(WritePort.Signature)).
     """
