@@ -1,4 +1,5 @@
-"""The acc footprint scanner: bounds of the acc rows a GEMM or ALU instruction touches, and its bank."""
+"""The acc footprint scanner: bounds of the acc rows a GEMM or ALU instruction (POST's parameter rows
+included) touches, its bank, and the properties the ALU's speed depends on."""
 
 import numpy as np
 import pytest
@@ -10,10 +11,12 @@ from hw.footprint import AccFootprint
 from hw.sram import make_memory
 from sw.config import load_config
 from sw.isa import AluOp, isa_for
-from tests.hw.test_alu import alu_insn, dst_rows_distinct
+from sw.isa import POST_PARAM_ROWS
+from tests.hw.test_alu import alu_insn, dst_rows_distinct, dst_rows_increasing
 from tests.hw.test_gemm import gemm_insn
 
 SMALL = load_config("small")
+POST_CFG = SMALL.with_changes(POST_UNIT=1)
 
 
 def scan(cfg, uops, f):
@@ -38,7 +41,7 @@ def scan(cfg, uops, f):
             if ctx.get(dut.done):
                 break
         out.update(cycles=cycle, **{k: ctx.get(getattr(dut, k)) for k in ("empty", "single", "bank", "lo", "hi", "apart",
-                                                                             "distinct")})
+                                                                             "distinct", "increasing")})
 
     sim.add_testbench(bench)
     sim.run()
@@ -59,11 +62,11 @@ def ref_rows(cfg, uops, f, alu):
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("kind", ["gemm", "alu_imm", "alu_tensor"])
+@pytest.mark.parametrize("kind", ["gemm", "alu_imm", "alu_tensor", "post_imm", "post_tensor"])
 def test_bounds_cover_every_row(kind, seed):
-    cfg = SMALL
+    cfg = POST_CFG if kind.startswith("post") else SMALL
     rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 12))
+    n = int(rng.integers(1, 12)) if seed % 2 else 1          # one-micro-op kernels: ``increasing`` may hold
     hi_row = [40, 300, 500][seed % 3]
     uops = [(int(rng.integers(0, hi_row)), int(rng.integers(0, hi_row)), int(rng.integers(0, 64))) for _ in range(n)]
     loops = dict(uop_bgn=int(rng.integers(0, n)), uop_end=n, iter_out=int(rng.integers(1, 4)),
@@ -72,21 +75,27 @@ def test_bounds_cover_every_row(kind, seed):
                  src_factor_in=int(rng.integers(0, 5)))
     if kind == "gemm":
         f = gemm_insn(**loops)
+    elif kind.startswith("post"):
+        f = alu_insn(alu_opcode=AluOp.POST, use_imm=int(kind == "post_imm"), imm=int(rng.integers(0, 480)),
+                     **loops)
     else:
         f = alu_insn(alu_opcode=AluOp.ADD, use_imm=int(kind == "alu_imm"), imm=1, **loops)
     got = scan(cfg, uops, f)
     rows = ref_rows(cfg, uops, f, kind != "gemm")
+    if kind.startswith("post"):
+        rows += list(range(f["imm"], f["imm"] + POST_PARAM_ROWS))
     assert (got["lo"], got["hi"]) == (min(rows), max(rows))      # the bounds are exact here
     half = cfg.ACC_DEPTH // 2
     fits = max(rows) < cfg.ACC_DEPTH and min(rows) // half == max(rows) // half
     assert got["single"] == fits and not got["empty"]
     if fits:
         assert got["bank"] == min(rows) // half
-    assert got["cycles"] <= f["uop_end"] - f["uop_bgn"] + 4
+    assert got["cycles"] <= max(f["uop_end"] - f["uop_bgn"], 2) + 4      # (the loop spans take 4 + 2 cycles)
     assert got["distinct"] == dst_rows_distinct(cfg, uops, f)
+    assert got["increasing"] == dst_rows_increasing(cfg, uops, f)
     # apart (sound): a tensor operand whose source rows and destination rows cannot meet
     if got["apart"]:
-        assert kind == "alu_tensor" and max(rows) < cfg.ACC_DEPTH
+        assert kind in ("alu_tensor", "post_tensor") and max(rows) < cfg.ACC_DEPTH
         assert not set(ref_rows(cfg, uops, f, False)) & set(ref_rows_src(uops, f))
 
 
