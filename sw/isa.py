@@ -42,7 +42,7 @@ class FormatError(ValueError):
 
 __all__ = [
     "Opcode", "MemId", "AluOp", "post_imm_error", "POST_STAGES", "POST_PARAM_ROWS", "POST_RESIDUAL_STAGE",
-    "POST_MUL_BITS", "Field", "Format", "ISA", "Insn", "EncodeError", "isa_for",
+    "POST_MUL_BITS", "alu_operand_text", "Field", "Format", "ISA", "Insn", "EncodeError", "isa_for",
     "STAGE_LOAD", "STAGE_COMPUTE", "STAGE_STORE", "STAGE_NAMES",
 ]
 
@@ -115,6 +115,14 @@ def post_imm_error(cfg, imm: int) -> str | None:
         return None
     return (f"POST's parameter rows [imm, imm + {POST_PARAM_ROWS}) leave the acc SRAM: imm = {imm}; allowed "
             f"range [0, {cfg.ACC_DEPTH - POST_PARAM_ROWS}]")
+
+
+def alu_operand_text(alu_opcode: int, use_imm: int, imm: int) -> str:
+    """An ALU instruction's operands as its disassembly shows them: ``imm=X`` or ``tensor``; for POST its parameter
+    rows, ``params=acc[imm:imm + 14]``, and `` residual`` when a tensor operand is added."""
+    if alu_opcode == AluOp.POST:
+        return f"params=acc[{imm}:{imm + POST_PARAM_ROWS}]" + ("" if use_imm else " residual")
+    return f"imm={imm}" if use_imm else "tensor"
 
 
 def expand_uops(uops, f: dict, gemm: bool):
@@ -488,8 +496,7 @@ class ISA:
             aop = AluOp(f["alu_opcode"]).name
         except ValueError:
             aop = f"op{f['alu_opcode']}"
-        operand = f"imm={f['imm']}" if f["use_imm"] else "tensor"
-        return f"ALU    {aop:8s} {deps} {loops} {operand}"
+        return f"ALU    {aop:8s} {deps} {loops} {alu_operand_text(f['alu_opcode'], f['use_imm'], f['imm'])}"
 
     def disasm_uop(self, word: int, mode: str = "gemm") -> str:
         d = self.uop.decode(int(word))
