@@ -24,8 +24,8 @@ Api = ModuleType | SimpleNamespace     # the runtime API: sw.runtime, or its tvm
 Result = dict      # {"result", "expected", "counters"}
 
 __all__ = ["api", "to_device", "from_device", "runtime_array", "save_load_out", "padded_load", "gemm", "alu",
-           "relu", "shift_and_scale", "vector_add", "same_row", "post", "PADDING_CASES", "ALU_CASES", "POST_CASES",
-           "PROGRAMS"]
+           "relu", "shift_and_scale", "vector_add", "same_row", "post", "post_fast_busy", "PADDING_CASES",
+           "ALU_CASES", "POST_CASES", "PROGRAMS"]
 
 QLOAD, QCOMPUTE, QSTORE = 1, 2, 3
 
@@ -547,6 +547,25 @@ def post(api_kind: str = "python", case: str = "per_tensor", seed: int = 0) -> R
     for h in handles + [yd]:
         rt.buffer_free(h)
     return {"result": y8, "expected": expected, "counters": counters}
+
+
+def post_fast_busy(api_kind: str = "python", rows: int = 200, use_imm: int = 1) -> dict:
+    """Two runs that each load a parameter block of identities at the top of the acc SRAM and run one POST of the
+    unit's fast shape (one micro-op, destinations from row 0 up; with ``use_imm`` = 0 the residual from the rows
+    after ``2 rows``), over ``rows`` rows and over ``2 rows`` rows: ``{"counters": (first, second)}``. On the RTL
+    the difference of their ``compute_busy`` is what ``rows`` more rows of the fast shape cost."""
+    rt = api(api_kind)
+    cfg = runtime.current_config()
+    top = cfg.ACC_DEPTH - POST_PARAM_ROWS
+    cmd = rt.command_handle()
+    ph = to_device(rt, cmd, _post_params(cfg.BATCH * cfg.BLOCK_OUT))
+    counters = []
+    for n in (rows, 2 * rows):
+        rt.load_2d(cmd, ph, 0, POST_PARAM_ROWS, 1, POST_PARAM_ROWS, 0, 0, 0, 0, top, int(MemId.ACC))
+        rt.push_alu_op(cmd, _post_kernel(rt, [(0, 2 * rows)], [(n, 1, 1, 0)], use_imm, top), 0)
+        counters.append(_counters(rt.synchronize(cmd, 1 << 31)))
+    rt.buffer_free(ph)
+    return {"counters": tuple(counters)}
 
 
 PROGRAMS: dict[str, tuple[Callable[..., dict], dict]] = {

@@ -63,3 +63,15 @@ def test_programs_run_on_the_default_runtime(monkeypatch):
 def test_post_case_is_checked():
     with pytest.raises(ValueError, match="case = 'nope'; allowed: per_tensor, per_channel, residual, irregular, edges"):
         programs.post(case="nope")
+
+
+@pytest.mark.parametrize("use_imm", [1, 0])
+def test_post_fast_busy_runs_the_two_lengths(use_imm):
+    q = make_queue("batch2")
+    previous = runtime.set_current(q)
+    try:
+        first, second = programs.post_fast_busy("python", 100, use_imm)["counters"]
+    finally:
+        runtime.set_current(previous)
+    assert (first["alu_counter"], second["alu_counter"]) == (100, 200)
+    assert first["acc_load_nbytes"] == second["acc_load_nbytes"] == 14 * q.cfg.ACC_ELEM_BYTES
