@@ -358,9 +358,10 @@ class ISA:
         self.alu = Format("alu", INS_WIDTH, loop_head + [
             ("src_factor_out", cfg.LOG_ACC_DEPTH, False, "acc (operand) index step per outer iteration"),
             ("src_factor_in", cfg.LOG_ACC_DEPTH, False, "acc (operand) index step per inner iteration"),
-            ("alu_opcode", ALU_OPCODE_BITS, False, "0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL"),
-            ("use_imm", 1, False, "1 = the second operand is the immediate"),
-            ("imm", ALUOP_IMM_BITS, True, "immediate, sign-extended to the accumulator width"),
+            ("alu_opcode", ALU_OPCODE_BITS, False, "0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL, 5 POST"),
+            ("use_imm", 1, False, "1 = the second operand is the immediate (POST: 0 = add the residual)"),
+            ("imm", ALUOP_IMM_BITS, True, "immediate, sign-extended to the accumulator width (POST: its first "
+                                          "parameter row)"),
         ])
         self.uop = Format("uop", UOP_WIDTH, [
             ("dst_idx", cfg.LOG_ACC_DEPTH, False, "acc index (GEMM and ALU destination)"),
