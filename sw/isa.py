@@ -109,7 +109,14 @@ def alu_opcode_error(cfg, opcode) -> str | None:
     return f"alu_opcode = {opcode!r} is not an ALU operation; allowed: {names}"
 
 
-def post_imm_error(cfg, imm: int) -> str | None:
+class AccDepthConfig(Protocol):
+    """What POST's check reads of a :class:`sw.config.Config` (which imports this module)."""
+
+    @property
+    def ACC_DEPTH(self) -> int: ...
+
+
+def post_imm_error(cfg: AccDepthConfig, imm: int) -> str | None:
     """Why ``imm`` cannot be POST's parameter row (its POST_PARAM_ROWS rows must lie in the acc SRAM), or None."""
     if 0 <= imm <= cfg.ACC_DEPTH - POST_PARAM_ROWS:
         return None

@@ -317,7 +317,8 @@ def sample_post(device: FsimDevice, f: dict) -> None:
             for c, hit in (("int16", within.any()), ("truncated", not within.all())):
                 if hit:
                     fns["post_mul"]((k, c))
-    params, acc, events = post_operands(raw), device.acc, set()
+    params, acc = post_operands(raw), device.acc
+    events: set = set()
     if np.unique(d).size == d.size and not (residual and np.isin(s, d).any()):
         _post_chain(acc[d], params, acc[s] if residual else None, events)
     else:                                         # in order, on the rows as earlier micro-ops leave them

@@ -494,13 +494,13 @@ def post(api_kind: str = "python", case: str = "per_tensor", seed: int = 0) -> R
             rt.push_alu_op(cmd, _post_kernel(rt, [(0, 0)], [(n, 1, 1, 0)], 1, top), 0)
             expected = np.clip((np.clip(x + b, -2**15, 2**15 - 1) * m + (1 << (sh - 1))) >> sh, -128, 127)
         elif case == "per_channel":
-            b = per_channel(rng.integers(-2**10, 2**10, O))
-            m1, s1 = per_channel(rng.integers(1, 2**14, O)), per_channel(rng.integers(8, 16, O))
+            bias = per_channel(rng.integers(-2**10, 2**10, O))
+            mul, shift = per_channel(rng.integers(1, 2**14, O)), per_channel(rng.integers(8, 16, O))
             m2, s2 = int(rng.integers(1, 257)), int(rng.integers(14, 17))
-            load(0, _post_params(lanes, s0=b, s1=-2**15, s2=2**15 - 1, s3=m1, s4=1 << (s1 - 1), s5=s1, s6=m2,
-                                 s7=1 << (s2 - 1), s8=s2, s12=0, s13=127))
+            load(0, _post_params(lanes, s0=bias, s1=-2**15, s2=2**15 - 1, s3=mul, s4=1 << (shift - 1), s5=shift,
+                                 s6=m2, s7=1 << (s2 - 1), s8=s2, s12=0, s13=127))
             rt.push_alu_op(cmd, _post_kernel(rt, [(data, 0)], [(8, 8, 0, 0), (8, 1, 0, 0)], 1, 0), 0)
-            y = (np.clip(x + b, -2**15, 2**15 - 1) * m1 + (1 << (s1 - 1))) >> s1
+            y = (np.clip(x + bias, -2**15, 2**15 - 1) * mul + (1 << (shift - 1))) >> shift
             expected = np.clip((y * m2 + (1 << (s2 - 1))) >> s2, 0, 127)
         else:
             res = rng.integers(-2**12, 2**12, size=(n, lanes), dtype=np.int64)
