@@ -27,6 +27,7 @@ from sw.config import Config
 from sw.fsim import FsimDevice
 from sw.fsim.alu import alu_op, post_operands
 from sw.isa import (
+    POST_MUL_BITS,
     POST_PARAM_ROWS,
     POST_RESIDUAL_STAGE,
     POST_STAGES,
@@ -313,7 +314,8 @@ def sample_post(device: FsimDevice, f: dict) -> None:
             for c in {_shift_class(int(b)) for b in np.unique(raw[k])}:
                 fns["post_shift"]((k, c))
         elif op == AluOp.MUL:
-            within = (raw[k] >= -2**15) & (raw[k] < 2**15)
+            half = 1 << (POST_MUL_BITS - 1)             # the operand fits the multiplier's bits as it is
+            within = (raw[k] >= -half) & (raw[k] < half)
             for c, hit in (("int16", within.any()), ("truncated", not within.all())):
                 if hit:
                     fns["post_mul"]((k, c))

@@ -19,6 +19,7 @@ import numpy as np
 
 from sw.cli import command, run_as_main
 from sw.isa import POST_PARAM_ROWS, POST_STAGES, AluOp, MemId, alu_opcodes
+from sw.testing.vta_tests import alu_rows
 
 __all__ = ["random_program", "post_params"]
 
@@ -90,14 +91,6 @@ def post_params(rng: np.random.Generator, lanes: int) -> np.ndarray:
             shift = np.clip(rows[k + 1], 0, 31)         # round to nearest: half of the shift's unit
             rows[k] = np.where(shift > 0, np.int64(1) << np.maximum(shift - 1, 0), 0)
     return rows.astype(np.int32)
-
-
-def _alu_rows(uops, loops):
-    """The (dst, src) rows of each micro-op execution of an ALU kernel, in order (one loop is the inner one)."""
-    (eo, do, so), (ei, di, si) = [(1, 0, 0)] * (2 - len(loops)) + [(e, d, s) for e, d, s, _ in loops]
-    run = [(ud + i * do + j * di, us + i * so + j * si) for i in range(eo) for j in range(ei) for ud, us in uops]
-    d, s = zip(*run)
-    return np.array(d), np.array(s)
 
 
 def _keeps_hazard_rule(d) -> bool:
@@ -296,7 +289,7 @@ class _Gen:
             loops = [(int(r.integers(2, 17)), int(r.integers(1, 3)), int(r.integers(0, 3)), 0)]
         if min(min(u) for u in uops) < 0:
             return None
-        d, s = _alu_rows(uops, loops)
+        d, s = (np.array(rows) for rows in zip(*alu_rows(uops, loops)))
         if d.max() >= ACC_ROWS or s.max() >= ACC_ROWS or not _keeps_hazard_rule(d):
             return None
         increasing = d.size == 1 or bool(np.all(d[1:] > d[:-1]))

@@ -24,8 +24,8 @@ Api = ModuleType | SimpleNamespace     # the runtime API: sw.runtime, or its tvm
 Result = dict      # {"result", "expected", "counters"}
 
 __all__ = ["api", "to_device", "from_device", "runtime_array", "save_load_out", "padded_load", "gemm", "alu",
-           "relu", "shift_and_scale", "vector_add", "same_row", "post", "post_fast_busy", "PADDING_CASES",
-           "ALU_CASES", "POST_CASES", "PROGRAMS"]
+           "relu", "shift_and_scale", "vector_add", "same_row", "post", "post_fast_busy", "alu_rows",
+           "PADDING_CASES", "ALU_CASES", "POST_CASES", "PROGRAMS"]
 
 QLOAD, QCOMPUTE, QSTORE = 1, 2, 3
 
@@ -391,8 +391,10 @@ def _post_params(lanes: int, **stages) -> np.ndarray:
     return rows.astype(np.int32)
 
 
-def _alu_rows(uops, loops) -> list[tuple[int, int]]:
-    """(dst, src) of each micro-op execution of an ALU kernel in order (one loop is the inner one)."""
+def alu_rows(uops: list[tuple[int, int]], loops: list[tuple[int, int, int, int]]) -> list[tuple[int, int]]:
+    """(dst, src) of each micro-op execution, in order, of an ALU kernel of ``uops`` [(dst, src)] under ``loops``
+    [(extent, dst_factor, src_factor, wgt_factor)] as :func:`sw.runtime.uop_loop_begin` opens them (one loop is the
+    inner one)."""
     (eo, do, so), (ei, di, si) = [(1, 0, 0)] * (2 - len(loops)) + [(e, d, s) for e, d, s, _ in loops]
     return [(ud + i * do + j * di, us + i * so + j * si) for i in range(eo) for j in range(ei) for ud, us in uops]
 
@@ -412,7 +414,7 @@ def _post_reference(acc: np.ndarray, uops, loops, use_imm: int, imm: int) -> Non
     """One POST instruction on the host copy ``acc`` (rows, lanes) int32, in place: the parameter rows as the
     instruction starts, then micro-op by micro-op in order (each sees the rows earlier ones wrote)."""
     params = acc[imm:imm + POST_PARAM_ROWS].copy()
-    for d, s in _alu_rows(uops, loops):
+    for d, s in alu_rows(uops, loops):
         acc[d] = post_op(acc[d], params, None if use_imm else acc[s])
 
 
