@@ -267,14 +267,14 @@ class _Gen:
 
         Every kernel keeps VTA's hazard rule (no row rewritten within two micro-op executions)."""
         r = self.rng
-        rows = int(r.integers(0, ACC_ROWS))
+        row0 = int(r.integers(0, ACC_ROWS))             # the micro-op's destination row
         if shape in ("fast", "params"):
             n_loops = int(r.integers(0, 3))
             ni, di = int(r.integers(1, 9)), int(r.integers(1, 3))
             inner = (ni, di, int(r.integers(0, 3)), 0)
             outer = (int(r.integers(2, 5)), (ni - 1) * di + int(r.integers(1, 4)), int(r.integers(0, 9)), 0)
             loops = [[], [inner], [outer, inner]][n_loops]
-            uops = [(rows, int(r.integers(0, ACC_ROWS)))]
+            uops = [(row0, int(r.integers(0, ACC_ROWS)))]
         elif shape == "uops":
             uops = [(int(r.integers(0, ACC_ROWS)), int(r.integers(0, ACC_ROWS))) for _ in range(int(r.integers(2, 5)))]
             loops = [(int(r.integers(1, 4)), int(r.integers(0, 4)), int(r.integers(0, 4)), 0)][:int(r.integers(0, 2))]
@@ -283,9 +283,9 @@ class _Gen:
             # the outer step a multiple of the inner one, at most ni - 3 of them: a row comes back 3 or more later
             loops = [(int(r.integers(2, 4)), di * int(r.integers(0, ni - 2)), int(r.integers(0, 3)), 0),
                      (ni, di, int(r.integers(0, 3)), 0)]
-            uops = [(rows, int(r.integers(0, ACC_ROWS)))]
+            uops = [(row0, int(r.integers(0, ACC_ROWS)))]
         else:   # "overlap"
-            uops = [(rows, rows + int(r.integers(-3, 4)))]
+            uops = [(row0, row0 + int(r.integers(-3, 4)))]
             loops = [(int(r.integers(2, 17)), int(r.integers(1, 3)), int(r.integers(0, 3)), 0)]
         if min(min(u) for u in uops) < 0:
             return None
