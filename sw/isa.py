@@ -42,7 +42,7 @@ class FormatError(ValueError):
 
 __all__ = [
     "Opcode", "MemId", "AluOp", "post_imm_error", "POST_STAGES", "POST_PARAM_ROWS", "POST_RESIDUAL_STAGE",
-    "POST_MUL_BITS", "Field", "Format", "ISA", "Insn", "EncodeError", "isa_for",
+    "POST_MUL_BITS", "alu_operand_text", "Field", "Format", "ISA", "Insn", "EncodeError", "isa_for",
     "STAGE_LOAD", "STAGE_COMPUTE", "STAGE_STORE", "STAGE_NAMES",
 ]
 
@@ -109,12 +109,27 @@ def alu_opcode_error(cfg, opcode) -> str | None:
     return f"alu_opcode = {opcode!r} is not an ALU operation; allowed: {names}"
 
 
-def post_imm_error(cfg, imm: int) -> str | None:
+class AccDepthConfig(Protocol):
+    """What POST's check reads of a :class:`sw.config.Config` (which imports this module)."""
+
+    @property
+    def ACC_DEPTH(self) -> int: ...
+
+
+def post_imm_error(cfg: AccDepthConfig, imm: int) -> str | None:
     """Why ``imm`` cannot be POST's parameter row (its POST_PARAM_ROWS rows must lie in the acc SRAM), or None."""
     if 0 <= imm <= cfg.ACC_DEPTH - POST_PARAM_ROWS:
         return None
     return (f"POST's parameter rows [imm, imm + {POST_PARAM_ROWS}) leave the acc SRAM: imm = {imm}; allowed "
             f"range [0, {cfg.ACC_DEPTH - POST_PARAM_ROWS}]")
+
+
+def alu_operand_text(alu_opcode: int, use_imm: int, imm: int) -> str:
+    """An ALU instruction's operands as its disassembly shows them: ``imm=X`` or ``tensor``; for POST its parameter
+    rows, ``params=acc[imm:imm + 14]``, and `` residual`` when a tensor operand is added."""
+    if alu_opcode == AluOp.POST:
+        return f"params=acc[{imm}:{imm + POST_PARAM_ROWS}]" + ("" if use_imm else " residual")
+    return f"imm={imm}" if use_imm else "tensor"
 
 
 def expand_uops(uops, f: dict, gemm: bool):
@@ -350,9 +365,10 @@ class ISA:
         self.alu = Format("alu", INS_WIDTH, loop_head + [
             ("src_factor_out", cfg.LOG_ACC_DEPTH, False, "acc (operand) index step per outer iteration"),
             ("src_factor_in", cfg.LOG_ACC_DEPTH, False, "acc (operand) index step per inner iteration"),
-            ("alu_opcode", ALU_OPCODE_BITS, False, "0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL"),
-            ("use_imm", 1, False, "1 = the second operand is the immediate"),
-            ("imm", ALUOP_IMM_BITS, True, "immediate, sign-extended to the accumulator width"),
+            ("alu_opcode", ALU_OPCODE_BITS, False, "0 MIN, 1 MAX, 2 ADD, 3 SHR, 4 MUL, 5 POST"),
+            ("use_imm", 1, False, "1 = the second operand is the immediate (POST: 0 = add the residual)"),
+            ("imm", ALUOP_IMM_BITS, True, "immediate, sign-extended to the accumulator width (POST: its first "
+                                          "parameter row)"),
         ])
         self.uop = Format("uop", UOP_WIDTH, [
             ("dst_idx", cfg.LOG_ACC_DEPTH, False, "acc index (GEMM and ALU destination)"),
@@ -488,8 +504,7 @@ class ISA:
             aop = AluOp(f["alu_opcode"]).name
         except ValueError:
             aop = f"op{f['alu_opcode']}"
-        operand = f"imm={f['imm']}" if f["use_imm"] else "tensor"
-        return f"ALU    {aop:8s} {deps} {loops} {operand}"
+        return f"ALU    {aop:8s} {deps} {loops} {alu_operand_text(f['alu_opcode'], f['use_imm'], f['imm'])}"
 
     def disasm_uop(self, word: int, mode: str = "gemm") -> str:
         d = self.uop.decode(int(word))

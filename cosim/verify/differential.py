@@ -29,8 +29,10 @@ __all__ = ["CHECK_BYTES", "PAGE", "program_names", "program_check", "fuzz_check"
 
 
 def program_names(cfg: Config) -> list:
-    """The reference programs a config runs (MUL ones only where MUL is built; elsewhere it is rejected)."""
-    return [n for n in programs.PROGRAMS if cfg.ALU_MUL or not n.startswith("alu[mul")]
+    """The reference programs a config runs (MUL ones only where MUL is built, POST ones only where the
+    post-processing unit is; elsewhere the runtime rejects them)."""
+    return [n for n in programs.PROGRAMS if (cfg.ALU_MUL or not n.startswith("alu[mul"))
+            and (cfg.POST_UNIT or not n.startswith("post["))]
 
 
 def program_check(name: str) -> dict:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from sw import runtime
-from sw.isa import AluOp, MemId, Opcode
+from sw.config import Config
+from sw.isa import POST_PARAM_ROWS, AluOp, MemId, Opcode
 from sw.targets.launch import window_alignment
 
 from .raw import NOP_COMPUTE, NOP_LOAD, NOP_STORE, OUTSIDE, X_SIZE_MAX, finish_after_store, run_raw
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["register_sweep", "address_sweep", "high_window", "top_fetch", "field_sweep", "empty_alu", "token_traffic",
            "token_fill", "queue_fill", "held_pushes", "token_saturate", "huge_transfers", "index_sweep", "loop_sweep",
-           "FETCH_REFUSALS", "fetch_refusals", "fetch_huge"]
+           "FETCH_REFUSALS", "refusals_of", "fetch_refusals", "fetch_huge"]
 
 
 def register_sweep() -> dict:
@@ -151,10 +152,13 @@ def field_sweep() -> dict:
 
 
 def empty_alu() -> dict:
-    """A raw ALU instruction with no iterations (iter_out = 0: the runtime never emits one) then FINISH: the ALU
-    is done at once, without error."""
-    return run_raw([dict(opcode=Opcode.ALU, alu_opcode=AluOp.ADD, use_imm=1, imm=1, uop_bgn=0, uop_end=1,
-                          iter_out=0, iter_in=1), dict(opcode=Opcode.FINISH)])
+    """A raw ALU instruction with no iterations (iter_out = 0: the runtime never emits one), ADD and, on a config with
+    POST_UNIT, POST with its parameter rows at the top of imm's range and the residual, then FINISH: the ALU is done
+    at once, without error, and nothing changes."""
+    cfg = runtime.current().cfg
+    empty = dict(opcode=Opcode.ALU, alu_opcode=AluOp.ADD, use_imm=1, imm=1, uop_bgn=0, uop_end=1, iter_out=0, iter_in=1)
+    posts = [dict(empty, alu_opcode=AluOp.POST, use_imm=0, imm=cfg.ACC_DEPTH - POST_PARAM_ROWS)] if cfg.POST_UNIT else []
+    return run_raw([empty, *posts, dict(opcode=Opcode.FINISH)])
 
 
 def token_traffic(rounds: int = 160) -> dict:
@@ -429,11 +433,21 @@ FETCH_REFUSALS = (("BAD_ALU_OPCODE", dict(opcode=Opcode.ALU, alu_opcode=7, uop_b
                   ("RESERVED_DEP_FLAG", dict(opcode=Opcode.STORE, memory_type=MemId.OUT, pop_next=1)))
 
 
+def refusals_of(cfg: Config) -> tuple:
+    """(error code, instruction) of each refusal of :func:`fetch_refusals` on ``cfg``: :data:`FETCH_REFUSALS`, then
+    the ALU opcodes the config does not build (MUL without ALU_MUL, POST without POST_UNIT: ``BAD_ALU_OPCODE``)."""
+    unbuilt = [op for op, flag in ((AluOp.MUL, cfg.ALU_MUL), (AluOp.POST, cfg.POST_UNIT)) if not flag]
+    return FETCH_REFUSALS + tuple(("BAD_ALU_OPCODE", dict(opcode=Opcode.ALU, alu_opcode=int(op), use_imm=1, imm=0,
+                                                          uop_bgn=0, uop_end=1, iter_out=1, iter_in=1))
+                                  for op in unbuilt)
+
+
 def fetch_refusals() -> list:
-    """The instructions fetch refuses that the fault programs do not make (an ALU opcode 5-7, a LOAD of OUT, a STORE
-    of another type, a STORE with a dependency flag of compute's side); each stream must stop with the error its
-    :data:`FETCH_REFUSALS` entry names."""
-    return [run_raw([insn, dict(opcode=Opcode.FINISH)]) for _, insn in FETCH_REFUSALS]
+    """The instructions fetch refuses that the fault programs do not make (:func:`refusals_of` the current config: an
+    ALU opcode 6-7 or one the config does not build, a LOAD of OUT, a STORE of another type, a STORE with a dependency
+    flag of compute's side); each stream must stop with the error code its result's ``code`` names."""
+    cfg = runtime.current().cfg
+    return [dict(run_raw([insn, dict(opcode=Opcode.FINISH)]), code=code) for code, insn in refusals_of(cfg)]
 
 
 def fetch_huge(beat: int = 256) -> dict:

@@ -5,7 +5,11 @@ golden-model device of :func:`cosim.verify.regress.run_golden`; the RTL executes
 opcode x memory type, each pad side x size, size and stride edges, micro-op loop shapes, each ALU op x
 immediate/tensor (x shift sign for SHR), GEMM reset, every dependency-flag combination per module, micro-op
 reuse, and the DMA traffic the memory instructions cause (burst lengths, 4 KiB boundary crossings, rows that
-are not a whole number of bus beats). Backpressure on the memory port is sampled from the RTL run
+are not a whole number of bus beats). Each POST (on a config with POST_UNIT) is sampled as the golden model
+executes it, on the values it computes (:func:`sample_post`): with or without the residual x the unit's fast or
+irregular kernel shape, why a kernel is irregular, each stage clipping (MAX, MIN) or wrapping (ADD, MUL, a left
+SHR, the residual's ADD), each SHR stage's shift amounts, each MUL stage's operand within int16 or truncated,
+and the parameter rows at either end of imm's range. Backpressure on the memory port is sampled from the RTL run
 (:func:`sample_backpressure`, the AXI checker's stall counters: cosim/sim/axi_monitor.py).
 
 Coverage travels as plain counts, ``{item: {bin: hits}}``: :func:`snapshot` reads this process's, :func:`delta`
@@ -16,15 +20,28 @@ and :func:`merge` subtract and add them (a cluster shard returns its delta, the 
 
 from __future__ import annotations
 
+import numpy as np
 from cocotb_coverage.coverage import CoverPoint, coverage_db
 
 from sw.config import Config
 from sw.fsim import FsimDevice
-from sw.isa import AluOp, MemId, Opcode, alu_opcodes
+from sw.fsim.alu import alu_op, post_operands
+from sw.isa import (
+    POST_MUL_BITS,
+    POST_PARAM_ROWS,
+    POST_RESIDUAL_STAGE,
+    POST_STAGES,
+    AluOp,
+    MemId,
+    Opcode,
+    alu_opcodes,
+    expand_uops,
+    isa_for,
+)
 from sw.pipeline import elem_bytes
 
-__all__ = ["sampled", "sample_stream", "sample_backpressure", "snapshot", "delta", "merge", "report", "holes",
-           "bins_total", "steer", "wants_stalls", "ROOT", "BACKPRESSURE"]
+__all__ = ["sampled", "sample_stream", "sample_post", "sample_backpressure", "snapshot", "delta", "merge", "report",
+           "holes", "bins_total", "steer", "wants_stalls", "ROOT", "BACKPRESSURE", "POST_IRREGULAR", "SHIFT_CLASSES"]
 
 ROOT = "vta"
 SIZE_CLASSES = ("1", "2-3", "4+")
@@ -33,6 +50,32 @@ FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
 MAX_BURST_CLASS = ("1", "2-15", "16-255", "256")
 # (direction, channel of cosim.sim.axi_monitor.STALL_CHANNELS): the memory made the accelerator wait
 BACKPRESSURE = (("read", "AR"), ("read", "R_paused"), ("read", "R_held"), ("write", "AW"), ("write", "W"))
+
+
+# why a POST kernel is not of the unit's fast shape (one micro-op, destinations strictly increasing, the residual's
+# rows and the parameter rows apart from them): the hardware runs such a kernel one micro-op at a time
+POST_IRREGULAR = ("several micro-ops", "destinations not increasing", "residual over destinations",
+                  "parameters over destinations")
+SHIFT_CLASSES = ("0", "1-15", "16-31", ">31", "<0")
+I32 = (-2**31, 2**31 - 1)
+
+
+def _shift_class(b: int) -> str:
+    return "<0" if b < 0 else "0" if b == 0 else "1-15" if b < 16 else "16-31" if b < 32 else ">31"
+
+
+def _post_bins() -> dict:
+    """The POST items' bins (stage k's event: a clip for MAX and MIN, a wrap out of int32 for ADD, MUL, a left SHR
+    and the residual's ADD)."""
+    stage = [(k, op.name, "clips" if op in (AluOp.MAX, AluOp.MIN) else "wraps") for k, op in enumerate(POST_STAGES)]
+    return {
+        "kernel": [(res, shape) for res in ("none", "residual") for shape in ("fast", "irregular")],
+        "irregular": list(POST_IRREGULAR),
+        "stage": stage + [("residual", "ADD", "wraps")],
+        "shift": [(k, c) for k, op in enumerate(POST_STAGES) if op == AluOp.SHR for c in SHIFT_CLASSES],
+        "mul": [(k, c) for k, op in enumerate(POST_STAGES) if op == AluOp.MUL for c in ("int16", "truncated")],
+        "imm": ["first", "inside", "last"],
+    }
 
 
 def _size_class(n: int) -> str:
@@ -147,6 +190,10 @@ def _define(cfg) -> dict:
         pass
     fns["backpressure"] = backpressure
 
+    if cfg.POST_UNIT:
+        for item, bins in _post_bins().items():
+            fns[f"post_{item}"] = CoverPoint(f"{ROOT}.post.{item}", xf=lambda k: k, bins=bins)(lambda k: None)
+
     _DEFINED.update(cfg=cfg.name, fns=fns)
     return fns
 
@@ -218,8 +265,77 @@ def sample_stream(device: FsimDevice, insn_addr: int, insn_count: int) -> None:
             fns["opcode_mem"]((op.name, "-"))
 
 
+def _post_chain(x: np.ndarray, params: np.ndarray, residual: np.ndarray | None, events: set) -> np.ndarray:
+    """POST's chain on rows ``x`` (sw.fsim.alu.post_op's steps), adding to ``events`` the stage bins they hit."""
+    y = x.astype(np.int64)
+
+    def step(k, op, b):
+        nonlocal y
+        out = alu_op(op, y, b).astype(np.int64)
+        if op in (AluOp.MAX, AluOp.MIN):
+            hit = np.any(out != y)
+        else:
+            exact = y + b if op == AluOp.ADD else y * b if op == AluOp.MUL else \
+                np.where(b < 0, y << np.clip(-b, 0, 31), out)       # SHR: a left shift may leave int32
+            hit = np.any((exact < I32[0]) | (exact > I32[1]))
+        if hit:
+            events.add((k, op.name, "clips" if op in (AluOp.MAX, AluOp.MIN) else "wraps"))
+        y = out
+    for k, op in enumerate(POST_STAGES):
+        step(k, op, params[k])
+        if k == POST_RESIDUAL_STAGE and residual is not None:
+            step("residual", AluOp.ADD, residual.astype(np.int64))
+    return y
+
+
+def sample_post(device: FsimDevice, f: dict) -> None:
+    """Sample the POST instruction ``f`` that ``device`` is about to execute (its micro-ops in the uop SRAM, its
+    parameter rows and operands in the acc SRAM): kernel shape, the stage events of the values it computes (micro-op
+    by micro-op where one reads a row an earlier one writes), shift amounts, MUL operands, where imm is."""
+    cfg = device.cfg
+    fns = _define(cfg)
+    isa = isa_for(cfg)
+    words = device.uop[f["uop_bgn"]:f["uop_end"]]
+    d, s, _ = expand_uops(np.stack(isa.decode_uops(words), axis=-1), f, False)
+    imm, residual = f["imm"], not f["use_imm"]
+    if not d.size or not 0 <= imm <= cfg.ACC_DEPTH - POST_PARAM_ROWS or d.max() >= cfg.ACC_DEPTH \
+            or s.max() >= cfg.ACC_DEPTH:
+        return                                    # nothing runs, or the golden model refuses it
+    fns["post_imm"]("first" if imm == 0 else "last" if imm == cfg.ACC_DEPTH - POST_PARAM_ROWS else "inside")
+    reasons = [why for why, hit in zip(POST_IRREGULAR, (
+        words.size > 1, d.size > 1 and not np.all(d[1:] > d[:-1]), residual and np.isin(s, d).any(),
+        np.any((d >= imm) & (d < imm + POST_PARAM_ROWS)))) if hit]
+    fns["post_kernel"](("residual" if residual else "none", "irregular" if reasons else "fast"))
+    for why in reasons:
+        fns["post_irregular"](why)
+    raw = device.acc[imm:imm + POST_PARAM_ROWS].astype(np.int64)
+    for k, op in enumerate(POST_STAGES):
+        if op == AluOp.SHR:
+            for c in {_shift_class(int(b)) for b in np.unique(raw[k])}:
+                fns["post_shift"]((k, c))
+        elif op == AluOp.MUL:
+            half = 1 << (POST_MUL_BITS - 1)             # the operand fits the multiplier's bits as it is
+            within = (raw[k] >= -half) & (raw[k] < half)
+            for c, hit in (("int16", within.any()), ("truncated", not within.all())):
+                if hit:
+                    fns["post_mul"]((k, c))
+    params, acc = post_operands(raw), device.acc
+    events: set = set()
+    if np.unique(d).size == d.size and not (residual and np.isin(s, d).any()):
+        _post_chain(acc[d], params, acc[s] if residual else None, events)
+    else:                                         # in order, on the rows as earlier micro-ops leave them
+        rows: dict = {}
+        for dj, sj in zip(d.tolist(), s.tolist()):
+            x = rows.get(dj, acc[dj])[None]
+            r = rows.get(sj, acc[sj])[None] if residual else None
+            rows[dj] = _post_chain(x, params, r, events)[0]
+    for event in events:
+        fns["post_stage"](event)
+
+
 def sampled(device: FsimDevice) -> FsimDevice:
-    """``device`` with its ``run`` sampling each launched stream first (the golden model of the regression)."""
+    """``device`` with its ``run`` sampling each launched stream first, and each POST it executes
+    (:func:`sample_post`; the golden model of the regression)."""
     run = device.run
 
     def run_and_sample(insn_addr, insn_count, wait_cycles=None):
@@ -230,6 +346,14 @@ def sampled(device: FsimDevice) -> FsimDevice:
         return run(insn_addr, insn_count, wait_cycles)
 
     device.run = run_and_sample  # type: ignore[method-assign]  # this device's run, wrapped
+    if device.cfg.POST_UNIT:
+        alu = device._alu
+
+        def alu_and_sample(f):
+            if f["alu_opcode"] == AluOp.POST:
+                sample_post(device, f)
+            return alu(f)
+        device._alu = alu_and_sample  # type: ignore[method-assign]  # this device's ALU step, wrapped
     return device
 
 
@@ -321,6 +445,8 @@ def steer(probability: float = 0.3, counts: dict | None = None) -> dict:
             bias["hub"] = probability
         elif name.endswith("uop.reuse"):
             bias["reuse"] = probability
+        elif name.startswith(f"{ROOT}.post."):
+            bias["post"] = probability
         elif name.startswith(f"{ROOT}.dma"):
             if any("write" in map(str, b) for b in bins):
                 bias["long_store"] = probability

@@ -33,7 +33,7 @@ import numpy as np
 from sw import runtime
 from sw.config import Config, load_config
 from sw.fsim import COUNTER_NAMES, FsimDevice
-from sw.isa import MemId, Opcode, isa_for
+from sw.isa import POST_PARAM_ROWS, AluOp, MemId, Opcode, isa_for
 from sw.pipeline import elem_bytes
 from sw.runtime.runners import Call
 
@@ -115,6 +115,7 @@ def config_of(program: dict) -> Config:
 class Tracker(FsimDevice):
     """The golden model noting SRAM rows read before anything defined them, and micro-op hazards.
 
+    An ALU instruction reads its destination rows, its tensor operand's rows and, for POST, its parameter rows.
     A row is defined once a LOAD (the restore stream's included) or a GEMM/ALU destination wrote it.
     ``undefined`` maps each SRAM to a bool array of rows read while undefined; ``hazard`` is the first
     micro-op hazard seen (a micro-op writing the acc row one of the two before it wrote), or None.
@@ -155,6 +156,8 @@ class Tracker(FsimDevice):
             self._read(MemId.ACC, d)
             if not f["use_imm"]:
                 self._read(MemId.ACC, s)
+            if f["alu_opcode"] == AluOp.POST and d.size:           # its parameter rows
+                self._read(MemId.ACC, np.arange(f["imm"], f["imm"] + POST_PARAM_ROWS))
         if not gemm_reset and self.hazard is None:
             for lag in (1, 2):
                 hit = np.flatnonzero(d[lag:] == d[:-lag]) if d.size > lag else []

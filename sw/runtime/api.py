@@ -212,7 +212,8 @@ def push_alu_op(cmd: int, kernel: Callable[[], None], key: object = 0) -> None:
     """Queue an ALU instruction running the micro-kernel ``kernel`` records (micro-ops of mode 1).
 
     As :func:`push_gemm_op`; the kernel's first micro-op fixes its ALU opcode and immediate
-    (an opcode the config does not build, such as MUL without ALU_MUL, is an ``InsnError``)."""
+    (an opcode the config does not build, such as MUL without ALU_MUL or POST without POST_UNIT, is an
+    ``InsnError``, and so is a POST whose parameter rows ``[imm, imm + 14)`` leave the acc SRAM)."""
     q = _queue(cmd)
     with q.lock:
         q.push_op(1, kernel, key)

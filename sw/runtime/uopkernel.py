@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 from sw.config import Config
-from sw.isa import ISA, AluOp, EncodeError, alu_opcode_error, isa_for
+from sw.isa import ISA, AluOp, EncodeError, alu_opcode_error, alu_operand_text, isa_for
 from sw.pipeline import InsnError, VTAError, check_int
 
 __all__ = ["UopKernel", "RECORDING", "recording", "naturals", "uop_loop_begin", "uop_loop_end", "uop_push"]
@@ -61,7 +61,7 @@ class UopKernel:
         mode = "GEMM" if self.mode == 0 else f"ALU {AluOp(self.alu_opcode).name}"
         head = f"kernel {mode}{' reset' if self.reset else ''}"
         if self.mode == 1:
-            head += f" {'imm=' + str(self.imm) if self.use_imm else 'tensor'}"
+            head += " " + alu_operand_text(self.alu_opcode, self.use_imm, self.imm)
         lines = [head + " loops=" + ", ".join(f"(extent={e}, dst={d}, src={s}, wgt={w})" for e, d, s, w in self.loops)]
         for i, (d, s, w) in enumerate(self.uops):
             lines.append(f"  uop {i:4d}: " + isa.disasm_uop(isa.encode_uop(d, s, w), "gemm" if self.mode == 0 else "alu"))
@@ -126,8 +126,9 @@ def uop_push(mode: int, reset_out: int, dst_index: int, src_index: int, wgt_inde
     ``src_index`` an inp row (GEMM) or an acc row (ALU), ``wgt_index`` a wgt row (GEMM; 0 for ALU);
     each must fit the micro-op's fields and, with the loops, the SRAM depths (checked at push).
     ALU only: ``opcode`` an :class:`sw.isa.AluOp` the config builds (MIN 0, MAX 1, ADD 2, SHR 3,
-    MUL 4 with ALU_MUL), ``use_imm`` 0 or 1 and ``imm_val`` a signed value of the ALU immediate
-    field. All micro-ops of a kernel share ``mode`` and ``reset_out``, and ALU ones ``opcode``,
+    MUL 4 with ALU_MUL, POST 5 with POST_UNIT), ``use_imm`` 0 or 1 and ``imm_val`` a signed value of the
+    ALU immediate field (for POST the first of its 14 parameter rows, checked at push; ``use_imm`` 0 adds
+    the residual ``acc[src_index]``). All micro-ops of a kernel share ``mode`` and ``reset_out``, and ALU ones ``opcode``,
     ``use_imm`` and ``imm_val``. Raises :class:`sw.pipeline.InsnError` naming the argument and its
     range, or ``VTAError`` when no kernel is being recorded or the kernel's rules are broken."""
     k = recording("uop_push")

@@ -2,10 +2,11 @@
 
 ``random_program(seed, n_ops)`` builds and runs, through the runtime API on the current target, a
 program of random LOADs (every memory type, random strides and padding), GEMM and ALU micro-kernels
-(random micro-ops, one or two loop levels, every opcode, immediates at the edges), and STOREs of
-random regions. Dependencies: whenever consecutive operations run in different modules, a token
-goes from the first to the second (through compute for load<->store), with random extra round
-trips, so every program is deadlock-free and race-free, and every token queue is exercised.
+(random micro-ops, one or two loop levels, every opcode, immediates at the edges), POSTs where the config
+builds the post-processing unit (:meth:`_Gen.post`), and STOREs of random regions. Dependencies: whenever
+consecutive operations run in different modules, a token goes from the first to the second (through
+compute for load<->store), with random extra round trips, so every program is deadlock-free and
+race-free, and every token queue is exercised.
 
 Everything is drawn from one ``numpy.random.Generator(seed)``, so a seed is a reproducible program;
 the result carries the program's disassembly for failure reports. ``python -m sw.testing.fuzz N`` runs N
@@ -17,9 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from sw.cli import command, run_as_main
-from sw.isa import AluOp, MemId, alu_opcodes
+from sw.isa import POST_PARAM_ROWS, POST_STAGES, AluOp, MemId, alu_opcodes
+from sw.testing.vta_tests import alu_rows
 
-__all__ = ["random_program"]
+__all__ = ["random_program", "post_params"]
 
 LOAD, COMPUTE, STORE = 1, 2, 3
 
@@ -30,10 +32,71 @@ INP_ROWS, WGT_ROWS, ACC_ROWS = 96, 48, 96
 SHIFTS = [0, 1, -1, 2, -2, 7, 8, -8, 15, -15, 31, -31, 32, -32, 40, -40]
 
 
+I32_MIN, I32_MAX = -2**31, 2**31 - 1
+# POST's operands beyond the requantization ranges: shifts that are negative (left) or beyond 31 (saturated), and
+# multipliers beyond int16 (the unit keeps their low 16 bits)
+POST_EDGE_SHIFTS = [-1, -8, -31, -32, -40, 32, 33, 40, 1000, -1000]
+POST_EDGE_MULS = [0, 1, -1, 32767, -32768, 32768, 65535, -32769, 0x12345, -40000, I32_MAX, I32_MIN]
+POST_BLOCKS = 8           # parameter blocks in a program's parameter buffer (each POST_PARAM_ROWS acc rows)
+
 # what ``bias`` (functional-coverage steering, cosim/verify/funcov.py) may ask for, each a probability in [0, 1]
-BIASES = ("pad", "reuse", "long_store", "hub", "big_kernel")
+BIASES = ("pad", "reuse", "long_store", "hub", "big_kernel", "post")
 BIG_KERNEL_UOPS = 1100      # a steered kernel this long is staged across a 4 KiB boundary of device memory
 LONG_OUT_ELEMS = 512
+
+
+def post_params(rng: np.random.Generator, lanes: int) -> np.ndarray:
+    """A random parameter block of POST: (POST_PARAM_ROWS, ``lanes``) int32, row k the operand of stage k
+    (:data:`sw.isa.POST_STAGES`).
+
+    Each row is per tensor (one value on every lane) or per channel. A stage gets its identity, a
+    requantization-like value (a bias, clip bounds, an int16 multiplier, the rounding constant of the shift that
+    follows, a shift in 0..31) or an edge value (int32's ends, a multiplier beyond int16, a negative or over-range
+    shift, inverted clip bounds)."""
+    r = rng
+    rows = np.zeros((POST_PARAM_ROWS, lanes), np.int64)
+
+    def lanes_of(values):
+        return np.broadcast_to(np.asarray(values, np.int64), (lanes,))
+
+    def count():
+        return lanes if r.random() < 0.5 else 1
+    for k, op in enumerate(POST_STAGES):
+        u = r.random()
+        if op == AluOp.ADD:
+            v = (0 if u < 0.2 else r.integers(-2**16, 2**16, count()) if u < 0.7
+                 else r.choice([1, -1, 1 << 30, -(1 << 30), I32_MAX, I32_MIN], count()) if u < 0.85
+                 else r.integers(I32_MIN, I32_MAX, count(), endpoint=True))
+        elif op == AluOp.MUL:
+            v = (1 if u < 0.2 else r.integers(-2**15, 2**15, count()) if u < 0.7
+                 else r.choice(POST_EDGE_MULS, count()) if u < 0.85
+                 else r.integers(I32_MIN, I32_MAX, count(), endpoint=True))
+        elif op == AluOp.SHR:
+            v = 0 if u < 0.2 else r.integers(0, 32, count()) if u < 0.8 else r.choice(POST_EDGE_SHIFTS, count())
+        elif op == AluOp.MAX:       # a clip: this MAX and the MIN after it
+            if u < 0.2:
+                lo, hi = I32_MIN, I32_MAX
+            elif u < 0.7:
+                lo, hi = [(-128, 127), (0, 127), (0, 255), (-32768, 32767), (-2**20, 2**20)][int(r.integers(0, 5))]
+            else:                   # any two values, so also inverted bounds (the MIN wins)
+                n = count()
+                lo, hi = (r.integers(I32_MIN, I32_MAX, n, endpoint=True) for _ in range(2))
+            rows[k], rows[k + 1] = lanes_of(lo), lanes_of(hi)
+            continue
+        elif op == AluOp.MIN:
+            continue                # drawn with the MAX before it
+        rows[k] = lanes_of(v)
+    for k, op in enumerate(POST_STAGES[:-1]):
+        if op == AluOp.ADD and POST_STAGES[k + 1] == AluOp.SHR and r.random() < 0.5:
+            shift = np.clip(rows[k + 1], 0, 31)         # round to nearest: half of the shift's unit
+            rows[k] = np.where(shift > 0, np.int64(1) << np.maximum(shift - 1, 0), 0)
+    return rows.astype(np.int32)
+
+
+def _keeps_hazard_rule(d) -> bool:
+    """No acc row written again by either of the two micro-op executions after the one that wrote it (VTA's rule:
+    the minimizer's fair programs keep it)."""
+    return not any(d.size > lag and np.any(d[lag:] == d[:-lag]) for lag in (1, 2))
 
 
 class _Gen:
@@ -42,6 +105,7 @@ class _Gen:
         self.bias = dict(bias or {})
         self.last_kernel = None
         self.long_out = None                  # the buffer of steered long stores, allocated when first used
+        self.post_buf = None                  # POST_BLOCKS parameter blocks of POST, made when first used
         self.cmd = rt.command_handle()
         self.stage = None
         r = rng
@@ -191,6 +255,96 @@ class _Gen:
         rt.push_alu_op(self.cmd, kernel, 0)
         return True
 
+    def _post_kernel(self, shape, use_imm):
+        """(micro-ops [(dst, src)], loops, dst rows, src rows) of a POST kernel of ``shape`` on rows of the acc
+        region (relative to its first row), or None when the draw does not fit:
+
+        - "fast" (and "params"): the unit's fast shape, one micro-op whose destinations strictly increase (none,
+          one or two loops), with the residual's rows apart from them;
+        - "uops": two to four micro-ops;
+        - "repeat": one micro-op whose loops come back to a destination row;
+        - "overlap": one micro-op under a loop, the residual's rows overlapping the destinations.
+
+        Every kernel keeps VTA's hazard rule (no row rewritten within two micro-op executions)."""
+        r = self.rng
+        row0 = int(r.integers(0, ACC_ROWS))             # the micro-op's destination row
+        if shape in ("fast", "params"):
+            n_loops = int(r.integers(0, 3))
+            ni, di = int(r.integers(1, 9)), int(r.integers(1, 3))
+            inner = (ni, di, int(r.integers(0, 3)), 0)
+            outer = (int(r.integers(2, 5)), (ni - 1) * di + int(r.integers(1, 4)), int(r.integers(0, 9)), 0)
+            loops = [[], [inner], [outer, inner]][n_loops]
+            uops = [(row0, int(r.integers(0, ACC_ROWS)))]
+        elif shape == "uops":
+            uops = [(int(r.integers(0, ACC_ROWS)), int(r.integers(0, ACC_ROWS))) for _ in range(int(r.integers(2, 5)))]
+            loops = [(int(r.integers(1, 4)), int(r.integers(0, 4)), int(r.integers(0, 4)), 0)][:int(r.integers(0, 2))]
+        elif shape == "repeat":
+            ni, di = int(r.integers(3, 7)), int(r.integers(1, 3))
+            # the outer step a multiple of the inner one, at most ni - 3 of them: a row comes back 3 or more later
+            loops = [(int(r.integers(2, 4)), di * int(r.integers(0, ni - 2)), int(r.integers(0, 3)), 0),
+                     (ni, di, int(r.integers(0, 3)), 0)]
+            uops = [(row0, int(r.integers(0, ACC_ROWS)))]
+        else:   # "overlap"
+            uops = [(row0, row0 + int(r.integers(-3, 4)))]
+            loops = [(int(r.integers(2, 17)), int(r.integers(1, 3)), int(r.integers(0, 3)), 0)]
+        if min(min(u) for u in uops) < 0:
+            return None
+        d, s = (np.array(rows) for rows in zip(*alu_rows(uops, loops)))
+        if d.max() >= ACC_ROWS or s.max() >= ACC_ROWS or not _keeps_hazard_rule(d):
+            return None
+        increasing = d.size == 1 or bool(np.all(d[1:] > d[:-1]))
+        apart = use_imm or not np.isin(s, d).any()
+        if (shape in ("fast", "params")) != (len(uops) == 1 and increasing and apart):
+            return None                               # (only a fast shape is fast)
+        if shape == "repeat" and np.unique(d).size == d.size or shape == "overlap" and apart:
+            return None
+        return uops, loops, d, s
+
+    def post(self):
+        """POST (ALU opcode 5): a LOAD ACC of one of the program's parameter blocks (:func:`post_params`) into the
+        parameter rows (or none: the rows' current values are the parameters), then POST with imm at them, with or
+        without the residual (a tensor operand), on a kernel of the unit's fast shape or an irregular one
+        (:meth:`_post_kernel`; "params": the fast shape with destinations among the parameter rows). The parameter
+        rows are in the acc region or at either end of imm's range (row 0, the last POST_PARAM_ROWS rows)."""
+        r, rt, cfg = self.rng, self.rt, self.cfg
+        shape = str(r.choice(["fast", "fast", "uops", "repeat", "overlap", "params"]))
+        use_imm = 0 if shape == "overlap" else int(r.random() < 0.5)
+        kernel_rows = self._post_kernel(shape, use_imm)
+        if kernel_rows is None:
+            return False
+        uops, loops, d, _ = kernel_rows
+        d = d + self.acc0
+        u = r.random()
+        if shape == "params":        # a block that starts at most POST_PARAM_ROWS - 1 rows before a destination
+            first = int(r.choice(d)) - int(r.integers(0, POST_PARAM_ROWS))
+            p = min(max(first, 0), cfg.ACC_DEPTH - POST_PARAM_ROWS)
+        else:
+            p = 0 if u < 0.1 else cfg.ACC_DEPTH - POST_PARAM_ROWS if u < 0.2 else \
+                self.acc0 + int(r.integers(0, ACC_ROWS - POST_PARAM_ROWS + 1))
+        if (shape == "params") != bool(np.any((d >= p) & (d < p + POST_PARAM_ROWS))):
+            return False
+        self.switch_to(COMPUTE)
+        if r.random() < 0.85:
+            if self.post_buf is None:
+                lanes = cfg.BATCH * cfg.BLOCK_OUT
+                blocks = np.concatenate([post_params(r, lanes) for _ in range(POST_BLOCKS)])
+                self.post_buf = rt.buffer_alloc(blocks.nbytes)
+                dev = np.from_dlpack(rt.buffer_cpu_ptr(self.cmd, self.post_buf))
+                dev[:blocks.nbytes] = blocks.view(np.uint8).reshape(-1)
+            block = int(r.integers(0, POST_BLOCKS)) * POST_PARAM_ROWS
+            rt.load_2d(self.cmd, self.post_buf, block, POST_PARAM_ROWS, 1, POST_PARAM_ROWS, 0, 0, 0, 0, p,
+                       int(MemId.ACC))
+
+        def kernel():
+            for loop in loops:
+                rt.uop_loop_begin(*loop)
+            for dd, ss in uops:
+                rt.uop_push(1, 0, self.acc0 + dd, self.acc0 + ss, 0, int(AluOp.POST), use_imm, p)
+            for _ in loops:
+                rt.uop_loop_end()
+        rt.push_alu_op(self.cmd, kernel, 0)
+        return True
+
     def hub(self):
         """Steered: a GEMM that waits for tokens from load and/or store and sends tokens to either or both
         (the dependency-flag combinations of compute that the stage-to-stage path never makes)."""
@@ -230,7 +384,7 @@ class _Gen:
     def store(self):
         r = self.rng
         if self.bias.get("long_store") and r.random() < self.bias["long_store"]:
-            # steered: one long row of any acc rows (zero outside the region on both models) into a buffer of
+            # steered: one long row of any acc rows (outside the region the same on both models) into a buffer of
             # two 4 KiB pages or more: bursts of up to 256 beats, across a 4 KiB boundary
             elems = max(LONG_OUT_ELEMS, 2 * 4096 // self.cfg.OUT_ELEM_BYTES)      # two 4 KiB pages or more
             if self.long_out is None:
@@ -260,7 +414,8 @@ def random_program(seed: int, n_ops: int = 24, api_kind: str = "python", bias: d
     """Build and run one random program; return its output bytes, counters and disassembly.
 
     ``bias`` ({name in BIASES: probability}) steers the draws toward rarely generated shapes (functional
-    coverage holes); without it a seed is the same program as always."""
+    coverage holes; "hub" and "post" add that share of hub GEMMs and POSTs to the draws of actions, "post" only on
+    a config with POST_UNIT); without it a seed is the same program as always."""
     from sw import runtime
     from sw.testing import vta_tests as programs
 
@@ -272,8 +427,12 @@ def random_program(seed: int, n_ops: int = 24, api_kind: str = "python", bias: d
             raise ValueError(f"random_program: bias {name!r} = {p!r}; allowed names {BIASES}, values in [0, 1]")
     g = _Gen(rt, cfg, np.random.default_rng(seed), bias)
     actions = [g.load, g.load, g.gemm, g.gemm, g.alu, g.alu, g.store]
-    if bias and bias.get("hub"):
-        actions += [g.hub] * max(1, round(len(actions) * bias["hub"]))
+    if cfg.POST_UNIT:
+        actions.append(g.post)
+    base = len(actions)
+    for name, action in (("hub", g.hub), ("post", g.post)):
+        if bias and bias.get(name) and (name != "post" or cfg.POST_UNIT):
+            actions += [action] * max(1, round(base * bias[name]))
     done = 0
     tries = 0
     while done < n_ops and tries < 20 * n_ops:
@@ -289,8 +448,9 @@ def random_program(seed: int, n_ops: int = 24, api_kind: str = "python", bias: d
     for h, _, _ in g.bufs.values():
         rt.buffer_free(h)
     rt.buffer_free(g.out)
-    if g.long_out is not None:
-        rt.buffer_free(g.long_out)
+    for h in (g.long_out, g.post_buf):
+        if h is not None:
+            rt.buffer_free(h)
     return {"seed": seed, "out": out, "counters": counters, "listing": listing}
 
 

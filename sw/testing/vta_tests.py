@@ -1,4 +1,5 @@
-"""VTA's instruction-level test programs (docs/architecture.md §7.3), written once against the runtime API.
+"""VTA's instruction-level test programs (docs/architecture.md §7.3), written once against the runtime API, and
+the programs of this project's post-processing unit (:func:`post`, ALU opcode POST).
 
 Each program is a module-level function ``name(api="python", seed=0, ...)`` that builds its data,
 drives the API, and returns ``{"result": ..., "expected": ..., "counters": ...}`` with numpy arrays
@@ -16,13 +17,15 @@ import numpy as np
 import numpy.typing as npt
 
 from sw import runtime
-from sw.isa import AluOp, MemId
+from sw.fsim.alu import post_op
+from sw.isa import POST_PARAM_ROWS, POST_STAGES, AluOp, MemId
 
 Api = ModuleType | SimpleNamespace     # the runtime API: sw.runtime, or its tvm-ffi functions (api())
 Result = dict      # {"result", "expected", "counters"}
 
 __all__ = ["api", "to_device", "from_device", "runtime_array", "save_load_out", "padded_load", "gemm", "alu",
-           "relu", "shift_and_scale", "vector_add", "same_row", "PADDING_CASES", "ALU_CASES", "PROGRAMS"]
+           "relu", "shift_and_scale", "vector_add", "same_row", "post", "post_fast_busy", "alu_rows",
+           "PADDING_CASES", "ALU_CASES", "POST_CASES", "PROGRAMS"]
 
 QLOAD, QCOMPUTE, QSTORE = 1, 2, 3
 
@@ -366,6 +369,207 @@ def vector_add(api_kind: str = "python", n: int = 64, seed: int = 0) -> Result:
     return {"result": c, "expected": (a + b).astype(np.int8), "counters": counters}
 
 
+# ---------------------------------------------------------------------- POST (ALU opcode 5, POST_UNIT)
+I32_MIN, I32_MAX = -2**31, 2**31 - 1
+POST_IDENTITY = {AluOp.ADD: 0, AluOp.MAX: I32_MIN, AluOp.MIN: I32_MAX, AluOp.MUL: 1, AluOp.SHR: 0}
+# the edge values of each stage's operand, one per lane (cycled), and of the accumulators
+POST_EDGES = {AluOp.ADD: [I32_MAX, I32_MIN, -1, 0, 0x55555555, -0x55555556, 1, 1 << 30],
+              AluOp.MAX: [I32_MIN, -1, 0, 0x55555555, -0x55555556, I32_MAX, -128, 127],
+              AluOp.MIN: [I32_MAX, 0, -1, -0x55555556, 0x55555555, I32_MIN, 127, 255],
+              AluOp.MUL: [-1, 0x55555555, 0x12345, 65535, 32767, -32768, I32_MIN, 3],
+              AluOp.SHR: [-1, 0x55555555, -0x55555556, 31, 32, -31, -32, 1, 0, 7, 40, -40]}
+ACC_EDGES = [I32_MIN, I32_MAX, 0, -1, 0x55555555, -0x55555556, 1, -2, 1 << 30, -(1 << 30), 12345, -54321]
+POST_CASES = ("per_tensor", "per_channel", "residual", "irregular", "edges")
+
+
+def _post_params(lanes: int, **stages) -> np.ndarray:
+    """A parameter block (POST_PARAM_ROWS, lanes) int32: stage k's identity, or ``s<k>=`` a value or a per-lane
+    array."""
+    rows = np.array([[POST_IDENTITY[op]] * lanes for op in POST_STAGES], np.int64)
+    for name, v in stages.items():
+        rows[int(name[1:])] = v
+    return rows.astype(np.int32)
+
+
+def alu_rows(uops: list[tuple[int, int]], loops: list[tuple[int, int, int, int]]) -> list[tuple[int, int]]:
+    """(dst, src) of each micro-op execution, in order, of an ALU kernel of ``uops`` [(dst, src)] under ``loops``
+    [(extent, dst_factor, src_factor, wgt_factor)] as :func:`sw.runtime.uop_loop_begin` opens them (one loop is the
+    inner one)."""
+    (eo, do, so), (ei, di, si) = [(1, 0, 0)] * (2 - len(loops)) + [(e, d, s) for e, d, s, _ in loops]
+    return [(ud + i * do + j * di, us + i * so + j * si) for i in range(eo) for j in range(ei) for ud, us in uops]
+
+
+def _post_kernel(rt, uops, loops, use_imm, imm):
+    def kernel():
+        for loop in loops:
+            rt.uop_loop_begin(*loop)
+        for d, s in uops:
+            rt.uop_push(1, 0, d, s, 0, int(AluOp.POST), use_imm, imm)
+        for _ in loops:
+            rt.uop_loop_end()
+    return kernel
+
+
+def _post_reference(acc: np.ndarray, uops, loops, use_imm: int, imm: int) -> None:
+    """One POST instruction on the host copy ``acc`` (rows, lanes) int32, in place: the parameter rows as the
+    instruction starts, then micro-op by micro-op in order (each sees the rows earlier ones wrote)."""
+    params = acc[imm:imm + POST_PARAM_ROWS].copy()
+    for d, s in alu_rows(uops, loops):
+        acc[d] = post_op(acc[d], params, None if use_imm else acc[s])
+
+
+def _store_planes(rt, cmd, dst, first: int, n: int) -> None:
+    """Queue the stores of acc rows [first, first + n) as four int8 planes into ``dst`` (4 n OUT elements): plane k
+    holds byte k of every lane (SHR 8 in place between the stores, each after the store before has read its rows)."""
+    for k in range(4):
+        if k:
+            rt.dep_pop(cmd, QSTORE, QCOMPUTE)
+            rt.push_alu_op(cmd, _alu_kernel(rt, AluOp.SHR, n, dst=first, src=first, imm=8), 0)
+        rt.dep_push(cmd, QCOMPUTE, QSTORE)
+        rt.dep_pop(cmd, QCOMPUTE, QSTORE)
+        rt.store_2d(cmd, first, int(MemId.OUT), dst, k * n, n, 1, n)
+        if k < 3:
+            rt.dep_push(cmd, QSTORE, QCOMPUTE)
+
+
+def _planes(v: np.ndarray) -> np.ndarray:
+    """The four int8 byte planes of int32 values (what :func:`_store_planes` stores)."""
+    return np.stack([(v.astype(np.int32) >> (8 * k)).astype(np.int8) for k in range(4)])
+
+
+def post(api_kind: str = "python", case: str = "per_tensor", seed: int = 0) -> Result:
+    """The post-processing unit (ALU opcode POST, on configs with POST_UNIT): a parameter block loaded into 14 acc
+    rows, then POST with imm at them (docs/architecture.md §2.8).
+
+    - ``per_tensor``: a requantization (bias, a clip of the accumulators, an int16 multiplier, the rounding constant
+      and shift, the int8 clip) with one value per stage, parameters at the last rows of the acc SRAM (the top of
+      imm's range), a one-micro-op kernel over increasing rows: the unit's fast shape;
+    - ``per_channel``: a two-multiplier requantization with per-lane bias, multiplier and shift and a ReLU clip,
+      parameters at row 0, two loops whose rows strictly increase (the fast shape);
+    - ``residual``: a requantization with the residual (a tensor operand in rows apart from the destinations)
+      added after the rounding constant of the last shift (the fast shape with the residual);
+    - ``irregular``: the shapes that run one micro-op at a time: three micro-ops in decreasing order under a loop,
+      one destination three times in a row with a residual, residual rows that the micro-op before wrote, and
+      destinations that run through the parameter rows (the parameters stay as the instruction found them);
+    - ``edges``: parameter blocks of int32's ends and alternating bit patterns per lane (multipliers beyond int16,
+      negative and over-range shifts, inverted clips) and their bitwise complements, on accumulators of the same
+      kind, with and without the residual, at both ends of imm's range.
+
+    The requantizations are checked against numpy formulas on their int8 results; ``irregular`` and ``edges``
+    against :func:`sw.fsim.alu.post_op` micro-op by micro-op on every bit (four byte planes per row)."""
+    if case not in POST_CASES:
+        raise ValueError(f"post: case = {case!r}; allowed: {', '.join(POST_CASES)}")
+    rt = api(api_kind)
+    cfg = runtime.current_config()
+    B, O = cfg.BATCH, cfg.BLOCK_OUT
+    lanes = B * O
+    rng = np.random.default_rng(seed)
+    cmd = rt.command_handle()
+    handles: list[int] = []
+    acc = np.zeros((cfg.ACC_DEPTH, lanes), np.int32)        # the rows this program defines, as the host sees them
+    top = cfg.ACC_DEPTH - POST_PARAM_ROWS
+
+    def load(row: int, values: np.ndarray) -> None:
+        values = np.ascontiguousarray(values, np.int32).reshape(-1, lanes)
+        h = to_device(rt, cmd, values)
+        handles.append(h)
+        rt.load_2d(cmd, h, 0, len(values), 1, len(values), 0, 0, 0, 0, row, int(MemId.ACC))
+        acc[row:row + len(values)] = values
+
+    def per_channel(v: np.ndarray) -> np.ndarray:
+        return np.tile(v, B)                                # lanes are [batch][channel]
+
+    def run(uops, loops, use_imm, imm):
+        rt.push_alu_op(cmd, _post_kernel(rt, uops, loops, use_imm, imm), 0)
+        _post_reference(acc, uops, loops, use_imm, imm)
+
+    n = 64
+    if case in ("per_tensor", "per_channel", "residual"):
+        a = rng.integers(-2**16, 2**16, size=(n, lanes), dtype=np.int64)
+        data = 0 if case == "residual" else 14 if case == "per_channel" else 0
+        load(data, a)
+        x = a.copy()
+        if case == "per_tensor":
+            b, m, sh = int(rng.integers(-2**12, 2**12)), int(rng.integers(2**13, 2**15)), int(rng.integers(21, 24))
+            load(top, _post_params(lanes, s0=b, s1=-2**15, s2=2**15 - 1, s3=m, s4=1 << (sh - 1), s5=sh, s12=-128,
+                                   s13=127))
+            rt.push_alu_op(cmd, _post_kernel(rt, [(0, 0)], [(n, 1, 1, 0)], 1, top), 0)
+            expected = np.clip((np.clip(x + b, -2**15, 2**15 - 1) * m + (1 << (sh - 1))) >> sh, -128, 127)
+        elif case == "per_channel":
+            bias = per_channel(rng.integers(-2**10, 2**10, O))
+            mul, shift = per_channel(rng.integers(1, 2**14, O)), per_channel(rng.integers(8, 16, O))
+            m2, s2 = int(rng.integers(1, 257)), int(rng.integers(14, 17))
+            load(0, _post_params(lanes, s0=bias, s1=-2**15, s2=2**15 - 1, s3=mul, s4=1 << (shift - 1), s5=shift,
+                                 s6=m2, s7=1 << (s2 - 1), s8=s2, s12=0, s13=127))
+            rt.push_alu_op(cmd, _post_kernel(rt, [(data, 0)], [(8, 8, 0, 0), (8, 1, 0, 0)], 1, 0), 0)
+            y = (np.clip(x + bias, -2**15, 2**15 - 1) * mul + (1 << (shift - 1))) >> shift
+            expected = np.clip((y * m2 + (1 << (s2 - 1))) >> s2, 0, 127)
+        else:
+            res = rng.integers(-2**12, 2**12, size=(n, lanes), dtype=np.int64)
+            load(n, res)
+            b, m1, s1, s3 = int(rng.integers(-2**10, 2**10)), int(rng.integers(1, 2**14)), int(rng.integers(12, 16)), 8
+            load(2 * n, _post_params(lanes, s0=b, s1=-2**15, s2=2**15 - 1, s3=m1, s4=1 << (s1 - 1), s5=s1,
+                                     s10=1 << (s3 - 1), s11=s3, s12=-128, s13=127))
+            rt.push_alu_op(cmd, _post_kernel(rt, [(0, n)], [(n, 1, 1, 0)], 0, 2 * n), 0)
+            y = (np.clip(x + b, -2**15, 2**15 - 1) * m1 + (1 << (s1 - 1))) >> s1
+            expected = np.clip((y + (1 << (s3 - 1)) + res) >> s3, -128, 127)
+        yd = rt.buffer_alloc(n * cfg.OUT_ELEM_BYTES)
+        rt.dep_push(cmd, QCOMPUTE, QSTORE)
+        rt.dep_pop(cmd, QCOMPUTE, QSTORE)
+        rt.store_2d(cmd, data, int(MemId.OUT), yd, 0, n, 1, n)
+        counters = _counters(rt.synchronize(cmd, 1 << 31))
+        y8 = from_device(rt, cmd, yd, (n, B, O), np.int8)
+        expected = expected.astype(np.int8).reshape(n, B, O)
+    else:
+        rows = 96 if case == "irregular" else 32
+        load(0, rng.choice(ACC_EDGES, size=(rows, lanes)) if case == "edges"
+             else rng.integers(-2**24, 2**24, size=(rows, lanes)))
+        if case == "irregular":
+            load(40, _post_params(lanes, s0=rng.integers(-2**20, 2**20, lanes), s1=-2**23, s2=2**23,
+                                  s3=rng.integers(-2**15, 2**15, lanes), s4=1 << 9, s5=10, s6=rng.integers(1, 2**8, lanes),
+                                  s8=rng.integers(-2, 12, lanes), s12=-2**20, s13=2**20))
+            run([(30, 0), (20, 1), (10, 2)], [(3, 1, 0, 0)], 1, 40)           # several micro-ops, decreasing
+            run([(5, 6)], [(3, 0, 0, 0)], 0, 40)                             # one row three times, a residual
+            run([(60, 59)], [(8, 1, 1, 0)], 0, 40)                           # the residual the row just written
+            run([(34, 0)], [(14, 1, 0, 0)], 1, 40)                           # destinations over the parameters
+        else:
+            edges = np.array([[POST_EDGES[op][(lane + k) % len(POST_EDGES[op])] for lane in range(lanes)]
+                              for k, op in enumerate(POST_STAGES)], np.int64).astype(np.int32)
+            load(0, edges)
+            load(top, ~edges)                                   # every bit of every parameter the other way
+            run([(14, 0)], [(8, 1, 0, 0)], 1, 0)
+            run([(22, 14)], [(8, 1, 1, 0)], 0, top)
+            run([(14, 22)], [(8, 1, 1, 0)], 0, 0)
+            run([(22, 0)], [(8, 1, 0, 0)], 1, top)
+        yd = rt.buffer_alloc(4 * rows * cfg.OUT_ELEM_BYTES)
+        expected = _planes(acc[:rows]).reshape(4, rows, B, O)
+        _store_planes(rt, cmd, yd, 0, rows)
+        counters = _counters(rt.synchronize(cmd, 1 << 31))
+        y8 = from_device(rt, cmd, yd, (4, rows, B, O), np.int8)
+    for h in handles + [yd]:
+        rt.buffer_free(h)
+    return {"result": y8, "expected": expected, "counters": counters}
+
+
+def post_fast_busy(api_kind: str = "python", rows: int = 200, use_imm: int = 1) -> dict:
+    """Two runs that each load a parameter block of identities at the top of the acc SRAM and run one POST of the
+    unit's fast shape (one micro-op, destinations from row 0 up; with ``use_imm`` = 0 the residual from the rows
+    after ``2 rows``), over ``rows`` rows and over ``2 rows`` rows: ``{"counters": (first, second)}``. On the RTL
+    the difference of their ``compute_busy`` is what ``rows`` more rows of the fast shape cost."""
+    rt = api(api_kind)
+    cfg = runtime.current_config()
+    top = cfg.ACC_DEPTH - POST_PARAM_ROWS
+    cmd = rt.command_handle()
+    ph = to_device(rt, cmd, _post_params(cfg.BATCH * cfg.BLOCK_OUT))
+    counters = []
+    for n in (rows, 2 * rows):
+        rt.load_2d(cmd, ph, 0, POST_PARAM_ROWS, 1, POST_PARAM_ROWS, 0, 0, 0, 0, top, int(MemId.ACC))
+        rt.push_alu_op(cmd, _post_kernel(rt, [(0, 2 * rows)], [(n, 1, 1, 0)], use_imm, top), 0)
+        counters.append(_counters(rt.synchronize(cmd, 1 << 31)))
+    rt.buffer_free(ph)
+    return {"counters": tuple(counters)}
+
+
 PROGRAMS: dict[str, tuple[Callable[..., dict], dict]] = {
     "vector_add": (vector_add, {}),
     "runtime_array": (runtime_array, {}),
@@ -378,4 +582,5 @@ PROGRAMS: dict[str, tuple[Callable[..., dict], dict]] = {
     "same_row": (same_row, {}),
     "relu": (relu, {}),
     "shift_and_scale": (shift_and_scale, {}),
+    **{f"post[{c}]": (post, {"case": c}) for c in POST_CASES},
 }

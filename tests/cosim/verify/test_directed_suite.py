@@ -4,7 +4,9 @@ sweep, token traffic, transfers stopped by an AXI error, the index sweep; all as
 import pytest
 
 import cosim
-from cosim.verify import directed_suite
+from cosim.verify import directed, directed_suite
+from sw.config import load_config
+from sw.isa import AluOp
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +26,14 @@ def test_directed_programs_do_what_they_must(results):
     assert len(cases) == 29 and cases[:5] == [("INP", "wide"), ("INP", "allbits"), ("INP", "mixed"), ("INP", "mixed2"),
                                               ("INP", "tall")]
     assert ("UOP", "tall") not in cases                   # a UOP load is one row
+    # fetch refuses the ALU opcodes small does not build (MUL, POST) as it refuses 6 and 7
+    assert [r["code"] for r in results[21]] == [code for code, _ in directed.FETCH_REFUSALS] + ["BAD_ALU_OPCODE"] * 2
+
+
+def test_refusals_name_the_alu_opcodes_a_config_does_not_build():
+    def alu_opcodes(config):
+        return [insn["alu_opcode"] for _, insn in directed.refusals_of(load_config(config))[len(directed.FETCH_REFUSALS):]]
+    assert alu_opcodes("small") == [AluOp.MUL, AluOp.POST] and alu_opcodes("default") == []
 
 
 def test_a_wrong_result_is_reported(results):

@@ -1,7 +1,10 @@
 """Functional coverage (cosim.verify.funcov): streams are sampled as they launch, holes are named, steering fills them."""
+import numpy as np
 import pytest
 
 from cosim.verify import funcov, regress
+from sw.fsim import FsimDevice
+from sw.isa import POST_PARAM_ROWS, AluOp, Opcode
 
 
 def _hits(item):
@@ -83,3 +86,47 @@ def test_backpressure_bins_are_the_channels_that_waited():
     got = funcov.delta(funcov.snapshot(), before)["vta.axi.backpressure"]
     assert got == {("read", "AR"): 1, ("read", "R_paused"): 0, ("read", "R_held"): 0, ("write", "AW"): 0,
                    ("write", "W"): 1}
+
+
+def test_random_programs_hit_every_post_bin():
+    regress.run_golden([(regress.fuzz_check, (s, 24), {}) for s in range(25)], "default")
+    assert [name for name in funcov.holes() if name.startswith("vta.post.")] == []
+    regress.run_golden([(regress.fuzz_check, (0, 8), {})], "small")
+    assert not any(name.startswith("vta.post.") for name in funcov.snapshot())      # no POST_UNIT, no POST items
+    assert funcov.steer(0.5, counts={"vta.post.imm": {"first": 0, "inside": 3, "last": 1}}) == {"post": 0.5}
+
+
+def _post_hits(device, **fields):
+    """The POST bins that sampling one POST instruction (micro-op 0, ``fields``) on ``device`` adds."""
+    f = dict(opcode=Opcode.ALU, reset=0, uop_bgn=0, uop_end=1, iter_out=1, iter_in=4, dst_factor_out=0, dst_factor_in=1,
+             src_factor_out=0, src_factor_in=1, alu_opcode=int(AluOp.POST), use_imm=0, imm=0) | fields
+    funcov.define(device.cfg)
+    before = funcov.snapshot()
+    funcov.sample_post(device, f)
+    return {name[len("vta.post."):]: {b for b, n in bins.items() if n}
+            for name, bins in funcov.delta(funcov.snapshot(), before).items() if name.startswith("vta.post.")}
+
+
+def test_post_sample_names_the_shape_and_each_stage_event():
+    """One POST on hand-made rows: a fast kernel with the residual; MAX 0 clips -5, SHR -1 (a left shift) wraps
+    2^30, the residual's ADD wraps 2^31 - 1 + 28, the last MIN 100 clips 500; a MUL operand beyond int16 is
+    truncated. Then irregular ones: two micro-ops, the second's residual row the first's destination, with the
+    parameter rows at the top of imm's range; one micro-op whose destinations run over the parameter rows."""
+    dev = FsimDevice("default", dram_bytes=1 << 20)
+    top = dev.cfg.ACC_DEPTH - POST_PARAM_ROWS
+    params = [0, 0, 2**31 - 1, 0x10002, 0, 0, 1, 0, -1, 1, 0, 3, -2**31, 100]
+    dev.acc[0:POST_PARAM_ROWS] = np.array(params, np.int64).astype(np.int32)[:, None]
+    dev.acc[100:104] = np.array([-5, 2**29, 7, 1000], np.int32)[:, None]
+    dev.acc[200:204] = np.array([0, 0, 2**31 - 1, 0], np.int32)[:, None]
+    dev.uop[0:2] = [dev.isa.encode_uop(100, 200), dev.isa.encode_uop(101, 100)]
+    got = _post_hits(dev)
+    assert got == {"kernel": {("residual", "fast")}, "irregular": set(), "imm": {"first"},
+                   "stage": {(1, "MAX", "clips"), (8, "SHR", "wraps"), ("residual", "ADD", "wraps"), (13, "MIN", "clips")},
+                   "shift": {(5, "0"), (8, "<0"), (11, "1-15")},
+                   "mul": {(3, "truncated"), (6, "int16"), (9, "int16")}}
+    dev.acc[top:] = dev.acc[0:POST_PARAM_ROWS]
+    got = _post_hits(dev, uop_bgn=0, uop_end=2, iter_in=1, imm=top, dst_factor_in=0, src_factor_in=0)
+    assert got["kernel"] == {("residual", "irregular")} and got["imm"] == {"last"}
+    assert got["irregular"] == {"several micro-ops", "residual over destinations"}
+    got = _post_hits(dev, iter_in=20, imm=110, use_imm=1)
+    assert got["kernel"] == {("none", "irregular")} and got["irregular"] == {"parameters over destinations"}

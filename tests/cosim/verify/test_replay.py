@@ -4,7 +4,7 @@ import numpy as np
 from cosim.verify import replay, triage
 from sw import runtime
 from sw.config import load_config
-from sw.isa import MemId, Opcode
+from sw.isa import AluOp, MemId, Opcode
 
 N_OPS = 24
 
@@ -63,6 +63,16 @@ def test_tracker_notes_undefined_reads_and_hazards():
     assert dev.hazard is not None                          # the same acc row three times in a row
     assert np.flatnonzero(dev.undefined[MemId.ACC]).tolist() == [0]
     assert not dev.undefined[MemId.UOP].any()
+
+
+def test_tracker_notes_the_parameter_rows_a_post_reads():
+    dev = replay.Tracker(load_config("default"))
+    f = dict(opcode=Opcode.ALU, uop_bgn=0, uop_end=1, iter_out=1, iter_in=1, dst_factor_out=0, dst_factor_in=0,
+             src_factor_out=0, src_factor_in=0, alu_opcode=int(AluOp.POST), use_imm=1, imm=100, reset=0)
+    dev.defined[MemId.UOP][0] = True
+    dev.defined[MemId.ACC][[0, 105]] = True                # the destination (micro-op 0 is acc[0]) and one parameter
+    dev._indices(f, "alu")
+    assert np.flatnonzero(dev.undefined[MemId.ACC]).tolist() == [r for r in range(100, 114) if r != 105]
 
 
 def test_program_size_counts_work_and_nops():

@@ -10,7 +10,7 @@ import tvm_ffi
 
 from sw import runtime as rt
 from sw.fsim import FsimDevice
-from sw.isa import AluOp, MemId, Opcode
+from sw.isa import POST_PARAM_ROWS, AluOp, MemId, Opcode
 from sw.pipeline import DeadlockError, InsnError, VTAError
 from sw.runtime.memory import PAGE_BYTES, BufferError
 from sw.testing import vta_tests as programs
@@ -315,14 +315,30 @@ def test_tensor_that_is_not_device_memory(queue):
               "not a live command handle")
 
 
-def test_mul_rejected_on_a_config_without_it():
+@pytest.mark.parametrize("op, flag", [(AluOp.MUL, "ALU_MUL"), (AluOp.POST, "POST_UNIT")])
+def test_an_alu_opcode_the_config_does_not_build_is_rejected(op, flag):
     q = make_queue("small")
     prev = rt.set_current(q)
     try:
-        unchanged(q, lambda: rt.push_alu_op(q.handle, alu_kernel(2, AluOp.MUL, 3), 0), InsnError,
-                  "MUL is not built in config small")
+        unchanged(q, lambda: rt.push_alu_op(q.handle, alu_kernel(2, op, 3), 0), InsnError,
+                  rf"^uop_push: alu_opcode {op.name} is not built in config small \({flag} = 0\); allowed: 0 MIN, 1 MAX, "
+                  r"2 ADD, 3 SHR$")
+        assert q.insns == []
     finally:
         rt.set_current(prev)
+
+
+def test_post_parameter_rows_must_lie_in_the_acc_sram(queue):
+    top = queue.cfg.ACC_DEPTH - POST_PARAM_ROWS
+    for imm in (-1, top + 1, 32767):
+        unchanged(queue, lambda: rt.push_alu_op(queue.handle, alu_kernel(2, AluOp.POST, imm), 0), InsnError,
+                  rf"^push_alu_op: POST's parameter rows \[imm, imm \+ 14\) leave the acc SRAM: imm = {imm}; allowed "
+                  rf"range \[0, {top}\]$")
+    assert queue.insns == []
+    for imm in (0, top):                            # both ends of the range
+        rt.push_alu_op(queue.handle, alu_kernel(2, AluOp.POST, imm), 0)
+    assert [i.f["imm"] for i in queue.insns if i.opcode == Opcode.ALU] == [0, top]
+    assert rt.synchronize(queue.handle, 1 << 20)["alu_counter"] == 4
 
 
 def test_recording_rules(queue):

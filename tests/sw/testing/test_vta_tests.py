@@ -16,8 +16,11 @@ def test_program(name, api, config):
     q = make_queue(config)
     previous = runtime.set_current(q)
     try:
-        if name.startswith("alu[mul") and not q.cfg.ALU_MUL:
-            with pytest.raises(InsnError, match="MUL is not built in config small"):
+        unbuilt = [f"{op} is not built in config small \\({flag} = 0\\)" for prefix, flag, op in
+                   (("alu[mul", "ALU_MUL", "MUL"), ("post[", "POST_UNIT", "POST"))
+                   if name.startswith(prefix) and not getattr(q.cfg, flag)]
+        if unbuilt:
+            with pytest.raises(InsnError, match=unbuilt[0]):
                 fn(api, **kwargs)
             assert q.runs == 0 and q.insns[-1].opcode != 4   # rejected before anything ran or was queued
             return
@@ -55,3 +58,20 @@ def test_programs_run_on_the_default_runtime(monkeypatch):
     finally:
         runtime.set_current(previous)
     np.testing.assert_array_equal(out["result"], out["expected"])
+
+
+def test_post_case_is_checked():
+    with pytest.raises(ValueError, match="case = 'nope'; allowed: per_tensor, per_channel, residual, irregular, edges"):
+        programs.post(case="nope")
+
+
+@pytest.mark.parametrize("use_imm", [1, 0])
+def test_post_fast_busy_runs_the_two_lengths(use_imm):
+    q = make_queue("batch2")
+    previous = runtime.set_current(q)
+    try:
+        first, second = programs.post_fast_busy("python", 100, use_imm)["counters"]
+    finally:
+        runtime.set_current(previous)
+    assert (first["alu_counter"], second["alu_counter"]) == (100, 200)
+    assert first["acc_load_nbytes"] == second["acc_load_nbytes"] == 14 * q.cfg.ACC_ELEM_BYTES
