@@ -157,19 +157,22 @@ class PostPass(NamedTuple):
 @dataclass(frozen=True)
 class TileOperands:
     """A tile's view of an operator's epilogue operands in DRAM (:meth:`Epilogue.pack`): int32 rows of
-    BATCH x BLOCK_OUT lanes in buffer ``dram``, each vector ``blocks`` rows (one per channel block), the tile's
-    channel blocks [``first``, ``first + count``)."""
-    dram: int
+    BATCH x BLOCK_OUT lanes in buffer ``dram`` (None: the operator has none), each vector ``blocks`` rows (one per
+    channel block), the tile's channel blocks [``first``, ``first + count``)."""
+    dram: int | None
     blocks: int
     first: int
     count: int
 
     def vector(self, i: int, sram: int) -> Load:
         """The LOAD of vector i's rows of the tile's channel blocks to acc rows [sram, sram + count)."""
-        return Load(self.dram, i * self.blocks + self.first, self.count, 1, self.count, sram, int(MemId.ACC))
+        return self.rows(i * self.blocks + self.first, self.count, sram)
 
     def rows(self, first: int, n: int, sram: int) -> Load:
         """The LOAD of ``n`` consecutive operand rows from row ``first`` to acc rows [sram, sram + n)."""
+        if self.dram is None:
+            raise ValueError(f"the epilogue loads operand rows [{first}, {first + n}) but the operator has none (the "
+                             f"vectors and parameters of Epilogue.pack)")
         return Load(self.dram, first, n, 1, n, sram, int(MemId.ACC))
 
 
