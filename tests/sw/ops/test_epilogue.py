@@ -299,6 +299,10 @@ KINDS = {
                      (SHR, 20), (MAX, -128), (MIN, 127)), None, None, 1, True),
     "residual": (((ADD, "v0"), (SHR, 12), (MUL, "v4"), (ADD, "r"), (SHR, 18), (MAX, -128), (MIN, 127)),
                  ((ADD, -3), (MUL, "v4")), None, 1, True),
+    # the residual's add alone (its pass would take one step): an ALU instruction between two passes; the
+    # residual's own steps a pass with a vector, one POST instruction per channel block of its rows
+    "residual-alu": (((ADD, "v0"), (SHR, 8), (MAX, -100), (ADD, "r"), (ADD, 3), (SHR, 1), (MIN, 127)),
+                     ((MUL, "v3"), (ADD, -3)), None, 1, True),
     "leaky": (LEAKY.steps, None, LEAKY.branch, 1, True),
     "planes": (((ADD, "v0"), (SHR, 1), (MAX, "v1")), None, None, 2, False),
     "wide": (((ADD, "v0"), (SHR, 10), (MUL, "v5"), (ADD, 16384), (SHR, 19), (MAX, -128), (MIN, 127)), None, None, 1,
@@ -311,7 +315,7 @@ def _kind(name):
     return ops.Epilogue(steps, planes, residual, branch), post
 
 
-@pytest.mark.parametrize("name", [k for k in KINDS if k != "residual"])
+@pytest.mark.parametrize("name", [k for k in KINDS if not k.startswith("residual")])
 def test_dense_epilogues_with_post_passes(rng, name):
     """On a config with the post-processing unit each kind equals its numpy reference bit for bit and the same
     operator without the unit; the ALU does fewer micro-ops where POST passes run it."""
@@ -408,6 +412,8 @@ def test_lowered_cuts_the_steps_into_passes(rng):
     low = wide.lowered(CFG, v, 49, 2)
     assert low.post == (((0, 2), (3, 7)), ()) and low.alu_vectors == 1 and low.passes == 3
     assert low.acc_rows(100, 2) == 100 + 2 + (2 + 1) * POST_PARAM_ROWS
+    low = _kind("residual-alu")[0].lowered(CFG, v, 49, 2)
+    assert low.post == (((0, 3), (4, 7)), ((0, 2),)) and low.alu_vectors == 0 and low.post_insns(2) == 2 + 1 + 2
     # the branch: no pass across its copy; its steps and the combining MAX on the ALU
     low = LEAKY.lowered(CFG, None, 49, 2)
     assert low.post == (((0, 2), (4, 8)), ()) and low.branch == LEAKY.branch
