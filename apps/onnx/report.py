@@ -3,9 +3,11 @@
 Per layer (accelerator layers and CPU layers and islands alike): name, kind, output shape, where it
 ran (vta / cpu), MACs, cycles (on the RTL; the golden model does not count cycles), MAC utilization =
 MACs / (cycles x BATCH x BLOCK_IN x BLOCK_OUT), the roofline fraction = max(MACs / peak, DRAM bytes /
-bytes per cycle, ALU micro-ops) / cycles (the tensor ALU runs at most one micro-op per cycle, beside the
-GEMMs: a layer whose requantization has more passes than its GEMM cycles per row is bound by it), DRAM
-bytes moved by the accelerator (loads of inp, wgt, acc, uop and stores), wall seconds. Totals: the share
+bytes per cycle, ALU cycles) / cycles, DRAM bytes moved by the accelerator (loads of inp, wgt, acc, uop and
+stores), wall seconds. The ALU cycles (column ``alu_cycles``, a bound of its own: the compute module runs them
+beside the GEMMs, so a layer whose requantization outlasts its GEMMs is bound by it) are its micro-ops at one
+per cycle, except those of POST instructions (the post-processing unit, :data:`sw.ops.schedule.POST_COUNTERS`):
+their rows at one per cycle (two with the residual) and each instruction's fixed cost. Totals: the share
 of MACs that ran on the accelerator, cycles and the sum of the layers' bounds, inferences per second at
 100 and 200 MHz, utilization over the offloaded conv layers.
 """
@@ -19,10 +21,11 @@ import numpy as np
 from sw.tables import Column
 from sw.tables import format_table as _table
 
-__all__ = ["rows", "totals", "by_group", "format_table", "format_groups", "write_csv", "write_png", "COLUMNS"]
+__all__ = ["rows", "totals", "by_group", "format_table", "format_groups", "write_csv", "write_png", "alu_cycles",
+           "COLUMNS"]
 
 COLUMNS = ("layer", "kind", "shape", "where", "macs", "cycles", "utilization", "roofline_fraction",
-           "dram_bytes", "seconds", "group")
+           "alu_cycles", "dram_bytes", "seconds", "group")
 _BYTES = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes")
 
 
@@ -34,15 +37,22 @@ def rows(records, cfg, dram_bytes_per_cycle: float = 8) -> list[dict]:
         c = r["counters"]
         cycles = int(c.get("cycles", 0) or 0)
         nbytes = int(sum(c.get(k, 0) for k in _BYTES))
-        bound = max(r["macs"] / peak, nbytes / dram_bytes_per_cycle, float(c.get("alu_counter", 0)))
+        alu = alu_cycles(c)
+        bound = max(r["macs"] / peak, nbytes / dram_bytes_per_cycle, float(alu))
         out.append({"layer": r["name"], "kind": r["kind"], "shape": "x".join(map(str, r["out_shape"])),
                     "where": r["where"], "macs": r["macs"], "cycles": cycles,
                     "utilization": r["macs"] / (cycles * peak) if cycles else float("nan"),
                     "bound_cycles": bound if r["where"] == "vta" else 0.0,
-                    "roofline_fraction": bound / cycles if cycles else float("nan"),
+                    "roofline_fraction": bound / cycles if cycles else float("nan"), "alu_cycles": alu,
                     "dram_bytes": nbytes, "seconds": r["seconds"], "group": _group(r),
                     "ops": r.get("ops", r["kind"])})
     return out
+
+
+def alu_cycles(counters: dict) -> int:
+    """The ALU's bound in cycles of a layer's counters: a cycle per ALU micro-op, and for POST instructions the
+    planner's cycles of them (``post_cycles``) in place of their micro-ops (``post_uops``)."""
+    return int(counters.get("alu_counter", 0)) - int(counters.get("post_uops", 0)) + int(counters.get("post_cycles", 0))
 
 
 def _group(r) -> str:
@@ -90,6 +100,7 @@ def totals(report_rows, cfg) -> dict:
          "islands": sum(r["kind"] == "island" for r in report_rows),
          "macs": macs, "vta_macs": vta_macs, "mac_share": vta_macs / macs if macs else float("nan"), "cycles": cycles,
          "bound_cycles": sum(r.get("bound_cycles", 0.0) for r in report_rows),
+         "alu_cycles": sum(r.get("alu_cycles", 0) for r in report_rows),
          "dram_bytes": sum(r["dram_bytes"] for r in report_rows),
          "seconds": sum(r["seconds"] for r in report_rows),
          "conv_utilization": sum(r["macs"] for r in conv) / (conv_cycles * peak) if conv_cycles else float("nan")}
@@ -102,6 +113,7 @@ TABLE = (Column("layer", "layer", lambda v: v[:30]), Column("kind", "kind"), Col
          Column("where", "where"), Column("macs", "MACs", ",d"),
          Column("cycles", "cycles", lambda v: f"{v:,}" if v else "-"),
          Column("utilization", "util", ".1%"), Column("roofline_fraction", "roofl", ".1%"),
+         Column("alu_cycles", "ALU bound", ",d"),
          Column("dram_bytes", "DRAM B", ",d"), Column("seconds", "s", ".3f"))
 
 
@@ -123,6 +135,9 @@ def format_table(report_rows, cfg) -> str:
     lines.append(f"total: {t['layers']} layers ({t['vta_layers']} on VTA, {t['islands']} CPU islands), "
                  f"{t['macs'] / 1e9:.3f} G MAC {share}, "
                  f"{t['dram_bytes'] / 1e6:.1f} MB DRAM, {t['seconds']:.2f} s in layers")
+    if t["vta_layers"]:
+        lines.append(f"ALU bound {t['alu_cycles']:,} cycles (a micro-op a cycle; POST instructions a row a cycle, two "
+                     f"with the residual, and their fixed cost)")
     islands = [r for r in report_rows if r["kind"] == "island"]
     if islands:
         secs = sum(r["seconds"] for r in islands)

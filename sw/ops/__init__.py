@@ -48,7 +48,8 @@ vectors=None)``                                     the epilogue (an average's r
 other, an ``Epilogue`` or its ALU steps ``(AluOp, immediate | "vI")``, with ``bias`` then holding its
 per-channel vectors (V, channels): fixed-point requantization with a multiplier, zero points and
 int8/uint8 saturation, or the exact int32 accumulators (``Epilogue.exact_int32()``, what ``gemm``
-uses), or a few low bytes of them.
+uses), or a few low bytes of them. On a config with the post-processing unit (``POST_UNIT`` = 1) the steps
+run as passes of its fixed chain where they pay (ALU opcode POST, :meth:`Epilogue.lowered`), the same values.
 
 Tiling: dense steps are (tn batch blocks, tk reduction blocks, tm output blocks); conv2d steps are
 (tm output-channel blocks, th output rows, tw output columns, tc input-channel blocks, with the
@@ -63,7 +64,8 @@ The package, one module per concern: :mod:`~sw.ops.layout` (packing), :mod:`~sw.
 (numpy references), :mod:`~sw.ops.kernels` (micro-kernels and the typed actions that queue them),
 :mod:`~sw.ops.plan` (tiling plans), :mod:`~sw.ops.schedule` (the tile scheduler),
 :mod:`~sw.ops.elementwise`, :mod:`~sw.ops.dense`, :mod:`~sw.ops.conv2d` and :mod:`~sw.ops.pool` (the operators),
-:mod:`~sw.ops.epilogue` (ALU epilogues), :mod:`~sw.ops.compact` (shorter equivalent ALU steps). The
+:mod:`~sw.ops.epilogue` (ALU epilogues), :mod:`~sw.ops.post` (their passes of the post-processing unit),
+:mod:`~sw.ops.compact` (shorter equivalent ALU steps). The
 benchmark workloads built on them are in :mod:`sw.testing.workloads`.
 """
 

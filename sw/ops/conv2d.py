@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from sw.isa import MemId
 from sw.ops.base import MAX_EXTENT, MAX_PAD, TileError, _check_vt, _finish, _halves, cdiv, config
-from sw.ops.epilogue import Epilogue, bias_init, packed_epilogue, vectors_2d
+from sw.ops.epilogue import Epilogue, TileOperands, bias_init, packed_epilogue, vectors_2d
 from sw.ops.kernels import Gemm, Load, Store, _conv_variant, _k_conv
 from sw.ops.layout import (
     block_groups,
@@ -39,7 +39,7 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: i
     hv = _halves(cfg, vt)
     ho, wo = (h + 2 * pad - kh) // s + 1, (w + 2 * pad - kw) // s + 1
     kk = kh * kw
-    INP, WGT, ACC, ACC8 = int(MemId.INP), int(MemId.WGT), int(MemId.ACC), int(MemId.ACC_8BIT)
+    INP, WGT, ACC8 = int(MemId.INP), int(MemId.WGT), int(MemId.ACC_8BIT)
     tiles: list[_Tile] = []
     step_no = 0
     ti = 0
@@ -93,7 +93,8 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: i
                 # kernel of a part keeps to the hazard rule and the micro-op budget: the first part loads the
                 # input, each its share of the weights, in the step's own layout (so the last holds them all)
                 heads = head_parts(tm)
-                if (len(heads) > 1 and head_pays(rows * tc * kk, inp_loads + [whole], cfg, epi.passes * rows * tc / cb)
+                if (len(heads) > 1 and head_pays(rows * tc * kk, inp_loads + [whole], cfg,
+                                                      epi.alu_cycles(rows, tm) * tc / cb)
                         and all((u := _conv_variant(jn, th, tw, tc, kh, kw))[0] is not None and u[1] <= uop_cap
                                 for _, jn in heads)):
                     parts = heads
@@ -105,17 +106,16 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: i
                                     1 if skip else s))
                 t.steps.append(_Step(b if last else head_key(i), loads, [gemm], (whole,) if last else None))
 
-        def load_vector(i, row, m0=m0, tm=tm):
-            return Load(pd, i * ob + m0, tm, 1, tm, row, ACC)
+        operands = TileOperands(pd, ob, m0, tm)
 
         def load_residual(row, n=n, m0=m0, h0=h0, w0=w0, tm=tm, th=th, tw=tw):
             return [Load(rd, ((n * ob + m0 + j) * ho + h0) * wo + w0, tw, th, wo, row + j * th * tw, ACC8)
                     for j in range(tm)]
 
         loops = ((tm, th * tw, 1), (th * tw, 1, 0))
-        t.computes += epi.actions(acc, rows, tm, loops, load_vector, load_residual if rd is not None else None)
+        t.computes += epi.actions(acc, rows, tm, loops, operands, load_residual if rd is not None else None)
         if init:
-            t.init = epi.init_actions(acc, rows, tm, loops, load_vector)
+            t.init = epi.init_actions(acc, rows, tm, loops, operands)
         for p, j in itertools.product(range(epi.planes), range(tm)):
             t.stores.append(Store(acc + p * rows + j * th * tw, yd,
                                   (((p * nb + n) * ob + m0 + j) * ho + h0) * wo + w0, tw, th, wo))
@@ -188,7 +188,7 @@ def conv2d_packed(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLik
     if ob // bg * ho * wo < 3:
         raise ValueError(f"the output has {ob // bg * ho * wo} blocks" + (" per block-group" if bg > 1 else "") +
                          "; the GEMM micro-kernel needs at least 3 (pad the output channels: conv2d() does this)")
-    epi, vectors = packed_epilogue(epilogue, shift, bias, clip, ob, cfg)
+    epi, vectors = packed_epilogue(epilogue, shift, bias, clip, ob, cfg, rows=ho * wo)
     plan = plan_conv2d(nb * bg, cb2, ob // bg, h, w, kh, kw, stride, padding, virtual_threads, epi, cfg, tiles,
                        block_groups=bg)
     shape = (nb, cb2, ob, h, w, kh, kw, stride, padding)

@@ -12,7 +12,7 @@ import numpy.typing as npt
 from sw.config import Config
 from sw.isa import AluOp, MemId
 from sw.ops.base import _check_vt, _finish, _halves, cdiv, config
-from sw.ops.epilogue import Epilogue, bias_init, packed_epilogue, vectors_2d
+from sw.ops.epilogue import Epilogue, TileOperands, bias_init, packed_epilogue, vectors_2d
 from sw.ops.kernels import Gemm, Load, Store, _k_dense
 from sw.ops.layout import pack_dense_data, pack_dense_weight, pack_layer_bias, unpack_dense_output
 from sw.ops.plan import DensePlan, _resolve_tiles, plan_dense
@@ -27,7 +27,7 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, epi: Epilogue, init: bool
     nb, kb, mb = plan.nb, plan.kb, plan.mb
     tiles = []
     step_no = 0
-    INP, WGT, ACC = int(MemId.INP), int(MemId.WGT), int(MemId.ACC)
+    INP, WGT = int(MemId.INP), int(MemId.WGT)
     grid = []
     for n0, m0 in itertools.product(range(0, nb, plan.tn), range(0, mb, plan.tm)):
         tn, tm = min(plan.tn, nb - n0), min(plan.tm, mb - m0)
@@ -45,7 +45,8 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, epi: Epilogue, init: bool
         # where loads set the pace, so more rows share each weight load)
         tk = min(plan.tk, kb)
         step_loads = [Load(xd, 0, tk, tn, kb, 0, INP), Load(wd, 0, tk, tm, kb, 0, WGT)]
-        q = tn // 3 if tn // 3 * tm >= 3 and head_pays(tn * tk * tm, step_loads, cfg, epi.passes * tn * tm * tk / kb) \
+        q = tn // 3 if tn // 3 * tm >= 3 and head_pays(tn * tk * tm, step_loads, cfg,
+                                                        epi.alu_cycles(tn * tm, tm) * tk / kb) \
             else tn // 2
         grid[-1:] = [(n0, tn - q, m0, tm), (n0 + tn - q, q, m0, tm)]
     for ti, (n0, tn, m0, tm) in enumerate(grid):
@@ -66,7 +67,7 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, epi: Epilogue, init: bool
             parts = [(0, tn)]
             if vt > 1 and ti == 0 and k0 == 0 and tm * (tn // HEAD_PARTS) >= 3 and head_pays(
                     tn * tk * tm, [Load(xd, n0 * kb + k0, tk, tn, kb, inp, INP), wload], cfg,
-                    epi.passes * tn * tm * tk / kb):
+                    epi.alu_cycles(tn * tm, tm) * tk / kb):
                 parts = head_parts(tn)
             for part, (r, nr) in enumerate(parts):
                 # (the first step in parts of rows, the weights with the first: the GEMMs start when
@@ -78,21 +79,20 @@ def _dense_tiles(plan: DensePlan, cfg, xd, wd, yd, pd, epi: Epilogue, init: bool
                                      [Gemm(_k_dense(acc + r * tm, inp + r * tk, wgt, nr, tk, tm))],
                                      (wload,) if last else None))
 
-        def load_vector(i, row, m0=m0, tm=tm):
-            return Load(pd, i * mb + m0, tm, 1, tm, row, ACC)
-
+        operands = TileOperands(pd, mb, m0, tm)
         # (vectors: channel blocks outer, rows inner, so the ALU reads each vector row once per block)
         loops = ((tm, 1, 1), (tn, tm, 0))
-        t.computes += epi.actions(acc, rows, tm, loops, load_vector)
+        t.computes += epi.actions(acc, rows, tm, loops, operands)
         if init:
-            t.init = epi.init_actions(acc, rows, tm, loops, load_vector)
-        k = tail_parts(rows, tn, epi.passes, cfg) if vt > 1 and ti == len(grid) - 1 and epi.planes == 1 else 1
+            t.init = epi.init_actions(acc, rows, tm, loops, operands)
+        k = tail_parts(rows, tn, epi.insn_cycles(tm), cfg) if vt > 1 and ti == len(grid) - 1 and epi.planes == 1 \
+            else 1
         if k > 1 and tm * (tn // k) >= 3:
             parts = head_parts(tn, k)
 
-            def tail(initialized, acc=acc, tm=tm, n0=n0, m0=m0, parts=parts, load_vector=load_vector):
+            def tail(initialized, acc=acc, tm=tm, n0=n0, m0=m0, parts=parts, operands=operands):
                 acts = epi.tail_actions(acc, [(acc + r * tm, nr * tm) for r, nr in parts], tm,
-                                        lambda n: ((tm, 1, 1), (n // tm, tm, 0)), load_vector, initialized)
+                                        lambda n: ((tm, 1, 1), (n // tm, tm, 0)), operands, initialized)
                 return [(a, [Store(acc + r * tm, yd, (n0 + r) * mb + m0, tm, nr, mb)])
                         for a, (r, nr) in zip(acts, parts)]
             t.tail = tail
@@ -143,7 +143,7 @@ def dense_packed(data: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike
     if nb * mb < 3:
         raise ValueError(f"the output has {nb * mb} blocks; the GEMM micro-kernel needs at least 3 "
                          f"(pad the output channels: dense() does this)")
-    epi, vectors = packed_epilogue(epilogue, shift, bias, clip, mb, cfg)
+    epi, vectors = packed_epilogue(epilogue, shift, bias, clip, mb, cfg, rows=nb)
     plan = plan_dense(nb, kb, mb, virtual_threads, epi, cfg, tiles)
     init = bias_init(epi, vectors, kb * I * 128 * 128) if virtual_threads > 1 else None
     if init is not None:

@@ -11,7 +11,7 @@ import numpy as np
 from sw import runtime as rt
 from sw.isa import AluOp, MemId
 from sw.ops.base import TileError, _check_vt, _finish, _from_device, _halves, _to_device, cdiv, config
-from sw.ops.epilogue import AluStep, Epilogue
+from sw.ops.epilogue import AluStep, Epilogue, TileOperands
 from sw.ops.kernels import Alu, Gemm, Load, Store, _alu_rows, _alu_tensor, _k_alu, _k_dense
 from sw.ops.layout import pack_bias
 from sw.ops.schedule import _Step, _Tile, run_tiles
@@ -226,7 +226,10 @@ def sum_rescaled(operands: Sequence[np.ndarray], operand_alu: Sequence[Sequence[
     The operands travel as int8: the load module brings them into the inp SRAM and one GEMM with an
     identity weight block copies them, exact, into the accumulators (a GEMM micro-op per row and
     operand), where loading them as int32 into the acc SRAM would take the compute module four times
-    the DMA time. The ALU steps follow while the next tile loads."""
+    the DMA time. The ALU steps follow while the next tile loads: each list of steps an
+    :class:`~sw.ops.epilogue.Epilogue` as the config runs it (:meth:`~sw.ops.epilogue.Epilogue.lowered`: on a
+    config with the post-processing unit, passes of it over the operand's rows, their parameter rows after the
+    operands'), the sum's tensor adds ALU instructions."""
     _check_vt(virtual_threads)
     cfg = config()
     xs = [np.asarray(x) for x in operands]
@@ -245,6 +248,8 @@ def sum_rescaled(operands: Sequence[np.ndarray], operand_alu: Sequence[Sequence[
     B, blk = cfg.BATCH, cfg.BLOCK_OUT
     size = xs[0].size
     n = max(2, cdiv(size, B * blk))         # at least 2 blocks: the GEMM's 3-row hazard cycle over both
+    epis = [e.lowered(cfg, None, n) for e in epis]
+    params = [e.param_rows(1) for e in epis]            # each list's POST parameter rows, after the operands'
 
     def grid(x):
         g = np.zeros(n * B * blk, np.int8)
@@ -252,16 +257,24 @@ def sum_rescaled(operands: Sequence[np.ndarray], operand_alu: Sequence[Sequence[
         return g.reshape(n, B, blk)
 
     h = _halves(cfg, virtual_threads)
-    tr = min(n, h["inp"][0] // k, h["acc"][0] // k)
+    tr = min(n, h["inp"][0] // k, (h["acc"][0] - sum(params)) // k)
     if tr < 2:
         raise TileError(f"the inp and acc SRAMs ({cfg.INP_DEPTH}, {cfg.ACC_DEPTH} rows) cannot hold two rows of "
-                        f"each of {k} operands per virtual thread")
+                        f"each of {k} operands per virtual thread" + (f" and {sum(params)} rows of POST parameters"
+                                                                      if sum(params) else ""))
     INP, WGT = int(MemId.INP), int(MemId.WGT)
     cmd = rt.command_handle()
     handles = [_to_device(cmd, grid(x)) for x in xs] + [_to_device(cmd, np.eye(blk, dtype=np.int8))]
     wd = handles[-1]
     yd = rt.buffer_alloc(n * cfg.OUT_ELEM_BYTES)
     handles.append(yd)
+    pds: list[int | None] = []              # each list's parameter rows in DRAM (Epilogue.pack), or None
+    for e in epis:
+        packed = e.pack(None, 1, cfg)
+        pd = None if packed is None else _to_device(cmd, packed)
+        if pd is not None:
+            handles.append(pd)
+        pds.append(pd)
     tiles = []
     try:
         for ti, r0 in enumerate(range(0, n, tr)):
@@ -273,9 +286,13 @@ def sum_rescaled(operands: Sequence[np.ndarray], operand_alu: Sequence[Sequence[
             inp, wgt = h["inp"][1][half], h["wgt"][1][half]
             loads = [Load(handles[i], r0, nr, 1, nr, inp + i * nr, INP) for i in range(k)]
             loads.append(Load(wd, 0, 1, 1, 1, wgt, WGT))
-            comps = [_alu_rows(op, v, base + i * nr, nr) for i in range(k) for op, v in epis[i].steps]
+            loops = ((1, nr, 1), (nr, 1, 0))
+            par = [base + k * nr + sum(params[:i]) for i in range(k + 1)]
+            # operand i's steps on its rows, the sum into operand 0's, the sum's steps there
+            comps = [a for i in range(k) for a in epis[i].actions(base + i * nr, nr, 1, loops,
+                                                                  TileOperands(pds[i], 1, 0, 1), vec_base=par[i])]
             comps += [_alu_tensor(base, base + i * nr, ((nr, 1, 1),)) for i in range(1, k)]
-            comps += [_alu_rows(op, v, base, nr) for op, v in epis[k].steps]
+            comps += epis[k].actions(base, nr, 1, loops, TileOperands(pds[k], 1, 0, 1), vec_base=par[k])
             tiles.append(_Tile(acc=half, steps=[_Step(half, loads, [Gemm(_k_dense(base, inp, wgt, k * nr, 1, 1))])],
                                computes=comps, stores=[Store(base, yd, r0, nr, 1, nr)], reset=(base, k * nr),
                                gemm_uops=k * nr))

@@ -25,7 +25,14 @@ The constructors name the common cases: :meth:`Epilogue.vta` is VTA's requantiza
 of steps is a fixed-point requantization with a multiplier, zero points and int8/uint8 saturation
 (the ONNX importer's, docs/numerics.md). :meth:`Epilogue.reference` is the numpy definition, with
 the golden model's own ALU arithmetic (:func:`sw.fsim.alu.alu_op`); :meth:`Epilogue.actions`
-is the one lowering to ALU instructions that dense and conv2d share.
+is the one lowering to ALU instructions that dense, conv2d and pool2d share.
+
+On a config with the post-processing unit (``POST_UNIT`` = 1), :meth:`Epilogue.lowered` cuts the steps into the
+fewest passes of the unit's fixed chain (:mod:`sw.ops.post`) and keeps those that pay (``Epilogue.post``): each is
+one POST instruction per channel block of a tile (one per tile when no step of it takes a vector), its parameter
+rows built on the host (:meth:`Epilogue.pack`) and loaded beside the tile; the residual's own steps become passes
+over the residual's rows, and the pass that adds the residual reads it as its tensor operand. A branch's steps, the
+steps the unit cannot take and the copies of extra planes stay ALU instructions.
 """
 
 from __future__ import annotations
@@ -33,16 +40,28 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from sw.config import Config
 from sw.fsim.alu import alu_op
-from sw.isa import ALUOP_IMM_BITS, AluOp
-from sw.ops.kernels import Load, _alu_rows, _alu_tensor, _zero_rows
+from sw.isa import ALUOP_IMM_BITS, POST_PARAM_ROWS, AluOp, MemId
+from sw.ops import post as _post
+from sw.ops.kernels import (
+    ALU_INSN_CYCLES,
+    POST_INSN_CYCLES,
+    Alu,
+    Load,
+    _alu_rows,
+    _alu_tensor,
+    _k_alu,
+    _zero_rows,
+)
 
-__all__ = ["Epilogue", "IMM_MIN", "IMM_MAX", "Operand", "AluStep", "bias_init", "vectors_2d"]
+__all__ = ["Epilogue", "IMM_MIN", "IMM_MAX", "Operand", "AluStep", "PostPass", "TileOperands", "bias_init",
+           "vectors_2d"]
 
 IMM_MIN, IMM_MAX = -(1 << (ALUOP_IMM_BITS - 1)), (1 << (ALUOP_IMM_BITS - 1)) - 1
 """The range of an ALU immediate (the instruction's sign-extended ``imm`` field)."""
@@ -51,7 +70,8 @@ Operand = int | str
 AluStep = tuple[AluOp, Operand]
 Loops = Sequence[tuple[int, int, int]]      # (extent, dst_factor, src_factor) of up to two loops, outer first
 
-_ALLOWED_OPS = ", ".join(o.name for o in AluOp)
+_STEP_OPS = tuple(o for o in AluOp if o != AluOp.POST)        # a step is one ALU operation (POST is a chain of them)
+_ALLOWED_OPS = ", ".join(o.name for o in _STEP_OPS)
 
 RESIDUAL_LOAD_PASSES = 2
 """The planner's cost of loading a residual, in ALU passes over the tile's rows (LOAD ACC_8BIT moves one
@@ -65,7 +85,9 @@ def _check_step(i: int, step) -> AluStep:
     try:
         op = AluOp[op.upper()] if isinstance(op, str) else AluOp(int(op))
     except (KeyError, ValueError):
-        raise ValueError(f"epilogue step {i}: op {op!r}; allowed: {_ALLOWED_OPS}") from None
+        op = None
+    if op not in _STEP_OPS:
+        raise ValueError(f"epilogue step {i}: op {step[0]!r}; allowed: {_ALLOWED_OPS}")
     if isinstance(operand, str):
         if not (operand in ("r", "b") or operand.startswith("v") and operand[1:].isdigit()):
             raise ValueError(f"epilogue step {i}: operand {operand!r}; allowed: an int immediate in "
@@ -82,6 +104,81 @@ def _check_step(i: int, step) -> AluStep:
     return op, int(operand)
 
 
+def _clips_first(steps: tuple[AluStep, ...], at: int | None) -> tuple[AluStep, ...]:
+    """``steps`` with each clip ``MIN a; MAX b`` of immediates b <= a written ``MAX b; MIN a`` (the same values:
+    both give a where x > a, b where x < b, else x), the post-processing unit's order; not across step ``at`` (a
+    branch copies the values before it)."""
+    out = list(steps)
+    for i in range(len(out) - 1):
+        (o1, a), (o2, b) = out[i], out[i + 1]
+        if (o1 == AluOp.MIN and o2 == AluOp.MAX and not isinstance(a, str) and not isinstance(b, str) and b <= a
+                and at != i + 1):
+            out[i], out[i + 1] = out[i + 1], out[i]
+    return tuple(out)
+
+
+def _split_muls(steps: tuple[AluStep, ...], split: dict[int, tuple[int, int]], at: int | None) -> tuple[
+        tuple[AluStep, ...], int | None]:
+    """``steps`` with each ``MUL vI`` of an I in ``split`` written ``MUL a; MUL b`` (``split[I]`` = (a, b)), and the
+    index ``at`` of the same step among them."""
+    out: list[AluStep] = []
+    new_at = at
+    for i, (op, v) in enumerate(steps):
+        if i == at:
+            new_at = len(out)
+        if op == AluOp.MUL and isinstance(v, str) and v not in ("r", "b") and int(v[1:]) in split:
+            a, b = split[int(v[1:])]
+            out += [(AluOp.MUL, a), (AluOp.MUL, b)]
+        else:
+            out.append((op, v))
+    return tuple(out), new_at
+
+
+def _param_imm(row: int) -> int:
+    """A POST instruction's immediate: its parameter row, which the immediate field must reach."""
+    if row > IMM_MAX:
+        raise ValueError(f"POST parameter row {row}: the ALU immediate reaches row {IMM_MAX} at most")
+    return row
+
+
+class PostPass(NamedTuple):
+    """One pass of the post-processing unit in an epilogue: steps [start, end) of its ``steps`` (``on`` = "steps")
+    or of its residual's (``on`` = "residual"), at ``stages`` of the chain (:func:`sw.ops.post.stages`); ``vector``:
+    a step takes a per-channel vector (one POST instruction per channel block, each with its own parameter rows);
+    ``residual``: it adds the residual (its tensor operand, two cycles per row)."""
+    on: str
+    start: int
+    end: int
+    stages: tuple[int, ...]
+    vector: bool
+    residual: bool
+
+
+@dataclass(frozen=True)
+class TileOperands:
+    """A tile's view of an operator's epilogue operands in DRAM (:meth:`Epilogue.pack`): int32 rows of
+    BATCH x BLOCK_OUT lanes in buffer ``dram`` (None: the operator has none), each vector ``blocks`` rows (one per
+    channel block), the tile's channel blocks [``first``, ``first + count``)."""
+    dram: int | None
+    blocks: int
+    first: int
+    count: int
+
+    def vector(self, i: int, sram: int) -> Load:
+        """The LOAD of vector i's rows of the tile's channel blocks to acc rows [sram, sram + count)."""
+        return self.rows(i * self.blocks + self.first, self.count, sram)
+
+    def rows(self, first: int, n: int, sram: int) -> Load:
+        """The LOAD of ``n`` consecutive operand rows from row ``first`` to acc rows [sram, sram + n)."""
+        if self.dram is None:
+            raise ValueError(f"the epilogue loads operand rows [{first}, {first + n}) but the operator has none (the "
+                             f"vectors and parameters of Epilogue.pack)")
+        return Load(self.dram, first, n, 1, n, sram, int(MemId.ACC))
+
+
+PostPasses = tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]
+
+
 @dataclass(frozen=True)
 class Epilogue:
     """ALU ``steps`` on a tile's accumulators, then ``planes`` (1-4) low bytes of each stored.
@@ -91,6 +188,10 @@ class Epilogue:
     of the values before step ``at`` finished by ``steps`` (immediates or vectors), which a later step with
     operand ``"b"`` uses.
 
+    ``post`` (None: every step an ALU instruction): (ranges of ``steps``, ranges of ``residual``), each [start, end)
+    range one pass of the post-processing unit (:mod:`sw.ops.post`), the steps outside them ALU instructions; as
+    :meth:`lowered` chooses them for a config with the unit. One plane only, and no range across the branch's step.
+
     Frozen and hashable: plans and micro-kernels are memoised on it. ``Epilogue(steps)`` validates the
     steps (any sequence of ``(AluOp | name, int | 'vI' | 'r')``) and names the bad field and its range.
     """
@@ -98,12 +199,17 @@ class Epilogue:
     planes: int = 1
     residual: tuple[AluStep, ...] | None = None
     branch: tuple[int, tuple[AluStep, ...]] | None = None
+    post: PostPasses | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "steps", tuple(_check_step(i, s) for i, s in enumerate(self.steps)))
         if self.planes not in (1, 2, 3, 4):
             raise ValueError(f"epilogue planes = {self.planes!r}; allowed [1, 4] (bytes of each accumulator stored)")
         self._check_branch()
+        self._check_residual()
+        self._check_post()
+
+    def _check_residual(self) -> None:
         uses_r = any(v == "r" for _, v in self.steps)
         if self.residual is None:
             if uses_r:
@@ -118,6 +224,35 @@ class Epilogue:
         if self.planes != 1:
             raise ValueError(f"epilogue: a residual needs planes = 1 (got {self.planes})")
         object.__setattr__(self, "residual", res)
+
+    def _check_post(self) -> None:
+        if self.post is None:
+            return
+        if not isinstance(self.post, (tuple, list)) or len(self.post) != 2:
+            raise ValueError(f"epilogue post = {self.post!r}; expected (ranges of the steps, ranges of the residual's "
+                             f"steps), each range (start, end)")
+        if self.planes != 1:
+            raise ValueError(f"epilogue post: the post-processing unit takes planes = 1 (got {self.planes})")
+        at = None if self.branch is None else self.branch[0]
+        out = []
+        for name, steps, ranges in (("steps", self.steps, self.post[0]), ("residual", self.residual or (),
+                                                                          self.post[1])):
+            last, checked = 0, []
+            for r in ranges:
+                a, b = (r if isinstance(r, (tuple, list)) and len(r) == 2 else (None, None))
+                if (not isinstance(a, (int, np.integer)) or not isinstance(b, (int, np.integer))
+                        or not last <= a < b <= len(steps)):
+                    raise ValueError(f"epilogue post: range {r!r} of the {name}; allowed: (start, end) with "
+                                     f"{last} <= start < end <= {len(steps)}, in order, not overlapping")
+                if not all(_post.eligible(s) for s in steps[a:b]) or _post.stages(steps[a:b]) is None:
+                    raise ValueError(f"epilogue post: {name} [{a}, {b}) is not one pass of the post-processing "
+                                     f"unit (an in-order part of {_post.template()}; the residual only as ADD 'r')")
+                if name == "steps" and at is not None and a < at < b:
+                    raise ValueError(f"epilogue post: steps [{a}, {b}) span the branch's step {at}")
+                last = int(b)
+                checked.append((int(a), int(b)))
+            out.append(tuple(checked))
+        object.__setattr__(self, "post", (out[0], out[1]))
 
     def _check_branch(self) -> None:
         uses = [i for i, (_, v) in enumerate(self.steps) if v == "b"]
@@ -163,6 +298,51 @@ class Epilogue:
             return alu
         return cls(tuple(alu))
 
+    def lowered(self, cfg: Config, vectors: npt.ArrayLike | None = None, rows: int | None = None,
+                blocks: int = 1) -> Epilogue:
+        """This epilogue as config ``cfg`` runs it. With the post-processing unit (``POST_UNIT`` = 1) and one plane,
+        the steps and the residual's steps are cut into the fewest passes of the unit (:func:`sw.ops.post.segments`;
+        none across the branch's step), each kept (:attr:`post`) where it costs less than its steps on the ALU over a
+        tile of ``blocks`` channel blocks of ``rows`` accumulator rows each (:func:`sw.ops.post.pays`; ``rows`` None:
+        where it takes two steps or more), a clip written ``MIN a; MAX b`` with immediates b <= a first taken as
+        ``MAX b; MIN a`` (the same values, in the unit's order). ``vectors`` (V, ...): the vector operands' values
+        (needed when a MUL takes a vector): a MUL by a vector beyond 16 bits is ``MUL a; MUL b`` of two immediates
+        that fit where the vector is one value c = a b on every channel (:func:`sw.ops.post.factors`; the same
+        values, wrap-around included), else it stays on the ALU. Otherwise, or where no pass pays, this epilogue
+        (every step on the ALU); an epilogue already lowered is returned as it is."""
+        if self.post is not None or not cfg.POST_UNIT or self.planes != 1:
+            return self
+        muls = {int(v[1:]) for op, v in self.steps + (self.residual or ())
+                if op == AluOp.MUL and isinstance(v, str) and v not in ("r", "b")}
+        wide: set[int] = set()
+        split: dict[int, tuple[int, int]] = {}
+        if muls:
+            if vectors is None:
+                raise ValueError(f"epilogue: a MUL takes vector(s) {sorted(muls)}: lowering it for the post-processing "
+                                 f"unit needs the vectors' values (vectors=)")
+            v = np.asarray(vectors, np.int64)
+            v = v.reshape(len(v), -1)
+            wide = {i for i in muls if i >= len(v) or v[i].min() < _post.MUL_MIN or v[i].max() > _post.MUL_MAX}
+            for i in sorted(wide):
+                f = _post.factors(int(v[i][0])) if i < len(v) and np.all(v[i] == v[i][0]) else None
+                if f is not None:
+                    split[i] = f
+            wide -= split.keys()
+        at = None if self.branch is None else self.branch[0]
+        steps, at = _split_muls(self.steps, split, at)
+        steps = _clips_first(steps, at)
+        residual = None if self.residual is None else _clips_first(_split_muls(self.residual, split, None)[0], None)
+        branch = None if self.branch is None or at is None else (at, self.branch[1])
+
+        def kept(seq, breaks) -> tuple[tuple[int, int], ...]:
+            return tuple((a, b) for a, b in _post.segments(seq, wide, breaks)
+                         if (_post.pays(seq[a:b], rows, blocks) if rows is not None else b - a >= 2))
+
+        main, res = kept(steps, () if at is None else (at,)), kept(residual or (), ())
+        if not main and not res:
+            return self
+        return replace(self, steps=steps, residual=residual, branch=branch, post=(main, res))
+
     # ------------------------------------------------------------------ properties
     @cached_property
     def vectors(self) -> int:
@@ -172,16 +352,86 @@ class Epilogue:
         return 1 + max(used) if used else 0
 
     @cached_property
+    def post_passes(self) -> tuple[PostPass, ...]:
+        """The passes of the post-processing unit (:attr:`post`), the steps' first, then the residual's."""
+        if self.post is None:
+            return ()
+        out = []
+        for on, seq, ranges in (("steps", self.steps, self.post[0]), ("residual", self.residual or (), self.post[1])):
+            for a, b in ranges:
+                part = seq[a:b]
+                at = _post.stages(part)
+                assert at is not None           # checked by __post_init__
+                out.append(PostPass(on, a, b, at, any(isinstance(v, str) and v != "r" for _, v in part),
+                                    any(v == "r" for _, v in part)))
+        return tuple(out)
+
+    @cached_property
+    def _on_alu(self) -> tuple[frozenset[int], frozenset[int]]:
+        """The indices of the steps, and of the residual's steps, that are ALU instructions."""
+        covered: dict[str, set[int]] = {"steps": set(), "residual": set()}
+        for p in self.post_passes:
+            covered[p.on].update(range(p.start, p.end))
+        return (frozenset(set(range(len(self.steps))) - covered["steps"]),
+                frozenset(set(range(len(self.residual or ()))) - covered["residual"]))
+
+    @cached_property
+    def _slots(self) -> dict[int, int]:
+        """Vector index -> its place among the tile's vector rows (``tm`` rows each): every vector without POST
+        passes, else those the ALU instructions take, in order of index."""
+        if self.post is None:
+            return {i: i for i in range(self.vectors)}
+        main, res = self._on_alu
+        steps = ([s for i, s in enumerate(self.steps) if i in main]
+                 + [s for i, s in enumerate(self.residual or ()) if i in res] + list(self._branch_steps))
+        used = sorted({int(v[1:]) for _, v in steps if isinstance(v, str) and v not in ("r", "b")})
+        return {i: k for k, i in enumerate(used)}
+
+    @property
+    def alu_vectors(self) -> int:
+        """How many vectors the tile holds in its vector rows (those its ALU instructions take)."""
+        return len(self._slots)
+
+    @cached_property
     def passes(self) -> int:
         """ALU passes over the tile's rows (one per step: a vector step reads its vector row once per channel
         block; two for the residual's tensor add, whose source row changes with every row; a copy and a shift
-        per extra plane)."""
-        n = sum(2 if v in ("r", "b") else 1 for _, v in self.steps) + 3 * (self.planes - 1)
+        per extra plane). A pass of the post-processing unit counts one (two with the residual's add); its
+        instructions' fixed cost is :meth:`alu_cycles`'."""
+        if self.post is None:
+            n = sum(2 if v in ("r", "b") else 1 for _, v in self.steps) + 3 * (self.planes - 1)
+            residual = len(self.residual or ())
+        else:
+            main, res = self._on_alu
+            n = sum(2 if p.residual else 1 for p in self.post_passes)
+            n += sum(2 if v in ("r", "b") else 1 for i, (_, v) in enumerate(self.steps) if i in main)
+            residual = len(res)
         if self.residual is not None:
-            n += len(self.residual) + RESIDUAL_LOAD_PASSES
+            n += residual + RESIDUAL_LOAD_PASSES
         if self.branch is not None:
             n += 3 + len(self.branch[1])             # zeroing and copying the branch region, its steps
         return n
+
+    def post_insns(self, tm: int) -> int:
+        """POST instructions per tile of ``tm`` channel blocks: one per block for a pass with vectors, else one."""
+        return sum(tm if p.vector else 1 for p in self.post_passes)
+
+    def param_rows(self, tm: int) -> int:
+        """Acc rows of the POST passes' parameters in a tile of ``tm`` channel blocks."""
+        return POST_PARAM_ROWS * self.post_insns(tm)
+
+    def alu_cycles(self, rows: int, tm: int) -> int:
+        """The planner's cycles of the epilogue on a tile of ``rows`` accumulators over ``tm`` channel blocks:
+        :attr:`passes` per row, and the fixed cost of each POST instruction."""
+        return rows * self.passes + POST_INSN_CYCLES * self.post_insns(tm)
+
+    def insn_cycles(self, tm: int) -> int:
+        """The planner's fixed cycles of the epilogue's instructions on a tile (or a part of one) of ``tm`` channel
+        blocks, beyond its rows: an ALU instruction's per pass (at least one), a POST instruction's."""
+        if self.post is None:
+            return max(1, self.passes) * ALU_INSN_CYCLES
+        alu = self.passes - sum(2 if p.residual else 1 for p in self.post_passes)
+        return alu * ALU_INSN_CYCLES + POST_INSN_CYCLES * self.post_insns(tm)
 
     @property
     def _branch_steps(self) -> tuple:
@@ -189,9 +439,12 @@ class Epilogue:
 
     @cached_property
     def cost_proxy(self) -> Epilogue:
-        """An epilogue the planner cannot tell from this one (the same planes, vectors and ALU passes: a plan
-        depends on nothing else), the same for every epilogue of that cost: the layers of a network differ in
-        their multipliers and shifts, not in their shapes, and then share one memoised plan."""
+        """An epilogue the planner cannot tell from this one (the same planes, vectors, ALU passes and POST passes:
+        a plan depends on nothing else), the same for every epilogue of that cost: the layers of a network differ
+        in their multipliers and shifts, not in their shapes, and then share one memoised plan."""
+        if self.post is not None:
+            return self._post_proxy()
+
         def proxy(steps, top):
             n = sum(isinstance(v, str) and v not in ("r", "b") for _, v in steps)
             tensors = [(AluOp.ADD, v) for _, v in steps if v in ("r", "b")]
@@ -204,6 +457,25 @@ class Epilogue:
         branch = None if self.branch is None else (0, tuple(proxy(self.branch[1], top)))
         return Epilogue(tuple(steps), self.planes, residual, branch)
 
+    def _post_proxy(self) -> Epilogue:
+        """The cost proxy of an epilogue with POST passes: the same operations and passes, immediates 0, a vector
+        'v0' in a pass, 'v1', 'v2', ... for the vectors the ALU instructions take (their number kept)."""
+        main, res = self._on_alu
+
+        def canon(steps, alu) -> tuple:
+            out = []
+            for i, (op, v) in enumerate(steps):
+                if isinstance(v, str) and v not in ("r", "b"):
+                    v = f"v{1 + self._slots[int(v[1:])]}" if i in alu else "v0"
+                elif not isinstance(v, str):
+                    v = 0
+                out.append((op, v))
+            return tuple(out)
+
+        residual = None if self.residual is None else canon(self.residual, res)
+        branch = None if self.branch is None else (self.branch[0], canon(self.branch[1], range(len(self.branch[1]))))
+        return Epilogue(canon(self.steps, main), 1, residual, branch, self.post)
+
     @property
     def dtype(self) -> type[np.integer]:
         """The host type of a read-back element: int8 for one plane, int32 (sign-extended) otherwise."""
@@ -213,13 +485,47 @@ class Epilogue:
         """That ``cfg`` can run the steps and ``n_vectors`` vectors were given for them."""
         if not cfg.ALU_MUL and any(op == AluOp.MUL for op, _ in self.steps):
             raise ValueError(f"epilogue: MUL on config {cfg.name}, which has no ALU MUL (ALU_MUL = 0)")
+        if self.post is not None and not cfg.POST_UNIT:
+            raise ValueError(f"epilogue: POST passes on config {cfg.name}, which has no post-processing unit "
+                             f"(POST_UNIT = 0)")
         if self.vectors > n_vectors:
             raise ValueError(f"epilogue uses vectors v0..v{self.vectors - 1}; {n_vectors} given "
                              f"(the rows of bias)")
 
     def acc_rows(self, rows: int, tm: int) -> int:
-        """Acc SRAM rows of a tile of ``rows`` accumulators over ``tm`` channel blocks."""
-        return rows * self.planes + tm * self.vectors + (rows if self.residual is not None or self.branch else 0)
+        """Acc SRAM rows of a tile of ``rows`` accumulators over ``tm`` channel blocks: the accumulators (a region per
+        plane), the vectors of its ALU instructions, the POST passes' parameters, the residual's (or the branch's)."""
+        return (rows * self.planes + tm * self.alu_vectors + self.param_rows(tm)
+                + (rows if self.residual is not None or self.branch else 0))
+
+    def pack(self, vectors: npt.ArrayLike | None, blocks: int, cfg: Config) -> np.ndarray | None:
+        """The operator's epilogue operands as DRAM rows (n, BATCH, BLOCK_OUT) int32 (None: there are none), which
+        :meth:`actions` loads: the ``vectors`` (V, blocks, BATCH, BLOCK_OUT) int32, vector i at rows [i blocks,
+        (i + 1) blocks); with POST passes only the :attr:`vectors` the steps use, then each pass's parameter rows
+        (:func:`sw.ops.post.params`), in the order of :attr:`post_passes`: POST_PARAM_ROWS consecutive rows per
+        channel block for a pass with vectors, POST_PARAM_ROWS for one without."""
+        B, O = cfg.BATCH, cfg.BLOCK_OUT
+        v = np.zeros((0, blocks, B, O), np.int32) if vectors is None else np.asarray(vectors, np.int32)
+        if v.ndim != 4 or v.shape[1:] != (blocks, B, O):
+            raise ValueError(f"packed vectors have shape {v.shape}; expected (V, {blocks}, {B}, {O})")
+        if self.post is None:
+            return v.reshape(-1, B, O) if len(v) else None
+        parts = [v[:self.vectors].reshape(-1, B, O)]
+        for p in self.post_passes:
+            seq = self.steps if p.on == "steps" else self.residual or ()
+            parts.append(_post.params(seq[p.start:p.end], p.stages, v, blocks if p.vector else 1, (B, O))
+                         .reshape(-1, B, O))
+        return np.concatenate(parts)
+
+    def _param_layout(self, tm: int, blocks: int) -> list[tuple[int, int]]:
+        """Per POST pass: (its first row in the packed operands of ``blocks`` channel blocks, its first row in a tile's
+        parameter rows of ``tm`` channel blocks)."""
+        dram, sram, out = self.vectors * blocks, 0, []
+        for p in self.post_passes:
+            out.append((dram, sram))
+            dram += POST_PARAM_ROWS * (blocks if p.vector else 1)
+            sram += POST_PARAM_ROWS * (tm if p.vector else 1)
+        return out
 
     # ------------------------------------------------------------------ numpy
     def reference(self, acc: npt.ArrayLike, vectors: Sequence[npt.ArrayLike] | np.ndarray | None = None,
@@ -268,20 +574,28 @@ class Epilogue:
         return y
 
     # ------------------------------------------------------------------ lowering
-    def actions(self, acc: int, rows: int, tm: int, loops: Loops, load_vector: Callable[[int, int], Load],
+    def actions(self, acc: int, rows: int, tm: int, loops: Loops, operands: TileOperands,
                 load_residual: Callable[[int], list] | None = None, vec_base: int | None = None) -> list:
         """The compute actions of a tile whose accumulators are acc rows [acc, acc + rows) over ``tm``
-        channel blocks: vector i is loaded (``load_vector(i, sram_row)``) to acc + rows * planes + i * tm
-        before its first use; ``loops`` ((extent, dst_factor, src_factor), outer first) walk the rows
-        with the source on their channel block; then the copies of the extra planes. A residual is
-        loaded first by ``load_residual(sram_row)`` (its LOADs, rows in the accumulators' order, to
-        acc + rows + tm * vectors) and finished by its steps just before the first step that uses it
-        (those ALU actions are marked ``reads_residual``: a scheduler that delays the loads queues them
-        before the first such action). A branch uses the residual's rows. ``vec_base``: the vectors' rows
-        elsewhere (a part of a tile's rows, finished on its own: :meth:`tail_actions`)."""
-        acts = []
+        channel blocks (``operands``: where their operands lie in DRAM). ``loops`` ((extent, dst_factor,
+        src_factor), outer first: the channel blocks, then a block's rows) walk the rows with the source on their
+        channel block. The ALU instructions' vectors are loaded to their rows after the accumulators' (``tm``
+        rows each, :attr:`alu_vectors`) before their first use; then come the POST passes' parameter rows
+        (:meth:`param_rows`), each pass's loaded before it; then the residual's rows. A POST pass is one instruction
+        per channel block (its loop the inner one of ``loops``, its parameters that block's POST_PARAM_ROWS rows),
+        or one over every row when no step of it takes a vector; the copies of the extra planes come last.
+        A residual is loaded first by ``load_residual(sram_row)`` (its LOADs, rows in the accumulators'
+        order) and finished by its steps just before the first step that uses it (those actions are marked
+        ``reads_residual``: a scheduler that delays the loads queues them before the first such action). A branch
+        uses the residual's rows. ``vec_base``: the vectors' rows elsewhere (a part of a tile's rows, finished on its
+        own: :meth:`tail_actions`), the parameter rows after them."""
+        acts: list = []
         vec_base = acc + rows * self.planes if vec_base is None else vec_base
-        res_base = vec_base + tm * self.vectors
+        par_base = vec_base + tm * self.alu_vectors
+        res_base = par_base + self.param_rows(tm)
+        slots = self._slots
+        layout = dict(zip(self.post_passes, self._param_layout(tm, operands.blocks)))
+        starts = {(p.on, p.start): p for p in self.post_passes}
         loaded = set()
 
         def vector(i: int) -> list:
@@ -289,72 +603,121 @@ class Epilogue:
             if i in loaded:
                 return []
             loaded.add(i)
-            return [load_vector(i, vec_base + i * tm)]
+            return [operands.vector(i, vec_base + slots[i] * tm)]
 
         def step(op, v, dst, **kw) -> list:
             if isinstance(v, str):
                 i = int(v[1:])
-                return vector(i) + [_alu_tensor(dst, vec_base + i * tm, tuple(loops), op, **kw)]
+                return vector(i) + [_alu_tensor(dst, vec_base + slots[i] * tm, tuple(loops), op, **kw)]
             return [replace(_alu_rows(op, v, dst, rows), **kw)]
 
+        def params(p: PostPass) -> Load:
+            dram, sram = layout[p]
+            if p.vector:
+                return operands.rows(dram + operands.first * POST_PARAM_ROWS, POST_PARAM_ROWS * tm, par_base + sram)
+            return operands.rows(dram, POST_PARAM_ROWS, par_base + sram)
+
+        def post(p: PostPass, dst: int, **kw) -> list:
+            """The POST instructions of pass ``p`` on the rows at ``dst`` (its parameters loaded)."""
+            base = par_base + layout[p][1]
+            per_row, use_imm = (2, 0) if p.residual else (1, 1)
+            src = res_base if p.residual else dst
+            if not p.vector:
+                return [Alu(_k_alu(int(AluOp.POST), use_imm, _param_imm(base), dst, src, ((rows, 1, 1),)),
+                            passes=per_row, uops=rows, post=True, **kw)]
+            if len(loops) != 2 or loops[0][0] != tm:
+                raise ValueError(f"a POST pass with vectors walks the channel blocks, then a block's rows: loops = "
+                                 f"{tuple(loops)}; expected ((tm = {tm}, block stride, ...), (rows, row step, ...))")
+            (_, stride, _), (e, df, _) = loops
+            return [Alu(_k_alu(int(AluOp.POST), use_imm, _param_imm(base + j * POST_PARAM_ROWS), dst + j * stride,
+                               src + j * stride, ((e, df, df),)), passes=per_row, uops=e, post=True, **kw)
+                    for j in range(tm)]
+
         residual = self.residual
+        res_alu = self._on_alu[1]
+
+        def finish_residual() -> list:
+            """The residual's own steps, the loads of their operands first (the residual's loads may come late)."""
+            assert residual is not None
+            loads: list = []
+            work: list = []
+            i = 0
+            while i < len(residual):
+                p = starts.get(("residual", i))
+                if p is not None:
+                    loads.append(params(p))
+                    work += post(p, res_base, reads_residual=True)
+                    i = p.end
+                    continue
+                rop, u = residual[i]
+                if isinstance(u, str):
+                    loads += vector(int(u[1:]))
+                assert i in res_alu
+                work += step(rop, u, res_base, reads_residual=True)
+                i += 1
+            return loads + work
+
         if residual is not None:
             if load_residual is None:
                 raise ValueError("the epilogue has a residual: the operator must load it (load_residual)")
             acts += list(load_residual(res_base))
-        for i, (op, v) in enumerate(self.steps):
+        i = 0
+        while i < len(self.steps):
             if self.branch is not None and i == self.branch[0]:
                 # the branch: its region (the residual's place) zeroed, the values added in, its own steps
                 acts += _zero_rows(res_base, rows)
                 acts.append(_alu_tensor(res_base, acc, ((rows, 1, 1),), AluOp.ADD))
                 for bop, u in self.branch[1]:
                     acts += step(bop, u, res_base)
+            p = starts.get(("steps", i))
+            op, v = self.steps[i]
+            if p is not None or v == "r":
+                if (p is None or p.residual) and residual is not None:
+                    acts += finish_residual()
+                    residual = None
+            if p is not None:
+                acts.append(params(p))
+                acts += post(p, acc, reads_residual=p.residual)
+                i = p.end
+                continue
             if v == "b":
                 acts.append(_alu_tensor(acc, res_base, ((rows, 1, 1),), op))
             elif v == "r":
-                if residual:
-                    # the residual's own steps just before its first use (the loads may come late), the
-                    # vectors they use loaded first
-                    for _, u in residual:
-                        if isinstance(u, str):
-                            acts += vector(int(u[1:]))
-                    for rop, u in residual:
-                        acts += step(rop, u, res_base, reads_residual=True)
-                    residual = ()
                 acts.append(_alu_tensor(acc, res_base, ((rows, 1, 1),), op, reads_residual=True))
             else:
                 acts += step(op, v, acc)
+            i += 1
         if self.planes > 1:
             # the extra regions were reset to 0 with the tile: adding the tile copies it into each
             extra = self.planes - 1
             acts.append(_alu_tensor(acc + rows, acc, ((extra, rows, 0), (rows, 1, 1))))
-            for p in range(1, self.planes):
-                acts.append(_alu_rows(AluOp.SHR, 8 * p, acc + p * rows, rows))
+            for q in range(1, self.planes):
+                acts.append(_alu_rows(AluOp.SHR, 8 * q, acc + q * rows, rows))
         return acts
 
     def tail_actions(self, acc: int, parts: Sequence[tuple[int, int]], tm: int, loops_of: Callable[[int], Loops],
-                     load_vector: Callable[[int, int], Load], init: bool = False) -> list[list]:
+                     operands: TileOperands, init: bool = False) -> list[list]:
         """A tile's compute actions in ``parts`` ((first accumulator row, rows) each, in order, over [acc, acc +
         rows)), each finished on its own so that its store can start while the ALU works on the next:
-        ``loops_of(rows)`` walks a part; the vectors are loaded once, before the first part, to the tile's
-        own vector rows. ``init``: the accumulators were started at v0 (:meth:`init_actions`), so the first step
+        ``loops_of(rows)`` walks a part; the vectors and parameters are loaded once, before the first part, to the
+        tile's own rows. ``init``: the accumulators were started at v0 (:meth:`init_actions`), so the first step
         is left out. One plane, no residual or branch."""
         epi = Epilogue(self.steps[1:]) if init else self
         vec_base = acc + sum(n for _, n in parts)
         out = []
         for i, (r, n) in enumerate(parts):
-            acts = epi.actions(r, n, tm, loops_of(n), load_vector, vec_base=vec_base)
+            acts = epi.actions(r, n, tm, loops_of(n), operands, vec_base=vec_base)
             out.append(acts if i == 0 else [a for a in acts if not isinstance(a, Load)])
         return out
 
     def init_actions(self, acc: int, rows: int, tm: int, loops: Loops,
-                     load_vector: Callable[[int, int], Load]) -> tuple[list, list]:
+                     operands: TileOperands) -> tuple[list, list]:
         """For an epilogue that :func:`bias_init` made: (the actions that start a tile's accumulators at v0
         instead of 0: its LOAD and ``MIN v0``, one pass; exact where every accumulator already holds at least
         the largest v0, as a tile of the same operator leaves it), (the actions of the other steps)."""
         vec_base = acc + rows * self.planes
-        init = [load_vector(0, vec_base), _alu_tensor(acc, vec_base, tuple(loops), AluOp.MIN)]
-        return init, Epilogue(self.steps[1:], self.planes).actions(acc, rows, tm, loops, load_vector)
+        init = [operands.vector(0, vec_base), _alu_tensor(acc, vec_base, tuple(loops), AluOp.MIN)]
+        return init, Epilogue(self.steps[1:], self.planes).actions(acc, rows, tm, loops, operands)
 
     def assemble(self, planes: np.ndarray) -> np.ndarray:
         """Read-back planes (planes, ...) int8 -> the values (int8, or int32 sign-extended)."""
@@ -373,8 +736,9 @@ def bias_init(epi: Epilogue, vectors: npt.ArrayLike | None, acc_bound: int) -> t
     accumulators at the bias instead of at zero, saving the ALU's ADD pass (or the GEMM's reset pass).
 
     Returns (``ADD v0'``, ``>> s``, the clip bounds minus c; the packed vectors with v0' = (v0 - c) << s)
-    or None where the steps are not of that form (one plane, no residual or branch, a bias used once, then
-    only MIN/MAX immediates, a lower bound among them) or the values do not allow it. c is a multiple of
+    or None where the steps are not of that form (one plane, no residual, branch or POST pass, a bias used once,
+    then only MIN/MAX immediates, a lower bound among them) or the values do not allow it (a POST pass adds the
+    bias in its chain at no cost, so starting at it saves nothing). c is a multiple of
     256 chosen so the new bounds still fit an immediate: every result is its old value minus c, and STORE
     writes the same low 8 bits. The new form is exact on its own; its point is :meth:`Epilogue.init_actions`:
     every accumulator a tile of the operator leaves holds at least its new lower bound, which is at least
@@ -386,7 +750,7 @@ def bias_init(epi: Epilogue, vectors: npt.ArrayLike | None, acc_bound: int) -> t
     s = 0
     if steps and steps[0][0] == AluOp.SHR and not isinstance(steps[0][1], str) and 0 <= steps[0][1] <= 24:
         s = int(steps.pop(0)[1])
-    if (epi.planes != 1 or epi.residual is not None or epi.branch is not None or vectors is None
+    if (epi.planes != 1 or epi.residual is not None or epi.branch is not None or epi.post is not None or vectors is None
             or not steps or steps[0] != (AluOp.ADD, "v0") or not steps[1:]
             or any(op not in (AluOp.MIN, AluOp.MAX) or isinstance(v, str) for op, v in steps[1:])):
         return None
@@ -418,10 +782,11 @@ def vectors_2d(bias: npt.ArrayLike, channels: int) -> np.ndarray:
 
 
 def packed_epilogue(epilogue: Epilogue | Iterable | None, shift: int, bias: npt.ArrayLike | None, clip: bool, blocks: int,
-                    cfg: Config) -> tuple[Epilogue, np.ndarray | None]:
-    """The epilogue of a packed operator call and its vectors as acc rows (V * blocks, BATCH, BLOCK_OUT)
-    (or None): ``epilogue`` (an Epilogue or its steps), else VTA's of ``shift`` / ``bias`` / ``clip``;
-    ``bias`` None, packed (blocks, BATCH, BLOCK_OUT) or (V, blocks, BATCH, BLOCK_OUT) int32."""
+                    cfg: Config, rows: int | None = None) -> tuple[Epilogue, np.ndarray | None]:
+    """The epilogue of a packed operator call as ``cfg`` runs it (:meth:`Epilogue.lowered`, for tiles of up to
+    ``rows`` accumulator rows per channel block) and its operands as DRAM rows (:meth:`Epilogue.pack`, or None):
+    ``epilogue`` (an Epilogue or its steps), else VTA's of ``shift`` / ``bias`` / ``clip``; ``bias`` None, packed
+    (blocks, BATCH, BLOCK_OUT) or (V, blocks, BATCH, BLOCK_OUT) int32, the vectors."""
     epi = Epilogue.of(epilogue) or Epilogue.vta(shift, bias is not None, clip)
     B, O = cfg.BATCH, cfg.BLOCK_OUT
     v = np.zeros((0, blocks, B, O), np.int32) if bias is None else np.asarray(bias, np.int32)
@@ -429,9 +794,9 @@ def packed_epilogue(epilogue: Epilogue | Iterable | None, shift: int, bias: npt.
         v = v[None]
     if v.ndim != 4 or v.shape[1:] != (blocks, B, O):
         raise ValueError(f"packed vectors have shape {v.shape}; expected (V, {blocks}, {B}, {O})")
-    n = v.shape[0]
-    epi.check(cfg, n)
-    return epi, (v.reshape(n * blocks, B, O) if n else None)
+    epi.check(cfg, v.shape[0])
+    epi = epi.lowered(cfg, v, rows, blocks)
+    return epi, epi.pack(v, blocks, cfg)
 
 
 def steps_multiplier(steps: Sequence[AluStep]) -> float:

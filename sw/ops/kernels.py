@@ -10,6 +10,13 @@ from sw import runtime as rt
 from sw.isa import AluOp, MemId
 from sw.ops.base import _f, config
 
+ALU_INSN_CYCLES = 32
+"""The planner's cost, in cycles, of an ALU instruction beyond its rows."""
+
+POST_INSN_CYCLES = 45
+"""The planner's cost, in cycles, of a POST instruction beyond its rows: reading its parameter rows
+(:data:`~sw.isa.POST_PARAM_ROWS`, one a cycle) and filling the post-processing unit's pipeline."""
+
 
 # ---------------------------------------------------------------------- actions
 @dataclass(frozen=True)
@@ -49,15 +56,24 @@ class Gemm:
 @dataclass(frozen=True)
 class Alu:
     """An ALU instruction of a micro-kernel; ``passes``: cycles per micro-op (2 with a tensor operand);
-    ``reads_residual``: it reads an epilogue's residual rows (which must be loaded before it is queued)."""
+    ``reads_residual``: it reads an epilogue's residual rows (which must be loaded before it is queued);
+    ``uops``: its micro-op executions (None: one per row of its tile); ``post``: a POST instruction (the
+    post-processing unit's, :mod:`sw.ops.post`), which costs POST_INSN_CYCLES more."""
     kernel: Callable[[], None]
     key: int = 0
     passes: int = 1
     reads_residual: bool = False
+    uops: int | None = None
+    post: bool = False
     insns = 2
 
     def emit(self, cmd: int) -> None:
         rt.push_alu_op(cmd, self.kernel, self.key)
+
+    def cycles(self, rows: int) -> int:
+        """The planner's cycles of the instruction on a tile of ``rows`` rows (``passes`` per micro-op, and a POST
+        instruction's fixed cost)."""
+        return self.passes * (rows if self.uops is None else self.uops) + (POST_INSN_CYCLES if self.post else 0)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ _VTA = Epilogue.vta()
 
 # Planning model (estimated cycles): DMA at BUS_WIDTH bits per cycle plus a set-up time per row (a
 # burst) of a 2-D load, one GEMM micro-op per cycle (accumulator resets included), one ALU pass over
-# the tile's rows per requantization op (two for a tensor add), a fixed cost per instruction. One
+# the tile's rows per requantization op (two for a tensor add; one per pass of the post-processing unit,
+# two with the residual, plus each POST instruction's fixed cost), a fixed cost per instruction. One
 # virtual thread runs load, GEMM, ALU and store in turn. Two overlap load with compute, and the
 # compute module runs one tile's requantization (ALU) beside the next tile's GEMMs, so the slowest of
 # the three sets the pace; only the first load and the last tile's requantization and store are
@@ -43,9 +44,10 @@ def _plan_cycles(vt, load_bytes, rows, gemm, alu, insns, first_load, tail, cfg, 
     return max(load, gemm, alu, chain) + 0.2 * load + first_load / bus + tail + overhead
 
 
-def _tail_cycles(rows, epi: Epilogue, cfg):
-    """The last tile's epilogue and store, which nothing overlaps."""
-    return rows * epi.passes + rows * epi.planes * cfg.OUT_ELEM_BYTES / (cfg.BUS_WIDTH // 8)
+def _tail_cycles(rows, tm, epi: Epilogue, cfg):
+    """The last tile's epilogue (``rows`` accumulators over ``tm`` channel blocks) and store, which nothing
+    overlaps."""
+    return epi.alu_cycles(rows, tm) + rows * epi.planes * cfg.OUT_ELEM_BYTES / (cfg.BUS_WIDTH // 8)
 
 
 last_counters: dict = {}
@@ -179,7 +181,8 @@ def dense_candidates(nb: int, kb: int, mb: int, vt: int, epi: Epilogue, cfg: Con
         if tn * tm < min(3, nb * mb):
             continue
         nt, mt = cdiv(nb, tn), cdiv(mb, tm)
-        tail = _tail_cycles(tn * tm, epi, cfg)
+        tail = _tail_cycles(tn * tm, tm, epi, cfg)
+        alu = nb * mb * epi.passes + nt * mt * (epi.alu_cycles(0, tm))    # (the second term: POST instructions)
         # each tile's requantization and store end before its acc region is reused (as for conv2d), and
         # the next tile in that region waits for them and for the ALU pass that zeroes it: a fifth more,
         # as for the loads, since that chain also waits on the shared bus and the tokens
@@ -189,7 +192,7 @@ def dense_candidates(nb: int, kb: int, mb: int, vt: int, epi: Epilogue, cfg: Con
                 continue
             steps = nt * mt * cdiv(kb, tk)
             cost = _plan_cycles(vt, mt * nb * kb * ie + nt * mb * kb * we, steps * (tn + tm),
-                                nb * mb * (kb + planes), nb * mb * epi.passes,
+                                nb * mb * (kb + planes), alu,
                                 steps * 6 + nt * mt * 8, tn * tk * ie + tm * tk * we,
                                 tail, cfg, chain)
             found.append((cost, slots, -tn * tk * tm, len(found), nb, kb, mb, tn, tk, tm, vt, cost, slots))
@@ -307,7 +310,8 @@ def conv2d_candidates(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, ep
         tc_max = min(caps["inp"] // (ih * iw), caps["wgt"] // (tm * kk), cb)
         mt, ht, wt = cdiv(ob, tm), cdiv(ho, th), cdiv(wo, tw)
         spatial = nb * ht * wt
-        tail = _tail_cycles(tm * th * tw, epi, cfg)
+        tail = _tail_cycles(tm * th * tw, tm, epi, cfg)
+        alu_tiles = alu + spatial * mt * epi.alu_cycles(0, tm)         # (the POST instructions' fixed cost)
         load_bytes = spatial * mt * cb * ih * iw * ie + spatial * ob * cb * kk * we
         chain = spatial * mt * tail / max(1, vt * slots - 1)
         for tc in tc_cands:                 # ascending
@@ -321,10 +325,10 @@ def conv2d_candidates(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, ep
             insns = spatial * mt * (ct * (tc + 6) + tm + 8)
             first_load = tc * ih * iw * ie + tm * tc * kk * we
             if vt == 1:
-                cost = _plan_cycles(vt, load_bytes, rows, gemm, alu, insns, first_load, tail, cfg, chain)
+                cost = _plan_cycles(vt, load_bytes, rows, gemm, alu_tiles, insns, first_load, tail, cfg, chain)
             else:                           # _plan_cycles inlined (the search's hot loop), the same arithmetic
                 load = load_bytes / bus + rows * _ROW_CYCLES
-                cost = (max(load, gemm, alu, chain) + 0.2 * load + first_load / bus + tail
+                cost = (max(load, gemm, alu_tiles, chain) + 0.2 * load + first_load / bus + tail
                         + insns * _INSN_CYCLES)
             found.append((cost, slots, -tc, -tm * th * tw, len(found), tm, th, tw, tc, vt, cost, slots))
     if not found:

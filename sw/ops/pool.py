@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from sw.isa import AluOp, MemId
 from sw.ops.base import MAX_EXTENT, TileError, _check_vt, _finish, _halves, config
-from sw.ops.epilogue import Epilogue, packed_epilogue
+from sw.ops.epilogue import Epilogue, TileOperands, packed_epilogue
 from sw.ops.kernels import Load, Store, _alu_tensor, _zero_rows
 from sw.ops.layout import pack_conv_output, pack_layer_bias, unpack_conv_output
 from sw.ops.schedule import _Tile, run_operator
@@ -84,7 +84,7 @@ def _pool_tiles(cfg, vt, shape, op, epi: Epilogue, xd, pd, yd) -> list[_Tile]:
     nb, cb, hp, wp, kh, kw, sh, sw, ho, wo = shape
     cap, bases = _halves(cfg, vt)["acc"]
     tc, th = _tile_shape(cb, ho, wo, kh, sh, wp, epi, cap)
-    ACC, ACC8 = int(MemId.ACC), int(MemId.ACC_8BIT)
+    ACC8 = int(MemId.ACC_8BIT)
     per_tap = kh * kw <= th * wo                     # fewer instructions: one per tap, or one per output
     tiles = []
     for ti, (q, c0, y0) in enumerate(itertools.product(range(nb), range(0, cb, tc), range(0, ho, th))):
@@ -110,10 +110,7 @@ def _pool_tiles(cfg, vt, shape, op, epi: Epilogue, xd, pd, yd) -> list[_Tile]:
             else:                                    # every tap of the window into one output row
                 comps += [_alu_tensor(out + oy * wo + ox, src + oy * sh * wp + ox * sw, ((kh, 0, wp), (kw, 0, 1)), op)
                           for oy, ox in itertools.product(range(nh), range(wo))]
-        def load_vector(i: int, row: int, c0: int = c0, nc: int = nc) -> Load:
-            return Load(pd, i * cb + c0, nc, 1, nc, row, ACC)
-
-        comps += epi.actions(base, rows, nc, ((nc, nh * wo, 1), (nh * wo, 1, 0)), load_vector)
+        comps += epi.actions(base, rows, nc, ((nc, nh * wo, 1), (nh * wo, 1, 0)), TileOperands(pd, cb, c0, nc))
         stores = [Store(base + p * rows, yd, ((p * nb + q) * cb + c0) * ho * wo + y0 * wo, nh * wo, nc, ho * wo)
                   for p in range(epi.planes)]
         tiles.append(_Tile(acc=ti % vt, computes=comps, stores=stores))
@@ -167,7 +164,7 @@ def pool2d(x: npt.ArrayLike, kernel: int | Sequence[int], stride: int | Sequence
     data = pack_conv_output(xp, cfg)                     # (nb, cb, Hp, Wp, BATCH, BLOCK_OUT) int8
     nb, cb = data.shape[:2]
     epi, vec = packed_epilogue(epi, 0, None if vectors is None else pack_layer_bias(vectors, c, cb, cfg), False,
-                               cb, cfg)
+                               cb, cfg, rows=ho * wo)
     shape = (nb, cb, hp, wp, kh, kw, sh, sw, ho, wo)
     y, counters = run_operator(data, None, vec, epi, (nb, cb, ho, wo, cfg.BATCH, cfg.BLOCK_OUT),
                                lambda xd, _, pd, yd, __: _pool_tiles(cfg, virtual_threads, shape, _MODES[mode], epi,

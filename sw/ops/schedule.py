@@ -23,7 +23,7 @@ from sw.ops.base import (
     config,
 )
 from sw.ops.epilogue import Epilogue
-from sw.ops.kernels import Gemm, Load, _k_reset, _zero_rows
+from sw.ops.kernels import ALU_INSN_CYCLES, Alu, Gemm, Load, _k_reset, _zero_rows
 from sw.ops.plan import dma_cycles
 from sw.pipeline import elem_bytes
 
@@ -90,7 +90,7 @@ def _shares(actions, rows: int, t, even: bool = False) -> list[list]:
     n = len(t.steps)
     per_step = t.gemm_uops / max(1, n)
     shares: list[list] = [[] for _ in range(n)]
-    total = sum(getattr(a, "passes", 1) for a in actions) * rows
+    total = sum(_cost(a, rows) for a in actions)
     if per_step <= 0 or even or total > t.gemm_uops:       # (more ALU work than GEMMs: spread it evenly)
         per = cdiv(len(actions), n) if actions else 0
         for k in range(n):
@@ -98,7 +98,7 @@ def _shares(actions, rows: int, t, even: bool = False) -> list[list]:
         return shares
     used, k = 0.0, 0
     for a in actions:
-        cost = getattr(a, "passes", 1) * rows
+        cost = _cost(a, rows)
         while k < n - 1 and shares[k] and used + cost > per_step * (k + 1):
             k += 1
         shares[k].append(a)
@@ -135,16 +135,13 @@ def head_pays(gemm_uops: int, loads: Sequence[Load], cfg: Config, alu: float = 0
     return gemm_uops >= max(cycles, alu)
 
 
-ALU_INSN_CYCLES = 32
-"""The planner's cost, in cycles, of an ALU instruction of a tile's part beyond its rows."""
-
-
-def tail_parts(rows: int, store_rows: int, passes: int, cfg: Config) -> int:
+def tail_parts(rows: int, store_rows: int, insn_cycles: int, cfg: Config) -> int:
     """How many parts the operator's last tile is finished in (``_Tile.tail``): k parts expose 1/k of its store
-    (``rows`` accumulators in ``store_rows`` rows of a 2-D STORE) and cost k - 1 more instructions per ALU pass,
-    so k = sqrt(store / (passes x instruction cost)), at most HEAD_PARTS."""
+    (``rows`` accumulators in ``store_rows`` rows of a 2-D STORE) and cost k - 1 more times the epilogue's
+    instructions (``insn_cycles`` beyond their rows, :meth:`~sw.ops.epilogue.Epilogue.insn_cycles`), so
+    k = sqrt(store / insn_cycles), at most HEAD_PARTS."""
     store = dma_cycles(rows * cfg.OUT_ELEM_BYTES, store_rows, cfg)
-    return max(1, min(HEAD_PARTS, round((store / (max(1, passes) * ALU_INSN_CYCLES)) ** 0.5)))
+    return max(1, min(HEAD_PARTS, round((store / max(ALU_INSN_CYCLES, insn_cycles)) ** 0.5)))
 
 
 def head_key(part: int) -> int:
@@ -152,9 +149,16 @@ def head_key(part: int) -> int:
     return -1 - part
 
 
+def _cost(action, rows: int) -> int:
+    """The planner's ALU cycles of an action over a tile of ``rows`` rows (:meth:`~sw.ops.kernels.Alu.cycles`;
+    another action's ``passes`` x rows)."""
+    return action.cycles(rows) if isinstance(action, Alu) else getattr(action, "passes", 1) * rows
+
+
 def _alu_work(actions, tile) -> int:
     """ALU cycles of ``actions`` over ``tile``'s rows (passes x rows; its loads take none)."""
-    return sum(getattr(a, "passes", 0) for a in actions if not isinstance(a, Load)) * (tile.reset[1] if tile.reset else 1)
+    rows = tile.reset[1] if tile.reset else 1
+    return sum(_cost(a, rows) for a in actions if not isinstance(a, Load) and hasattr(a, "passes"))
 
 
 def _neighbours(keys):
@@ -193,6 +197,12 @@ def _repeats(keyed_loads) -> list[bool]:
     return out
 
 
+POST_COUNTERS = ("post_insns", "post_uops", "post_cycles")
+"""The counters :func:`run_tiles` adds where it queued POST instructions (the post-processing unit's): how many, their
+micro-ops (part of ``alu_counter``) and the planner's cycles of them (rows at one or two cycles each, and each
+instruction's fixed cost, :meth:`~sw.ops.kernels.Alu.cycles`); the stream's own figures, the same on every target."""
+
+
 def run_tiles(tiles: Sequence[_Tile], interleave: bool | None = None) -> dict:
     """Queue the tiles with their dependency tokens and synchronize; return the summed counters.
 
@@ -213,7 +223,8 @@ def run_tiles(tiles: Sequence[_Tile], interleave: bool | None = None) -> dict:
     rows still hold the data). In the same slot as the ALU's zeroing, a tile with ``init`` on a region an
     earlier tile of the operator finished (its rows covering the new tile's) is started at the bias instead,
     and then finished without the epilogue's ADD; the operator's last tile, with ``tail``, is finished and
-    stored in parts (docs/architecture.md §6.3).
+    stored in parts (docs/architecture.md §6.3). Where POST instructions were queued, the counters include
+    :data:`POST_COUNTERS`.
     """
     cmd = rt.command_handle()
     q = rt.current()
@@ -233,10 +244,16 @@ def run_tiles(tiles: Sequence[_Tile], interleave: bool | None = None) -> dict:
         (st.buf, st.holds if st.holds is not None else tuple(a for a in st.loads if a.mem == WGT)) for st in steps))
         if kept}
 
+    post = dict.fromkeys(POST_COUNTERS, 0)
+
     def emit_computes(t, actions):
         for a in actions:
             if not (id(t) in kept_vectors and isinstance(a, Load) and a.mem != ACC8):
                 a.emit(cmd)
+                if isinstance(a, Alu) and a.post:
+                    post["post_insns"] += 1
+                    post["post_uops"] += a.uops or 0
+                    post["post_cycles"] += a.cycles(0)
 
     def finish_tile(t, actions, store_next):
         emit_computes(t, actions)
@@ -403,6 +420,8 @@ def run_tiles(tiles: Sequence[_Tile], interleave: bool | None = None) -> dict:
                 finish_tile(t, t.init[1] if ti in initialized else t.computes, next_acc[ti])
         _add_counters(counters, rt.synchronize(cmd, 1 << 31))
         counters["synchronize_calls"] += 1
+    if post["post_insns"]:
+        counters.update(post)
     return counters
 
 

@@ -44,7 +44,9 @@ def epilogue_key(epi: Epilogue) -> str:
     steps = " ".join(f"{op.name}:{v}" for op, v in epi.steps)
     residual = "" if epi.residual is None else " residual:" + " ".join(f"{op.name}:{v}" for op, v in epi.residual)
     branch = "" if epi.branch is None else " branch:" + " ".join(f"{op.name}:{v}" for op, v in epi.branch[1])
-    return f"planes:{epi.planes} {steps}{residual}{branch}"
+    post = "" if epi.post is None else " post:" + "|".join(
+        ",".join(f"{a}-{b}" for a, b in ranges) for ranges in epi.post)
+    return f"planes:{epi.planes} {steps}{residual}{branch}{post}"
 
 
 def conv_op(block_groups: int) -> str:

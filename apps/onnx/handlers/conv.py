@@ -21,7 +21,7 @@ from sw.runtime import current_config
 from ..ir import QNode
 from ..numerics import table_steps
 from .base import Handler, Unsupported, check_auto_pad
-from .gemm import acc_range, compact_epilogue, describe_split, match_conv, prepare_gemm, run_epilogue
+from .gemm import acc_range, alu_per_row, compact_epilogue, describe_split, match_conv, prepare_gemm, run_epilogue
 from .registry import for_kind, register
 
 
@@ -129,21 +129,35 @@ class Conv(Handler):
         table) and its vectors, or None: the table must be ALU steps on every value the conv's output can take
         (:func:`apps.onnx.numerics.table_steps`: one slope, or two meeting at the zero point, computed in a
         copy of the values, ``Epilogue.branch``), and the longer epilogue must still hide behind the GEMMs (its
-        ALU passes per accumulator row at most the GEMM's cycles per row: otherwise the CPU's table lookup costs
-        the accelerator nothing). A requantization split with the CPU never fuses."""
+        ALU cycles per accumulator row as the config runs it, :func:`~apps.onnx.handlers.gemm.alu_per_row`, at
+        most the GEMM's cycles per row: otherwise the CPU's table lookup costs the accelerator nothing). A
+        requantization split with the CPU never fuses."""
         p = lay.params
         if p["split"] or xs[0].ndim != 4:
             return None
         c, kh, kw = p["weight"].shape[1:]
-        block = current_config().BLOCK_IN
+        cfg = current_config()
+        block = cfg.BLOCK_IN
         gemm = -(-c * kh * kw // block) if self._im2col_pays(lay) else -(-c // block) * kh * kw
-        if compact_epilogue(lay)[0].passes + 4 > gemm:   # (at least 4 passes more: no fit needed to refuse)
+        rows, blocks = self._tile_rows(lay, xs[0].shape)
+        least = 0 if cfg.POST_UNIT else 4       # the table's steps: 4 ALU passes at least (or in a POST pass)
+        if alu_per_row(*compact_epilogue(lay), rows, blocks) + least > gemm:     # (no fit needed to refuse)
             return None
         memo = p.setdefault("tails", {})
         if isl.name not in memo:
             memo[isl.name] = self._table_epilogue(lay, isl)
         fusion = memo[isl.name]
-        return fusion if fusion is not None and fusion[0].passes <= gemm else None
+        return fusion if fusion is not None and alu_per_row(*fusion, rows, blocks) <= gemm else None
+
+    def _tile_rows(self, lay, shape) -> tuple[int, int]:
+        """(accumulator rows per channel block, channel blocks) of the conv's output of input ``shape``: its
+        tiles' largest (an im2col conv's as the GEMM's)."""
+        cfg = current_config()
+        o = lay.params["weight"].shape[0]
+        ho, wo = self._out_hw(lay, shape[2:])
+        if self._im2col_pays(lay):
+            return -(-shape[0] * ho * wo // cfg.BATCH), -(-o // cfg.BLOCK_OUT)
+        return ho * wo, -(-o // cfg.BLOCK_OUT)
 
     @staticmethod
     def _int8_values(lay):

@@ -18,13 +18,14 @@ import numpy as np
 
 from sw import ops
 from sw.isa import AluOp
+from sw.runtime import current_config
 
 from ..numerics import NumericsError, qrange, requant_steps, requant_steps_per_channel, value_range
 from ..proto import attrs_of
 from .base import Unsupported
 
 __all__ = ["add_counters", "match_conv", "prepare_gemm", "set_requant", "accelerator_epilogue", "compact_epilogue",
-           "acc_range", "run_epilogue", "describe_split", "vectors"]
+           "acc_range", "run_epilogue", "describe_split", "vectors", "alu_per_row"]
 
 
 def add_counters(total: dict, counters: dict) -> dict:
@@ -138,6 +139,16 @@ def compact_epilogue(lay, keep_bias: bool = False) -> tuple[ops.Epilogue, np.nda
         steps, _, vecs = ops.compact(lay.steps, lay.params["vectors"], lo, hi, keep=int(keep_bias))
         memo[keep_bias] = (ops.Epilogue(tuple(steps)), vecs)
     return memo[keep_bias]
+
+
+def alu_per_row(epi: ops.Epilogue, vecs, rows: int, blocks: int) -> float:
+    """The ALU's cycles per accumulator row of ``epi`` (with vectors ``vecs``, (V, channels)) as the current config
+    runs it (:meth:`sw.ops.Epilogue.lowered`: passes of the post-processing unit where the config has it and they
+    pay), on tiles of ``blocks`` channel blocks of ``rows`` accumulator rows each: its passes per row, and the POST
+    instructions' fixed cost shared among the rows (:meth:`sw.ops.Epilogue.alu_cycles`)."""
+    low = epi.lowered(current_config(), vecs, rows, blocks)
+    n = max(1, rows * blocks)
+    return low.alu_cycles(n, blocks) / n
 
 
 def run_epilogue(lay, y: np.ndarray, vecs=None) -> np.ndarray:

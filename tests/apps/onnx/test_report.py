@@ -43,6 +43,19 @@ def test_rows_and_totals():
     # a requantization of more ALU micro-ops than GEMM cycles: the ALU bounds the layer
     alu = report.rows([dict(RECORDS[0], counters=dict(RECORDS[0]["counters"], alu_counter=1600))], cfg)[0]
     assert alu["roofline_fraction"] == pytest.approx(0.8) and alu["bound_cycles"] == 1600
+    assert alu["alu_cycles"] == 1600 and rows[0]["alu_cycles"] == 0
+
+
+def test_post_instructions_bound_the_alu_by_their_cycles():
+    """POST instructions count their rows (at one a cycle, two with the residual) and each its fixed cost in place of
+    their micro-ops: 100 other micro-ops and 1,500 rows of POST in 10 instructions (1,500 + 10 x 45 cycles)."""
+    cfg = load_config("default")
+    c = dict(RECORDS[0]["counters"], alu_counter=1600, post_insns=10, post_uops=1500, post_cycles=1950)
+    row = report.rows([dict(RECORDS[0], counters=c)], cfg)[0]
+    assert row["alu_cycles"] == 100 + 1950 == report.alu_cycles(c)
+    assert row["bound_cycles"] == 2050 and row["roofline_fraction"] == pytest.approx(2050 / 2000)
+    t = report.totals([row], cfg)
+    assert t["alu_cycles"] == 2050 and "ALU bound 2,050 cycles" in report.format_table([row], cfg)
 
 
 def test_golden_rows_say_cycles_are_not_counted():

@@ -1,8 +1,10 @@
 """sw.ops.elementwise: vadd, relu, bias and requantize against their numpy references, exactly."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from sw import ops
+from sw import ops, runtime
 from sw.isa import AluOp
 from tests.conftest import CONFIGS, rand8, rand32
 
@@ -67,7 +69,8 @@ def test_bad_arguments(on, rng):
 @pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("vt", [1, 2])
 def test_sum_rescaled_of_three_operands(on, rng, config, vt):
-    """Three int8 operands, each with its own steps, more rows than an acc half holds for them: several tiles."""
+    """Three int8 operands, each with its own steps, more rows than an acc half holds for them: several tiles. With
+    the post-processing unit the lists of two steps or more (the first operand's, the sum's) are POST passes."""
     q = on(config)
     shape = (q.cfg.ACC_DEPTH // 2 + 5, q.cfg.BATCH, q.cfg.BLOCK_OUT)
     xs = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(3)]
@@ -80,6 +83,11 @@ def test_sum_rescaled_of_three_operands(on, rng, config, vt):
     a, b, d = (x.astype(np.int64) for x in xs)
     assert np.array_equal(y, np.clip(((a + 5) * 256 + (b - 3) + d * 8) >> 9, -128, 127))
     assert c["tiles"] > 1 and c["gemm_counter"] == 3 * xs[0].size // (q.cfg.BATCH * q.cfg.BLOCK_OUT)
+    assert c.get("post_insns", 0) == 2 * c["tiles"] * q.cfg.POST_UNIT
+    if q.cfg.POST_UNIT:                 # 6 ALU micro-ops per row instead of 9 (and the same values)
+        with runtime.use_target(replace(q.cfg, POST_UNIT=0)):
+            y_alu, c_alu = ops.sum_rescaled(xs, pre, tail, virtual_threads=vt, return_counters=True)
+        assert np.array_equal(y, y_alu) and c["alu_counter"] < c_alu["alu_counter"] * 0.75
 
 
 def test_sum_rescaled_refuses_what_it_cannot_add(on, rng):

@@ -5,7 +5,8 @@ import pytest
 
 from sw import ops, runtime
 from sw.config import load_config
-from sw.isa import AluOp
+from sw.isa import POST_PARAM_ROWS, AluOp
+from tests.sw.ops import ALU_ONLY
 
 STEPS = [(AluOp.ADD, "v0"), (AluOp.MAX, "v1"), (AluOp.MIN, "v2"), (AluOp.MUL, 1234), (AluOp.ADD, 64),
          (AluOp.SHR, 7), (AluOp.MUL, 99), (AluOp.SHR, 8), (AluOp.ADD, 16384), (AluOp.SHR, 15), (AluOp.ADD, -7),
@@ -273,3 +274,189 @@ def test_bias_init_refuses_what_it_cannot_keep(rng):
     assert bias_init(vta, v, 1 << 31) is None                   # accumulators plus the bias could leave int32
     # without a shift the bias must lie below the clip's lower bound
     assert bias_init(ops.Epilogue(((AluOp.ADD, "v0"), (AluOp.MIN, 127), (AluOp.MAX, 0))), v, 1 << 20) is None
+    # an epilogue with POST passes starts at zero: its chain adds the bias at no cost
+    assert bias_init(vta.lowered(load_config("default"), v, 49, 4), v, 1 << 20) is None
+
+
+# ---------------------------------------------------------------------- the post-processing unit (POST passes)
+ADD, SHR, MIN, MAX, MUL = AluOp.ADD, AluOp.SHR, AluOp.MIN, AluOp.MAX, AluOp.MUL
+CFG = load_config("default")
+
+
+def post_vectors(rng, o):
+    """v0 a bias, v1/v2 clip bounds beyond an immediate, v3 a per-channel multiplier of 15 bits, v4 one multiplier
+    beyond 16 bits on every channel (40000 = 2 x 20000), v5 per-channel multipliers beyond 16 bits (no pair of
+    16-bit factors)."""
+    return np.stack([rng.integers(-5000, 5000, o), np.full(o, -300000), np.full(o, 300000), rng.integers(1, 30000, o),
+                     np.full(o, 40000), rng.choice([65537, 65539, 65543], o)]).astype(np.int32)
+
+
+# every kind of epilogue the zoo uses, by name: (steps, residual, branch, planes), and whether POST passes run it
+KINDS = {
+    "vta": (ops.Epilogue.vta(6, bias=True).steps, None, None, 1, True),
+    "per-tensor": (tuple(STEPS), None, None, 1, True),
+    "per-channel": (((MAX, -30000), (MIN, 30000), (MUL, "v3"), (ADD, "v0"), (SHR, 9), (MUL, 77), (ADD, 1 << 12),
+                     (SHR, 20), (MAX, -128), (MIN, 127)), None, None, 1, True),
+    "residual": (((ADD, "v0"), (SHR, 12), (MUL, "v4"), (ADD, "r"), (SHR, 18), (MAX, -128), (MIN, 127)),
+                 ((ADD, -3), (MUL, "v4")), None, 1, True),
+    # the residual's add alone (its pass would take one step): an ALU instruction between two passes; the
+    # residual's own steps a pass with a vector, one POST instruction per channel block of its rows
+    "residual-alu": (((ADD, "v0"), (SHR, 8), (MAX, -100), (ADD, "r"), (ADD, 3), (SHR, 1), (MIN, 127)),
+                     ((MUL, "v3"), (ADD, -3)), None, 1, True),
+    "leaky": (LEAKY.steps, None, LEAKY.branch, 1, True),
+    "planes": (((ADD, "v0"), (SHR, 1), (MAX, "v1")), None, None, 2, False),
+    "wide": (((ADD, "v0"), (SHR, 10), (MUL, "v5"), (ADD, 16384), (SHR, 19), (MAX, -128), (MIN, 127)), None, None, 1,
+             True),
+}
+
+
+def _kind(name):
+    steps, residual, branch, planes, post = KINDS[name]
+    return ops.Epilogue(steps, planes, residual, branch), post
+
+
+@pytest.mark.parametrize("name", [k for k in KINDS if not k.startswith("residual")])
+def test_dense_epilogues_with_post_passes(rng, name):
+    """On a config with the post-processing unit each kind equals its numpy reference bit for bit and the same
+    operator without the unit; the ALU does fewer micro-ops where POST passes run it."""
+    epi, post = _kind(name)
+    x = rng.integers(-128, 128, (64, 70), dtype=np.int8)
+    w = rng.integers(-128, 128, (40, 70), dtype=np.int8)
+    v = post_vectors(rng, 40)
+    y, c = ops.dense(x, w, v, epilogue=epi, virtual_threads=2, return_counters=True)
+    np.testing.assert_array_equal(y, epi.reference(ops.gemm_ref(x, w), v, 1))
+    with runtime.use_target(ALU_ONLY):
+        y_alu, c_alu = ops.dense(x, w, v, epilogue=epi, virtual_threads=2, return_counters=True)
+    np.testing.assert_array_equal(y, y_alu)
+    assert (c.get("post_insns", 0) > 0) == post and "post_insns" not in c_alu
+    assert (c["alu_counter"] < c_alu["alu_counter"]) == post
+    assert len(np.unique(y)) > 20
+
+
+@pytest.mark.parametrize("vt", [1, 2])
+@pytest.mark.parametrize("name", list(KINDS))
+def test_conv2d_epilogues_with_post_passes(rng, name, vt):
+    epi, post = _kind(name)
+    x = rng.integers(-128, 128, (1, 20, 9, 9), dtype=np.int8)
+    w = rng.integers(-128, 128, (40, 20, 3, 3), dtype=np.int8)
+    v = post_vectors(rng, 40)
+    r = rng.integers(-128, 128, (1, 40, 9, 9), dtype=np.int8) if epi.residual is not None else None
+    y, c = ops.conv2d(x, w, v, padding=1, epilogue=epi, residual=r, virtual_threads=vt, return_counters=True)
+    np.testing.assert_array_equal(y, epi.reference(ops.conv2d_nchw(x, w, 1, 1), v, 1, r))
+    with runtime.use_target(ALU_ONLY):
+        y_alu, c_alu = ops.conv2d(x, w, v, padding=1, epilogue=epi, residual=r, virtual_threads=vt,
+                                  return_counters=True)
+    np.testing.assert_array_equal(y, y_alu)
+    assert (c.get("post_insns", 0) > 0) == post and (c["alu_counter"] < c_alu["alu_counter"]) == post
+    assert len(np.unique(y)) > 20
+
+
+def test_a_pool_epilogue_with_post_passes(rng):
+    """An average's requantization after the window sums: one POST pass on each tile."""
+    x = rng.integers(-128, 128, (1, 40, 12, 12), dtype=np.int8)
+    epi = ops.Epilogue(((ADD, "v0"), (MUL, 3), (SHR, 4), (MAX, -128), (MIN, 127)))
+    v = rng.integers(-100, 100, (1, 40)).astype(np.int32)
+    y, c = ops.pool2d(x, 2, 2, mode="sum", epilogue=epi, vectors=v, return_counters=True)
+    np.testing.assert_array_equal(y, epi.reference(ops.pool2d_ref(x, 2, 2, mode="sum"), v, 1))
+    with runtime.use_target(ALU_ONLY):
+        np.testing.assert_array_equal(ops.pool2d(x, 2, 2, mode="sum", epilogue=epi, vectors=v), y)
+    assert c["post_insns"] > 0
+
+
+def test_post_counters(rng):
+    """An immediate-only epilogue: one POST instruction per tile over its rows, a cycle each and the fixed cost."""
+    from sw.ops.kernels import POST_INSN_CYCLES
+
+    x = rng.integers(-128, 128, (1, 16, 14, 14), dtype=np.int8)
+    w = rng.integers(-128, 128, (48, 16, 3, 3), dtype=np.int8)
+    epi = ops.Epilogue(((SHR, 9), (ADD, -3), (MAX, -128), (MIN, 127)))
+    y, c = ops.conv2d(x, w, padding=1, epilogue=epi, virtual_threads=1, return_counters=True)
+    np.testing.assert_array_equal(y, epi.reference(ops.conv2d_nchw(x, w, 1, 1)))
+    assert c["post_insns"] == c["tiles"] and c["post_uops"] == c["alu_counter"] == 3 * 14 * 14
+    assert c["post_cycles"] == c["post_uops"] + POST_INSN_CYCLES * c["post_insns"]
+
+
+def test_dense_at_batch_one_keeps_short_vector_steps_on_the_alu(rng):
+    """One accumulator row per channel block: a POST instruction per block does not pay for VTA's four steps (it
+    does for a longer requantization)."""
+    x = rng.integers(-128, 128, (1, 64), dtype=np.int8)
+    w = rng.integers(-128, 128, (64, 64), dtype=np.int8)
+    v = post_vectors(rng, 64)
+    for name, post in (("vta", False), ("per-channel", True)):
+        epi, _ = _kind(name)
+        y, c = ops.dense(x, w, v, epilogue=epi, return_counters=True)
+        np.testing.assert_array_equal(y, epi.reference(ops.gemm_ref(x, w), v, 1))
+        assert ("post_insns" in c) == post and (epi.lowered(CFG, v, 1, 4).post is not None) == post
+
+
+def test_lowered_cuts_the_steps_into_passes(rng):
+    v = post_vectors(rng, 32)
+    epi = ops.Epilogue(tuple(STEPS))
+    low = epi.lowered(CFG, v, 49, 2)
+    assert low.post == (((0, 10), (10, 13)), ()) and low.steps == epi.steps and epi.lowered(ALU_ONLY, v, 49, 2) is epi
+    assert low.lowered(CFG, v, 49, 2) is low                                # already lowered
+    assert [(p.vector, p.residual) for p in low.post_passes] == [(True, False), (False, False)]
+    assert low.passes == 2 and low.alu_vectors == 0 and low.post_insns(2) == 3
+    assert low.acc_rows(100, 2) == 100 + 3 * POST_PARAM_ROWS
+    assert low.alu_cycles(100, 2) == 2 * 100 + 3 * 45 and low.insn_cycles(2) == 3 * 45
+    # VTA's clip (MIN 127; MAX 0) in the unit's order: one pass
+    vta = ops.Epilogue.vta(8, bias=True).lowered(CFG, None, 49, 4)
+    assert vta.steps == ((SHR, 8), (ADD, "v0"), (MAX, 0), (MIN, 127)) and vta.post == (((0, 4),), ())
+    # a MUL by one 17-bit value on every channel: two MUL stages; by per-channel wide values: on the ALU
+    res, _ = _kind("residual")
+    low = res.lowered(CFG, v, 49, 2)
+    assert low.steps[2:4] == ((MUL, 2), (MUL, 20000)) and low.residual == ((ADD, -3), (MUL, 2), (MUL, 20000))
+    assert low.post == (((0, 8),), ((0, 3),)) and low.vectors == 1
+    assert low.passes == 2 + 1 + ops.epilogue.RESIDUAL_LOAD_PASSES        # the residual's pass, then the one adding it
+    wide, _ = _kind("wide")
+    low = wide.lowered(CFG, v, 49, 2)
+    assert low.post == (((0, 2), (3, 7)), ()) and low.alu_vectors == 1 and low.passes == 3
+    assert low.acc_rows(100, 2) == 100 + 2 + (2 + 1) * POST_PARAM_ROWS
+    low = _kind("residual-alu")[0].lowered(CFG, v, 49, 2)
+    assert low.post == (((0, 3), (4, 7)), ((0, 2),)) and low.alu_vectors == 0 and low.post_insns(2) == 2 + 1 + 2
+    # the branch: no pass across its copy; its steps and the combining MAX on the ALU
+    low = LEAKY.lowered(CFG, None, 49, 2)
+    assert low.post == (((0, 2), (4, 8)), ()) and low.branch == LEAKY.branch
+    assert low.passes == 1 + 1 + 2 + 1 + 3 + 1
+    # more planes, or nothing that pays: the ALU's lowering
+    assert ops.Epilogue(epi.steps, 2).lowered(CFG, v, 49, 2).post is None
+    assert ops.Epilogue(((ADD, "v0"),)).lowered(CFG, v, 49, 2).post is None
+    with pytest.raises(ValueError, match=r"a MUL takes vector\(s\) \[4\]: lowering .* needs the vectors' values"):
+        res.lowered(CFG, None, 49, 2)
+
+
+def test_post_validation_names_the_field():
+    with pytest.raises(ValueError, match=r"epilogue post = \(\(0, 1\),\); expected \(ranges of the steps"):
+        ops.Epilogue(((ADD, 1), (SHR, 2)), post=((0, 1),))
+    with pytest.raises(ValueError, match=r"range \(1, 3\) of the steps; allowed: \(start, end\) with 0 <= start < "
+                                         r"end <= 2"):
+        ops.Epilogue(((ADD, 1), (SHR, 2)), post=(((1, 3),), ()))
+    with pytest.raises(ValueError, match=r"steps \[0, 4\) is not one pass of the post-processing unit \(an "
+                                         r"in-order part of ADD MAX MIN MUL"):
+        ops.Epilogue(((SHR, 1),) * 4, post=(((0, 4),), ()))            # the chain has three SHR stages
+    with pytest.raises(ValueError, match=r"steps \[1, 3\) span the branch's step 2"):
+        ops.Epilogue(LEAKY.steps, branch=LEAKY.branch, post=(((1, 3),), ()))
+    with pytest.raises(ValueError, match=r"takes planes = 1 \(got 2\)"):
+        ops.Epilogue(((ADD, 1), (SHR, 2)), 2, post=(((0, 2),), ()))
+    with pytest.raises(ValueError, match="residual \\[0, 4\\) is not one pass"):
+        ops.Epilogue(((ADD, "r"),), 1, ((SHR, 1),) * 4, post=((), ((0, 4),)))
+    with pytest.raises(ValueError, match=r"epilogue step 0: op <AluOp.POST: 5>; allowed: MIN, MAX, ADD, SHR, MUL$"):
+        ops.Epilogue(((AluOp.POST, 0),))
+    epi = ops.Epilogue(((ADD, 1), (SHR, 2)), post=(((0, 2),), ()))
+    with pytest.raises(ValueError, match="POST passes on config default-alu, which has no post-processing unit"):
+        epi.check(ALU_ONLY, 0)
+
+
+def test_the_cost_proxy_of_post_passes(rng):
+    v = post_vectors(rng, 32)
+    for name in KINDS:
+        epi = _kind(name)[0].lowered(CFG, v, 49, 2)
+        proxy = epi.cost_proxy
+        assert proxy.cost_proxy == proxy and proxy.post == epi.post
+        for rows, tm in ((98, 2), (49 * 8, 8)):
+            assert (proxy.passes, proxy.acc_rows(rows, tm), proxy.alu_cycles(rows, tm), proxy.insn_cycles(tm)) == \
+                (epi.passes, epi.acc_rows(rows, tm), epi.alu_cycles(rows, tm), epi.insn_cycles(tm))
+    # two requantizations that differ in their constants only share a proxy
+    a = ops.Epilogue.vta(8, bias=True).lowered(CFG, None, 49, 4)
+    b = ops.Epilogue.vta(5, bias=True).lowered(CFG, None, 49, 4)
+    assert a.cost_proxy == b.cost_proxy != ops.Epilogue.vta(8, bias=True).cost_proxy

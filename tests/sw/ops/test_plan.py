@@ -2,10 +2,11 @@
 multipliers and shifts share one memoised plan, and it is the plan their own epilogue would get."""
 import random
 
+import numpy as np
 import pytest
 
 from sw.config import load_config
-from sw.isa import AluOp
+from sw.isa import POST_PARAM_ROWS, AluOp
 from sw.ops import plan, tuned
 from sw.ops.epilogue import Epilogue
 
@@ -67,3 +68,53 @@ def test_a_gemm_bound_by_its_requantization_chain_gets_two_acc_regions_per_threa
     assert stem.slots == 2 and stem.tn * stem.tm < cfg.ACC_DEPTH // 4
     assert plan.plan_dense(16, 16, 16, 2, cfg=cfg).slots == 1
     assert plan.plan_dense(12544, 10, 4, 1, Epilogue(steps), cfg).slots == 1      # one thread: one region
+
+
+def test_the_plan_of_a_post_epilogues_cost_proxy_is_its_plan():
+    """The same with the epilogues lowered for the post-processing unit: a proxy keeps the passes, the POST
+    instructions and their parameter rows."""
+    rng = random.Random(5)
+    cfg = load_config("default")
+    vectors = np.array([[1000] * 64, [40000] * 64, list(range(64))], np.int32)
+    lowered = 0
+    for _ in range(40):
+        epi = random_epilogue(rng).lowered(cfg, vectors, rng.choice([1, 49, 196]), rng.choice([1, 4, 16]))
+        lowered += epi.post is not None
+        proxy = epi.cost_proxy
+        assert (proxy.planes, proxy.passes, proxy.post) == (epi.planes, epi.passes, epi.post)
+        assert all(proxy.acc_rows(r, tm) == epi.acc_rows(r, tm) and proxy.alu_cycles(r, tm) == epi.alu_cycles(r, tm)
+                   for r, tm in ((49, 1), (392, 8)))
+        shape = (1, rng.choice([1, 4, 8]), rng.choice([2, 8, 16]), rng.choice([7, 14, 28]), 14, 3, 3, 1, 1,
+                 rng.choice([1, 2]))
+        try:
+            want = plan._plan_conv2d.__wrapped__(*shape, epi, cfg, None)
+        except plan.TileError as err:
+            want = str(err)
+        try:
+            got = plan.plan_conv2d(*shape, epilogue=epi, cfg=cfg)
+        except plan.TileError as err:
+            got = str(err)
+        assert got == want
+    assert lowered > 10
+
+
+def test_the_planner_sees_post_parameter_rows_and_instructions():
+    """POST passes' parameter rows take acc rows (14 per channel block of a pass with vectors), and an ALU-bound
+    layer (a 1x1 conv over one input block with a long requantization) costs less with them."""
+    cfg = load_config("default")
+    steps = ((AluOp.ADD, "v0"), (AluOp.MUL, 3406), (AluOp.ADD, 64), (AluOp.SHR, 7), (AluOp.MUL, 127),
+             (AluOp.SHR, 12), (AluOp.ADD, -32640), (AluOp.SHR, 8), (AluOp.MAX, -128), (AluOp.MIN, 127))
+    alu = Epilogue(steps)
+    post = alu.lowered(cfg, np.zeros((1, 8 * 16), np.int32), 28 * 28, 8)
+    assert post.post == (((0, 10),), ()) and post.passes == 1 and alu.passes == 10
+    shape = (1, 1, 8, 28, 28, 1, 1, 1, 0)
+    best = plan.plan_conv2d(*shape, 2, post, cfg)
+    caps = plan._conv_caps(cfg, 2)
+    rows = best.tm * best.th * best.tw
+    assert post.acc_rows(rows, best.tm) == rows + POST_PARAM_ROWS * best.tm <= caps["acc"] // best.slots
+    assert plan.conv2d_candidates(*shape, 2, post, cfg, None)[0].cost < \
+        plan.conv2d_candidates(*shape, 2, alu, cfg, None)[0].cost
+    # 1008 accumulators over 8 channel blocks: with the bias vector 1016 acc rows fit; with the parameters, 1120
+    assert plan.plan_tiles(plan.plan_conv2d(*shape, 2, alu, cfg, tiles=(8, 9, 14, 1))) == (8, 9, 14, 1, 1)
+    with pytest.raises(plan.TileError, match=r"accumulator \(ACC\) SRAM: needs 1120 elements, 1024 available"):
+        plan.plan_conv2d(*shape, 2, post, cfg, tiles=(8, 9, 14, 1))

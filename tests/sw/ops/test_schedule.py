@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 from sw import ops, runtime
+from sw.isa import POST_PARAM_ROWS
 from tests.conftest import CONFIGS, rand8
+from tests.sw.ops import ALU_ONLY
 
 
 # ---------------------------------------------------------------------- virtual threads, tokens, kernels
@@ -87,10 +89,12 @@ def test_counters_are_summed_and_exposed(on, rng):
     assert c["inp_load_nbytes"] >= 32 * 64 and c["wgt_load_nbytes"] >= 32 * 64 and c["synchronize_calls"] == 1
 
 
-def test_vector_loads_skipped_while_the_region_holds_them(on, rng):
+@pytest.mark.parametrize("config,rows", [(ALU_ONLY, 3), ("default", POST_PARAM_ROWS)])
+def test_vector_loads_skipped_while_the_region_holds_them(on, rng, config, rows):
     """An epilogue with three vectors (bias, clip bounds): each acc region loads them for its first tile
-    only, as long as the tiles keep them in the same rows from the same source; the results are exact."""
-    q = on("default")
+    only, as long as the tiles keep them in the same rows from the same source; the results are exact. With the
+    post-processing unit the steps are one POST pass, whose parameter rows per channel block are loaded likewise."""
+    q = on(config)
     from sw.isa import AluOp
 
     epi = ops.Epilogue(((AluOp.ADD, "v0"), (AluOp.MAX, "v1"), (AluOp.MIN, "v2"), (AluOp.SHR, 6)))
@@ -102,7 +106,7 @@ def test_vector_loads_skipped_while_the_region_holds_them(on, rng):
     np.testing.assert_array_equal(y, epi.reference(ops.conv2d_nchw(x, w, 1, 1), vectors, 1))
     assert c["tiles"] == 7
     row_bytes = q.cfg.BATCH * q.cfg.BLOCK_OUT * 4
-    assert c["acc_load_nbytes"] == 2 * 3 * 4 * row_bytes        # 2 regions x 3 vectors x 4 channel blocks
+    assert c["acc_load_nbytes"] == 2 * rows * 4 * row_bytes     # 2 regions x (3 vectors | 14 rows) x 4 blocks
 
 
 def test_weights_the_half_holds_are_not_loaded_again(on, rng):
@@ -130,7 +134,7 @@ def test_first_step_in_parts_tiles_started_at_the_bias_last_tile_in_parts(on, rn
     from sw.ops.plan import plan_dense
     from sw.ops.schedule import HEAD_PARTS, head_key
 
-    q = on("default")
+    q = on(ALU_ONLY)
     n, k, m = 192, 256, 96
     x, w, b = rand8(rng, (n, k)), rand8(rng, (m, k)), rng.integers(-(1 << 14), 1 << 14, m).astype(np.int32)
     epi = ops.Epilogue.vta(8, bias=True)
@@ -157,6 +161,25 @@ def test_first_step_in_parts_tiles_started_at_the_bias_last_tile_in_parts(on, rn
     # started at the bias by one pass and finished by three
     assert c2["gemm_counter"] == c1["gemm_counter"]
     assert c2["alu_counter"] == c1["alu_counter"] + tiles[0].reset[1] + tiles[1].reset[1]
+
+
+def test_with_post_passes_no_tile_starts_at_the_bias(on, rng):
+    """With the post-processing unit VTA's requantization is one POST pass, which adds the bias at no cost: every
+    tile starts at zero (no ``MIN v0'``), the pass runs once per channel block of each tile over its rows, and the
+    results are exact with one virtual thread or two."""
+    q = on("default")
+    n, k, m = 192, 256, 96
+    x, w, b = rand8(rng, (n, k)), rand8(rng, (m, k)), rng.integers(-(1 << 14), 1 << 14, m).astype(np.int32)
+    buf = io.StringIO()
+    q.out, q.debug = buf, runtime.DEBUG_DUMP_INSN
+    y, c2 = ops.dense(x, w, b, virtual_threads=2, return_counters=True)
+    q.debug = 0
+    np.testing.assert_array_equal(y, ops.dense_ref(x, w, b))
+    dump = buf.getvalue().splitlines()
+    assert not any(" MIN " in ln for ln in dump) and sum(" POST " in ln for ln in dump) == c2["post_insns"]
+    y1, c1 = ops.dense(x, w, b, virtual_threads=1, return_counters=True)
+    np.testing.assert_array_equal(y1, y)
+    assert c1["post_uops"] == c2["post_uops"] == n * m // 16          # one pass over every accumulator row
 
 
 def test_alu_bound_residual_loads_go_amid_the_last_tiles_requantization(on):

@@ -35,6 +35,10 @@ def test_problems_differ_by_cost_not_by_immediates():
     assert shr8 != tuned.problem_key("conv2d", load_config("small"), C7, 2, Epilogue.vta(8, True))
     residual = Epilogue(((AluOp.SHR, 8), (AluOp.ADD, "r"), (AluOp.MIN, 127)), residual=((AluOp.SHR, 1),))
     assert "residual:" in tuned.epilogue_key(residual) and "residual" not in tuned.epilogue_key(BIAS)
+    # POST passes are part of the cost: the same steps on the ALU are another problem
+    ran, ran5 = (Epilogue.vta(s, True).lowered(CFG, rows=28 * 28, blocks=16) for s in (8, 5))
+    assert tuned.epilogue_key(ran).endswith(" post:0-4|") and tuned.epilogue_key(ran) != tuned.epilogue_key(BIAS)
+    assert tuned.problem_key("conv2d", CFG, C7, 2, ran) == tuned.problem_key("conv2d", CFG, C7, 2, ran5)
 
 
 def test_the_planner_prefers_a_measured_choice_that_fits(tmp_path, monkeypatch):
@@ -58,8 +62,10 @@ def test_a_measured_dense_choice(tmp_path, monkeypatch):
 
 
 def test_the_operator_runs_the_measured_tiles_bit_exact(tmp_path, monkeypatch):
-    model = plan.conv2d_candidates(1, 4, 8, 14, 14, 3, 3, 1, 1, 2, BIAS, CFG, None)
-    write(tmp_path, monkeypatch, [entry((1, 4, 8, 14, 14, 3, 3, 1, 1), plan.plan_tiles(model[3]))])
+    ran = BIAS.lowered(CFG, rows=14 * 14, blocks=8)         # as the operator runs it on CFG: one POST pass
+    assert ran.post == (((0, 4),), ())
+    model = plan.conv2d_candidates(1, 4, 8, 14, 14, 3, 3, 1, 1, 2, ran.cost_proxy, CFG, None)
+    write(tmp_path, monkeypatch, [entry((1, 4, 8, 14, 14, 3, 3, 1, 1), plan.plan_tiles(model[3]), ran)])
     with runtime.use_target(CFG):
         with tuned.recording() as found:
             out = run_conv2d_workload(None, 1, 14, 14, 64, 128, 3, 1, 1, 2)
