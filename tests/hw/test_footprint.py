@@ -10,8 +10,7 @@ from amaranth.sim import Simulator
 from hw.footprint import AccFootprint
 from hw.sram import make_memory
 from sw.config import load_config
-from sw.isa import AluOp, isa_for
-from sw.isa import POST_PARAM_ROWS
+from sw.isa import POST_PARAM_ROWS, AluOp, isa_for
 from tests.hw.test_alu import alu_insn, dst_rows_distinct, dst_rows_increasing
 from tests.hw.test_gemm import gemm_insn
 
