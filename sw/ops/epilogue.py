@@ -399,8 +399,8 @@ class Epilogue:
     def passes(self) -> int:
         """ALU passes over the tile's rows (one per step: a vector step reads its vector row once per channel
         block; two for the residual's tensor add, whose source row changes with every row; a copy and a shift
-        per extra plane). A pass of the post-processing unit counts one (two with the residual's add); its
-        instructions' fixed cost is :meth:`alu_cycles`'."""
+        per extra plane). A pass of the post-processing unit counts one (two with the residual's add); the fixed
+        cost of its instructions is in :meth:`alu_cycles`."""
         if self.post is None:
             n = sum(2 if v in ("r", "b") else 1 for _, v in self.steps) + 3 * (self.planes - 1)
             residual = len(self.residual or ())

@@ -14,7 +14,8 @@ the ALU, by construction:
 * :func:`segments` cuts a list of steps into the fewest passes (greedy: each pass the longest run of steps that fits,
   which no other cut beats, since a run's part fits wherever the run does), leaving to the ALU the steps the unit
   cannot take (a tensor operand other than the residual's ADD; a MUL by a vector beyond 16 bits);
-* :func:`pays` says whether a pass is cheaper than its steps on the ALU for a tile's shape;
+* :func:`pays` says whether a pass is cheaper than its steps on the ALU for a tile's shape, its instructions' fixed
+  cost and the DMA of its parameter rows (:func:`load_cycles`) included;
 * :func:`factors` splits a multiplier beyond 16 bits into two that fit, where it can (two MUL stages);
 * :func:`params` builds a pass's parameter rows: one block of POST_PARAM_ROWS rows per channel block when a stage
   takes a vector, else one block for every row.
