@@ -303,7 +303,8 @@ class Epilogue:
         """This epilogue as config ``cfg`` runs it. With the post-processing unit (``POST_UNIT`` = 1) and one plane,
         the steps and the residual's steps are cut into the fewest passes of the unit (:func:`sw.ops.post.segments`;
         none across the branch's step), each kept (:attr:`post`) where it costs less than its steps on the ALU over a
-        tile of ``blocks`` channel blocks of ``rows`` accumulator rows each (:func:`sw.ops.post.pays`; ``rows`` None:
+        tile of ``blocks`` channel blocks of ``rows`` accumulator rows each, its parameters' load included
+        (:func:`sw.ops.post.pays`; ``rows`` None:
         where it takes two steps or more), a clip written ``MIN a; MAX b`` with immediates b <= a first taken as
         ``MAX b; MIN a`` (the same values, in the unit's order). ``vectors`` (V, ...): the vector operands' values
         (needed when a MUL takes a vector): a MUL by a vector beyond 16 bits is ``MUL a; MUL b`` of two immediates
@@ -334,9 +335,11 @@ class Epilogue:
         residual = None if self.residual is None else _clips_first(_split_muls(self.residual, split, None)[0], None)
         branch = None if self.branch is None or at is None else (at, self.branch[1])
 
+        load = _post.load_cycles(cfg)
+
         def kept(seq, breaks) -> tuple[tuple[int, int], ...]:
             return tuple((a, b) for a, b in _post.segments(seq, wide, breaks)
-                         if (_post.pays(seq[a:b], rows, blocks) if rows is not None else b - a >= 2))
+                         if (_post.pays(seq[a:b], rows, blocks, load) if rows is not None else b - a >= 2))
 
         main, res = kept(steps, () if at is None else (at,)), kept(residual or (), ())
         if not main and not res:
@@ -396,8 +399,8 @@ class Epilogue:
     def passes(self) -> int:
         """ALU passes over the tile's rows (one per step: a vector step reads its vector row once per channel
         block; two for the residual's tensor add, whose source row changes with every row; a copy and a shift
-        per extra plane). A pass of the post-processing unit counts one (two with the residual's add); its
-        instructions' fixed cost is :meth:`alu_cycles`'."""
+        per extra plane). A pass of the post-processing unit counts one (two with the residual's add); the fixed
+        cost of its instructions is in :meth:`alu_cycles`."""
         if self.post is None:
             n = sum(2 if v in ("r", "b") else 1 for _, v in self.steps) + 3 * (self.planes - 1)
             residual = len(self.residual or ())

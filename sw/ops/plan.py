@@ -18,7 +18,8 @@ _VTA = Epilogue.vta()
 # Planning model (estimated cycles): DMA at BUS_WIDTH bits per cycle plus a set-up time per row (a
 # burst) of a 2-D load, one GEMM micro-op per cycle (accumulator resets included), one ALU pass over
 # the tile's rows per requantization op (two for a tensor add; one per pass of the post-processing unit,
-# two with the residual, plus each POST instruction's fixed cost), a fixed cost per instruction. One
+# two with the residual, plus each POST instruction's fixed cost, and the DMA of its parameter rows where a
+# region does not hold them yet), a fixed cost per instruction. One
 # virtual thread runs load, GEMM, ALU and store in turn. Two overlap load with compute, and the
 # compute module runs one tile's requantization (ALU) beside the next tile's GEMMs, so the slowest of
 # the three sets the pace; only the first load and the last tile's requantization and store are
@@ -42,6 +43,13 @@ def _plan_cycles(vt, load_bytes, rows, gemm, alu, insns, first_load, tail, cfg, 
     # memory is slower or shared). ``chain``: each tile's requantization and store must end before
     # its acc region is reused, which with one region per thread is one tile later.
     return max(load, gemm, alu, chain) + 0.2 * load + first_load / bus + tail + overhead
+
+
+def _param_loads(loads: int, tm: int, epi: Epilogue, cfg: Config) -> tuple[int, int]:
+    """(bytes, 2-D rows) of ``loads`` loads of a tile's POST parameters (``tm`` channel blocks): one LOAD per pass."""
+    if epi.post is None:
+        return 0, 0
+    return loads * epi.param_rows(tm) * cfg.ACC_ELEM_BYTES, loads * len(epi.post_passes)
 
 
 def _tail_cycles(rows, tm, epi: Epilogue, cfg):
@@ -183,6 +191,10 @@ def dense_candidates(nb: int, kb: int, mb: int, vt: int, epi: Epilogue, cfg: Con
         nt, mt = cdiv(nb, tn), cdiv(mb, tm)
         tail = _tail_cycles(tn * tm, tm, epi, cfg)
         alu = nb * mb * epi.passes + nt * mt * (epi.alu_cycles(0, tm))    # (the second term: POST instructions)
+        # POST parameters: a region keeps them while its tiles take the same channel blocks (tiles walk the
+        # channel blocks, then the rows)
+        regions = vt * slots
+        par = _param_loads(nt * mt if regions % mt else min(nt * mt, regions), tm, epi, cfg)
         # each tile's requantization and store end before its acc region is reused (as for conv2d), and
         # the next tile in that region waits for them and for the ALU pass that zeroes it: a fifth more,
         # as for the loads, since that chain also waits on the shared bus and the tokens
@@ -191,7 +203,7 @@ def dense_candidates(nb: int, kb: int, mb: int, vt: int, epi: Epilogue, cfg: Con
             if _dense_fits(cfg, vt, tn, tk, tm, epi, slots):
                 continue
             steps = nt * mt * cdiv(kb, tk)
-            cost = _plan_cycles(vt, mt * nb * kb * ie + nt * mb * kb * we, steps * (tn + tm),
+            cost = _plan_cycles(vt, mt * nb * kb * ie + nt * mb * kb * we + par[0], steps * (tn + tm) + par[1],
                                 nb * mb * (kb + planes), alu,
                                 steps * 6 + nt * mt * 8, tn * tk * ie + tm * tk * we,
                                 tail, cfg, chain)
@@ -313,6 +325,9 @@ def conv2d_candidates(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, ep
         tail = _tail_cycles(tm * th * tw, tm, epi, cfg)
         alu_tiles = alu + spatial * mt * epi.alu_cycles(0, tm)         # (the POST instructions' fixed cost)
         load_bytes = spatial * mt * cb * ih * iw * ie + spatial * ob * cb * kk * we
+        # POST parameters: loaded by each region once per image and channel blocks (tiles walk the rows inside)
+        par_bytes, par_rows = _param_loads(nb * mt * min(ht * wt, vt * slots), tm, epi, cfg)
+        load_bytes += par_bytes
         chain = spatial * mt * tail / max(1, vt * slots - 1)
         for tc in tc_cands:                 # ascending
             if tc > tc_max:
@@ -321,7 +336,7 @@ def conv2d_candidates(nb, cb, ob, h, w, kh, kw, stride, pad, virtual_threads, ep
             if v is None or uops > uop_cap:
                 continue
             ct = cdiv(cb, tc)
-            rows = spatial * mt * (cb * ih + ct * tm)
+            rows = spatial * mt * (cb * ih + ct * tm) + par_rows
             insns = spatial * mt * (ct * (tc + 6) + tm + 8)
             first_load = tc * ih * iw * ie + tm * tc * kk * we
             if vt == 1:

@@ -14,7 +14,8 @@ the ALU, by construction:
 * :func:`segments` cuts a list of steps into the fewest passes (greedy: each pass the longest run of steps that fits,
   which no other cut beats, since a run's part fits wherever the run does), leaving to the ALU the steps the unit
   cannot take (a tensor operand other than the residual's ADD; a MUL by a vector beyond 16 bits);
-* :func:`pays` says whether a pass is cheaper than its steps on the ALU for a tile's shape;
+* :func:`pays` says whether a pass is cheaper than its steps on the ALU for a tile's shape, its instructions' fixed
+  cost and the DMA of its parameter rows (:func:`load_cycles`) included;
 * :func:`factors` splits a multiplier beyond 16 bits into two that fit, where it can (two MUL stages);
 * :func:`params` builds a pass's parameter rows: one block of POST_PARAM_ROWS rows per channel block when a stage
   takes a vector, else one block for every row.
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -36,8 +38,11 @@ import numpy.typing as npt
 from sw.isa import POST_MUL_BITS, POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_STAGES, AluOp
 from sw.ops.kernels import ALU_INSN_CYCLES, POST_INSN_CYCLES
 
-__all__ = ["IDENTITY", "MUL_MIN", "MUL_MAX", "stages", "eligible", "segments", "pays", "factors", "params",
-           "template"]
+if TYPE_CHECKING:
+    from sw.config import Config
+
+__all__ = ["IDENTITY", "MUL_MIN", "MUL_MAX", "stages", "eligible", "segments", "pays", "load_cycles", "factors",
+           "params", "template"]
 
 IDENTITY = {AluOp.ADD: 0, AluOp.MUL: 1, AluOp.SHR: 0, AluOp.MAX: -(1 << 31), AluOp.MIN: (1 << 31) - 1}
 """The operand that leaves a stage's value unchanged (a stage no step of a pass takes)."""
@@ -113,17 +118,23 @@ def _alu_passes(v) -> int:
     return 2 if v in ("r", "b") else 1
 
 
-def pays(steps: Sequence[tuple], rows: int, blocks: int) -> bool:
+def pays(steps: Sequence[tuple], rows: int, blocks: int, load: float = 0.0) -> bool:
     """Whether one pass of ``steps`` costs fewer cycles than the steps on the ALU over a tile of ``blocks`` channel
     blocks of ``rows`` accumulator rows each: the pass is one POST instruction per channel block when a step takes a
-    vector (else one), each POST_INSN_CYCLES plus a cycle per row (two with the residual); on the ALU, each step is an
-    instruction of ALU_INSN_CYCLES plus a cycle per row (two for the residual's add)."""
+    vector (else one), each POST_INSN_CYCLES and ``load`` (the DMA of its parameter rows, :func:`load_cycles`) plus
+    a cycle per row (two with the residual); on the ALU, each step is an instruction of ALU_INSN_CYCLES plus a cycle
+    per row (two for the residual's add)."""
     vector = any(isinstance(v, str) and v != "r" for _, v in steps)
     per_row = 2 if any(v == "r" for _, v in steps) else 1
     n = rows * blocks
-    post = (blocks if vector else 1) * POST_INSN_CYCLES + n * per_row
+    post = (blocks if vector else 1) * (POST_INSN_CYCLES + load) + n * per_row
     alu = sum(ALU_INSN_CYCLES + n * _alu_passes(v) for _, v in steps)
     return post < alu
+
+
+def load_cycles(cfg: Config) -> float:
+    """The planner's cycles to load one block of parameter rows (POST_PARAM_ROWS acc rows) over the bus."""
+    return POST_PARAM_ROWS * cfg.ACC_ELEM_BYTES / (cfg.BUS_WIDTH // 8)
 
 
 @lru_cache(maxsize=4096)

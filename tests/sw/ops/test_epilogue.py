@@ -376,53 +376,53 @@ def test_post_counters(rng):
     assert c["post_cycles"] == c["post_uops"] + POST_INSN_CYCLES * c["post_insns"]
 
 
-def test_dense_at_batch_one_keeps_short_vector_steps_on_the_alu(rng):
-    """One accumulator row per channel block: a POST instruction per block does not pay for VTA's four steps (it
-    does for a longer requantization)."""
+def test_dense_at_batch_one_keeps_vector_steps_on_the_alu(rng):
+    """One accumulator row per channel block: a POST instruction and its parameters' load per block cost more than
+    the ALU's steps; an immediate-only pass, one instruction for the tile, pays over 16 channel blocks."""
     x = rng.integers(-128, 128, (1, 64), dtype=np.int8)
-    w = rng.integers(-128, 128, (64, 64), dtype=np.int8)
-    v = post_vectors(rng, 64)
-    for name, post in (("vta", False), ("per-channel", True)):
-        epi, _ = _kind(name)
+    w = rng.integers(-128, 128, (256, 64), dtype=np.int8)
+    v = post_vectors(rng, 256)
+    imm = ops.Epilogue(((SHR, 9), (ADD, -3), (MAX, -128), (MIN, 127)))
+    for epi, post in ((_kind("vta")[0], False), (_kind("per-channel")[0], False), (imm, True)):
         y, c = ops.dense(x, w, v, epilogue=epi, return_counters=True)
         np.testing.assert_array_equal(y, epi.reference(ops.gemm_ref(x, w), v, 1))
-        assert ("post_insns" in c) == post and (epi.lowered(CFG, v, 1, 4).post is not None) == post
+        assert ("post_insns" in c) == post and (epi.lowered(CFG, v, 1, 16).post is not None) == post
 
 
 def test_lowered_cuts_the_steps_into_passes(rng):
     v = post_vectors(rng, 32)
-    epi = ops.Epilogue(tuple(STEPS))
-    low = epi.lowered(CFG, v, 49, 2)
-    assert low.post == (((0, 10), (10, 13)), ()) and low.steps == epi.steps and epi.lowered(ALU_ONLY, v, 49, 2) is epi
-    assert low.lowered(CFG, v, 49, 2) is low                                # already lowered
+    epi = ops.Epilogue(tuple(STEPS))               # (tiles of 2 channel blocks of 14 x 14 rows)
+    low = epi.lowered(CFG, v, 196, 2)
+    assert low.post == (((0, 10), (10, 13)), ()) and low.steps == epi.steps and epi.lowered(ALU_ONLY, v, 196, 2) is epi
+    assert low.lowered(CFG, v, 196, 2) is low                                # already lowered
     assert [(p.vector, p.residual) for p in low.post_passes] == [(True, False), (False, False)]
     assert low.passes == 2 and low.alu_vectors == 0 and low.post_insns(2) == 3
     assert low.acc_rows(100, 2) == 100 + 3 * POST_PARAM_ROWS
     assert low.alu_cycles(100, 2) == 2 * 100 + 3 * 45 and low.insn_cycles(2) == 3 * 45
     # VTA's clip (MIN 127; MAX 0) in the unit's order: one pass
-    vta = ops.Epilogue.vta(8, bias=True).lowered(CFG, None, 49, 4)
+    vta = ops.Epilogue.vta(8, bias=True).lowered(CFG, None, 196, 4)
     assert vta.steps == ((SHR, 8), (ADD, "v0"), (MAX, 0), (MIN, 127)) and vta.post == (((0, 4),), ())
     # a MUL by one 17-bit value on every channel: two MUL stages; by per-channel wide values: on the ALU
     res, _ = _kind("residual")
-    low = res.lowered(CFG, v, 49, 2)
+    low = res.lowered(CFG, v, 196, 2)
     assert low.steps[2:4] == ((MUL, 2), (MUL, 20000)) and low.residual == ((ADD, -3), (MUL, 2), (MUL, 20000))
     assert low.post == (((0, 8),), ((0, 3),)) and low.vectors == 1
     assert low.passes == 2 + 1 + ops.epilogue.RESIDUAL_LOAD_PASSES        # the residual's pass, then the one adding it
     wide, _ = _kind("wide")
-    low = wide.lowered(CFG, v, 49, 2)
+    low = wide.lowered(CFG, v, 196, 2)
     assert low.post == (((0, 2), (3, 7)), ()) and low.alu_vectors == 1 and low.passes == 3
     assert low.acc_rows(100, 2) == 100 + 2 + (2 + 1) * POST_PARAM_ROWS
-    low = _kind("residual-alu")[0].lowered(CFG, v, 49, 2)
+    low = _kind("residual-alu")[0].lowered(CFG, v, 196, 2)
     assert low.post == (((0, 3), (4, 7)), ((0, 2),)) and low.alu_vectors == 0 and low.post_insns(2) == 2 + 1 + 2
     # the branch: no pass across its copy; its steps and the combining MAX on the ALU
-    low = LEAKY.lowered(CFG, None, 49, 2)
+    low = LEAKY.lowered(CFG, None, 196, 2)
     assert low.post == (((0, 2), (4, 8)), ()) and low.branch == LEAKY.branch
     assert low.passes == 1 + 1 + 2 + 1 + 3 + 1
     # more planes, or nothing that pays: the ALU's lowering
-    assert ops.Epilogue(epi.steps, 2).lowered(CFG, v, 49, 2).post is None
-    assert ops.Epilogue(((ADD, "v0"),)).lowered(CFG, v, 49, 2).post is None
+    assert ops.Epilogue(epi.steps, 2).lowered(CFG, v, 196, 2).post is None
+    assert ops.Epilogue(((ADD, "v0"),)).lowered(CFG, v, 196, 2).post is None
     with pytest.raises(ValueError, match=r"a MUL takes vector\(s\) \[4\]: lowering .* needs the vectors' values"):
-        res.lowered(CFG, None, 49, 2)
+        res.lowered(CFG, None, 196, 2)
 
 
 def test_post_validation_names_the_field():

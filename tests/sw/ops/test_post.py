@@ -3,6 +3,7 @@ pass pays, a multiplier split into two that fit, the parameter rows."""
 import numpy as np
 import pytest
 
+from sw.config import load_config
 from sw.fsim.alu import alu_op, post_op
 from sw.isa import POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_STAGES, AluOp
 from sw.ops import post
@@ -79,6 +80,9 @@ def test_a_pass_pays_where_its_instructions_cost_less_than_the_alus():
     # one step never pays: a POST instruction costs more than an ALU one
     assert not post.pays(((ADD, "v0"),), 10 ** 6, 1) and not post.pays(((ADD, "r"),), 10 ** 6, 1)
     assert post.pays(((MUL, 3), (ADD, "r")), 100, 1)
+    # and the load of each block of parameter rows: 14 rows of 64 bytes over a 64-bit bus on the default config
+    assert post.load_cycles(load_config("default")) == 14 * 64 / 8
+    assert not post.pays(two, 49, 4, load=112) and post.pays(two, 196, 4, load=112)
 
 
 @pytest.mark.parametrize("c,want", [(5, (5, 1)), (40000, (2, 20000)), (-40000, (2, -20000)),

@@ -1,5 +1,6 @@
 """sw.ops.schedule: virtual threads, dependency tokens, stream splitting and the JIT reuse of kernels."""
 import io
+import re
 
 import numpy as np
 import pytest
@@ -177,6 +178,11 @@ def test_with_post_passes_no_tile_starts_at_the_bias(on, rng):
     np.testing.assert_array_equal(y, ops.dense_ref(x, w, b))
     dump = buf.getvalue().splitlines()
     assert not any(" MIN " in ln for ln in dump) and sum(" POST " in ln for ln in dump) == c2["post_insns"]
+    # the unit's full speed: one micro-op, its destination rows increasing over one loop (the inner one)
+    for ln in (ln for ln in dump if " POST " in ln):
+        got = re.search(r"uop\[(\d+):(\d+)\] out=(\d+) in=(\d+) dst=\((\d+),(\d+)\)", ln)
+        first, end, out, inner, _, df = map(int, got.groups())
+        assert end - first == 1 and out == 1 and (inner == 1 or df >= 1), ln
     y1, c1 = ops.dense(x, w, b, virtual_threads=1, return_counters=True)
     np.testing.assert_array_equal(y1, y)
     assert c1["post_uops"] == c2["post_uops"] == n * m // 16          # one pass over every accumulator row
