@@ -10,22 +10,12 @@ from sw.config import Config
 from sw.isa import POST_PARAM_ROWS, AluOp, alu_opcodes
 
 from .gemm import UopSequencer
+from .lanes import shift_amount
 from .layouts import insn_layouts, uop_layout
+from .post import PostChain
 from .sram import and_or, check_config, fan_out, merge_history, merge_rows, merge_select, read_signature, write_signature
 
 __all__ = ["Alu", "alu_lane", "shift_amount"]
-
-
-def shift_amount(b: Value) -> tuple[Value, Value]:
-    """SHR's shift of a lane of w = len(b) bits (the accumulator width) by signed ``b``: ``(left, amount)``.
-    b >= 0: right (arithmetic) by min(b, w - 1); b < 0: left by min(-b, w - 1). Built from bit tests and a
-    log2(w)-bit negation (no w-bit compare), for timing."""
-    w = len(b)
-    lw = w.bit_length() - 1
-    lo, hi, sign = b[:lw], b[lw:w - 1], b[w - 1]
-    small_neg = hi.all() & lo.any()              # b in [-(w - 1), -1]
-    amount = Mux(sign, Mux(small_neg, (-lo)[:lw], w - 1), Mux(hi.any(), w - 1, lo))
-    return sign, amount
 
 
 def alu_lane(m: Module, ops: Sequence[dict[str, Value]], a: Value, b: Value, left: Sequence[Value],
@@ -351,7 +341,6 @@ class Alu(wiring.Component):
         # W: write acc[d] (POST: from the end of the post-processing chain instead)
         wr_en, wr_addr, wr_data, wr_last = valid[W], dst[W], wr_q, last[W]
         if cfg.POST_UNIT:
-            from .post import PostChain
             m.submodules.post = post = PostChain(cfg)
             # the parameter rows reach ``raw_q`` three cycles after ``preload`` addresses them
             tag_v = [Signal(name=f"post_param{j}_valid") for j in range(3)]

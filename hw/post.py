@@ -8,7 +8,7 @@ from amaranth.lib.wiring import In, Out
 from sw.config import Config
 from sw.isa import POST_MUL_BITS, POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_STAGES, AluOp
 
-from .alu import shift_amount
+from .lanes import shift_amount
 from .sram import check_config
 
 __all__ = ["PostChain"]

@@ -13,12 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from sw.config import Config
 
 # The fixed widths of the ISA (docs/isa.md); they do not depend on the JSON.
 INS_WIDTH = 128
@@ -112,7 +109,14 @@ def alu_opcode_error(cfg, opcode) -> str | None:
     return f"alu_opcode = {opcode!r} is not an ALU operation; allowed: {names}"
 
 
-def post_imm_error(cfg: Config, imm: int) -> str | None:
+class AccDepthConfig(Protocol):
+    """What POST's check reads of a :class:`sw.config.Config` (which imports this module)."""
+
+    @property
+    def ACC_DEPTH(self) -> int: ...
+
+
+def post_imm_error(cfg: AccDepthConfig, imm: int) -> str | None:
     """Why ``imm`` cannot be POST's parameter row (its POST_PARAM_ROWS rows must lie in the acc SRAM), or None."""
     if 0 <= imm <= cfg.ACC_DEPTH - POST_PARAM_ROWS:
         return None
