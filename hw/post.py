@@ -6,7 +6,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.config import Config
-from sw.isa import POST_MUL_BITS, POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_STAGES, AluOp
+from sw.isa import POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_RESIDUAL_STEPS, POST_STAGES, AluOp
 
 from .lanes import shift_amount
 from .sram import check_config
@@ -18,20 +18,21 @@ class PostChain(wiring.Component):
     """:data:`~sw.isa.POST_STAGES` on BATCH*BLOCK_OUT int32 lanes, pipelined: a row in at ``valid_in`` leaves
     :attr:`latency` cycles later on ``valid`` with its ``dst`` and ``last`` tags. Stage k computes, per lane,
     ``alu_op(POST_STAGES[k], x, p[k])`` (:func:`sw.fsim.alu.post_op`): MAX/MIN signed, ADD wrapping, SHR by the
-    signed operand (right arithmetic by min(p, 31), left by min(-p, 31)), MUL the low 32 bits of x times the
-    low 16 bits of p sign-extended; with ``use_r`` high the row's residual ``r_in`` is added at stage
-    :data:`~sw.isa.POST_RESIDUAL_STAGE` after that stage's ADD.
+    signed operand (right arithmetic by min(p, 31), left by min(-p, 31)), MUL the low 32 bits of x times p;
+    with ``use_r`` high the row's residual ``r_in``, taken through :data:`~sw.isa.POST_RESIDUAL_STEPS` (MUL, ADD:
+    operands ``p[14]``, ``p[15]``) on its way, is added at stage :data:`~sw.isa.POST_RESIDUAL_STAGE` after that
+    stage's ADD.
 
     The operands are registers written a row at a time (``p_we``, ``p_idx`` = the stage, ``p_row`` = one
     int32 per lane); a write takes effect for the rows that enter after it. SHR stages keep their operand
-    as (direction, amount) (:func:`~hw.alu.shift_amount`), MUL stages its low 16 bits.
+    as (direction, amount) (:func:`~hw.lanes.shift_amount`).
 
     Members: ``valid_in``, ``last_in``, ``use_r`` In(1), ``dst_in`` In(LOG_ACC_DEPTH), ``x_in``, ``r_in``,
     ``p_row`` In(ACC_MATRIX_WIDTH), ``p_we`` In(1), ``p_idx`` In(4); ``valid``, ``last`` Out(1), ``dst``
     Out(LOG_ACC_DEPTH), ``y`` Out(ACC_MATRIX_WIDTH); ``busy`` Out(1): a row is in the chain.
     """
 
-    latency = POST_PARAM_ROWS
+    latency = len(POST_STAGES)
 
     def __init__(self, cfg: Config) -> None:
         check_config(cfg, self)
@@ -58,8 +59,8 @@ class PostChain(wiring.Component):
 
         # the operand registers, per stage and lane, in the form the stage uses
         params = []
-        for k, op in enumerate(POST_STAGES):
-            width = POST_MUL_BITS if op == AluOp.MUL else sw_bits if op == AluOp.SHR else w
+        for k, op in enumerate(POST_STAGES + POST_RESIDUAL_STEPS):
+            width = sw_bits if op == AluOp.SHR else w
             regs = [Signal(width, name=f"p{k}_{op.name.lower()}_{i}", reset_less=True) for i in range(lanes)]
             with m.If(self.p_we & (self.p_idx == k)):
                 for i, r in enumerate(regs):
@@ -91,8 +92,16 @@ class PostChain(wiring.Component):
                 m.d.sync += nx[i].eq(v[:w])
             x = nx
             if k < POST_RESIDUAL_STAGE:
+                # the residual travels beside the row, its own steps applied in the first stages
                 nr = [Signal(w, name=f"s{k}_r{i}", reset_less=True) for i in range(lanes)]
-                m.d.sync += [a.eq(b) for a, b in zip(nr, r)]
+                j = k if k < len(POST_RESIDUAL_STEPS) else None
+                for i in range(lanes):
+                    if j is None:
+                        m.d.sync += nr[i].eq(r[i])
+                        continue
+                    rp = params[len(POST_STAGES) + j][i].as_signed()
+                    v = r[i].as_signed() * rp if POST_RESIDUAL_STEPS[j] == AluOp.MUL else r[i].as_signed() + rp
+                    m.d.sync += nr[i].eq(v[:w])
                 r = nr
             nv, nl = Signal(name=f"s{k}_valid"), Signal(name=f"s{k}_last")
             nd = Signal.like(self.dst_in, name=f"s{k}_dst", reset_less=True)

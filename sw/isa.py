@@ -42,7 +42,7 @@ class FormatError(ValueError):
 
 __all__ = [
     "Opcode", "MemId", "AluOp", "post_imm_error", "POST_STAGES", "POST_PARAM_ROWS", "POST_RESIDUAL_STAGE",
-    "POST_MUL_BITS", "alu_operand_text", "Field", "Format", "ISA", "Insn", "EncodeError", "isa_for",
+    "POST_RESIDUAL_STEPS", "alu_operand_text", "Field", "Format", "ISA", "Insn", "EncodeError", "isa_for",
     "STAGE_LOAD", "STAGE_COMPUTE", "STAGE_STORE", "STAGE_NAMES",
 ]
 
@@ -74,17 +74,17 @@ class AluOp(IntEnum):
 
 
 # The post-processing unit's fixed chain (alu_opcode POST, docs/isa.md "POST"): stage k applies
-# ``POST_STAGES[k]`` with the k-th parameter row as its operand, in this order. A MUL stage multiplies by
-# the low POST_MUL_BITS of its operand, sign-extended; the residual (a tensor operand) is added at
-# ``POST_RESIDUAL_STAGE``, after that stage's own ADD.
+# ``POST_STAGES[k]`` with the k-th parameter row as its operand, in this order; the residual (a tensor
+# operand) first goes through ``POST_RESIDUAL_STEPS`` with the rows after them as operands and is then added at
+# ``POST_RESIDUAL_STAGE``, after that stage's own ADD. Every step is the ALU's own operation on int32 lanes.
 POST_STAGES = (AluOp.ADD, AluOp.MAX, AluOp.MIN,
                AluOp.MUL, AluOp.ADD, AluOp.SHR,
                AluOp.MUL, AluOp.ADD, AluOp.SHR,
                AluOp.MUL, AluOp.ADD, AluOp.SHR,
                AluOp.MAX, AluOp.MIN)
-POST_PARAM_ROWS = len(POST_STAGES)
+POST_RESIDUAL_STEPS = (AluOp.MUL, AluOp.ADD)
+POST_PARAM_ROWS = len(POST_STAGES) + len(POST_RESIDUAL_STEPS)
 POST_RESIDUAL_STAGE = 10
-POST_MUL_BITS = 16
 
 
 def alu_opcodes(cfg) -> tuple[AluOp, ...]:

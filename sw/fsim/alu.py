@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from sw.isa import POST_MUL_BITS, POST_RESIDUAL_STAGE, POST_STAGES, AluOp
+from sw.isa import POST_RESIDUAL_STAGE, POST_RESIDUAL_STEPS, POST_STAGES, AluOp
 from sw.pipeline import InsnError
 
 __all__ = ["alu_op", "post_op", "SHIFT_MAX"]
@@ -55,30 +55,25 @@ def alu_op(op: int, a: npt.ArrayLike, b: npt.ArrayLike) -> np.ndarray:
     return r.astype(np.int32)
 
 
-def post_operands(params: npt.ArrayLike) -> np.ndarray:
-    """The post-processing unit's operands as its stages use them: ``params`` (POST_PARAM_ROWS, ...) int32
-    with each MUL stage's row reduced to its low POST_MUL_BITS bits, sign-extended."""
-    p = np.asarray(params, dtype=np.int64).copy()
-    keep = 64 - POST_MUL_BITS
-    for k, op in enumerate(POST_STAGES):
-        if op == AluOp.MUL:
-            p[k] = (p[k] << keep) >> keep
-    return p
-
-
 def post_op(a: npt.ArrayLike, params: npt.ArrayLike, residual: npt.ArrayLike | None = None) -> np.ndarray:
     """The post-processing unit (ALU opcode POST) on int32 lanes: ``a`` through the fixed chain
-    :data:`~sw.isa.POST_STAGES`, stage k computing ``alu_op(POST_STAGES[k], x, params[k])`` (a MUL stage with
-    the low 16 bits of its operand, sign-extended), and with ``residual`` (a tensor operand) added right after
-    the ADD of stage :data:`~sw.isa.POST_RESIDUAL_STAGE`.
+    :data:`~sw.isa.POST_STAGES`, stage k computing ``alu_op(POST_STAGES[k], x, params[k])``; with ``residual``
+    (a tensor operand), the residual through :data:`~sw.isa.POST_RESIDUAL_STEPS` (step j with the operand
+    ``params[len(POST_STAGES) + j]``) and then added right after the ADD of stage
+    :data:`~sw.isa.POST_RESIDUAL_STAGE`.
 
     ``params`` (POST_PARAM_ROWS, ...) broadcast against ``a`` row by row (one operand per lane, or one per
-    stage). Every stage is a step of :func:`alu_op`, so a chain equals the ALU steps it replaces; an operand
-    that leaves a value unchanged (ADD 0, MUL 1, SHR 0, MAX -2^31, MIN 2^31 - 1) skips its stage."""
-    p = post_operands(params)
+    stage). Every step is a step of :func:`alu_op`, so a chain equals the ALU steps it replaces; an operand
+    that leaves a value unchanged (ADD 0, MUL 1, SHR 0, MAX -2^31, MIN 2^31 - 1) skips its step."""
+    p = np.asarray(params, dtype=np.int64)
     y = np.asarray(a, dtype=np.int64)
+    r = None
+    if residual is not None:
+        r = np.asarray(residual, dtype=np.int64)
+        for j, op in enumerate(POST_RESIDUAL_STEPS):
+            r = alu_op(op, r, p[len(POST_STAGES) + j])
     for k, op in enumerate(POST_STAGES):
         y = alu_op(op, y, p[k])
-        if k == POST_RESIDUAL_STAGE and residual is not None:
-            y = alu_op(AluOp.ADD, y, residual)
+        if k == POST_RESIDUAL_STAGE and r is not None:
+            y = alu_op(AluOp.ADD, y, r)
     return y

@@ -11,7 +11,7 @@ from hw.alu import Alu
 from hw.sram import join_acc, make_memory
 from sw.config import load_config
 from sw.fsim.alu import post_op
-from sw.isa import POST_PARAM_ROWS, POST_STAGES, AluOp, Opcode, isa_for
+from sw.isa import POST_PARAM_ROWS, AluOp, Opcode, isa_for
 from tests.hw.bus_models import pack_rows, unpack_rows
 
 SMALL = load_config("small")
@@ -278,15 +278,17 @@ def test_reused_source_with_rows_written_back_to_back():
 
 
 def post_params(rng, rows, lanes):
-    """(POST_PARAM_ROWS, BATCH, BLOCK_OUT) operands like a requantization's: clamps, 16-bit multipliers,
-    rounding constants, shifts, zero points, clips (per channel), some stages at their identity."""
+    """(POST_PARAM_ROWS, BATCH, BLOCK_OUT) operands like a requantization's: clamps, multipliers, rounding
+    constants, shifts, zero points, clips (per channel), the residual's rescale and offset, some stages at their
+    identity."""
     lo = rng.integers(-(1 << 20), 0, lanes)
     p = {0: rng.integers(-1000, 1000, lanes), 1: lo, 2: lo + rng.integers(1 << 10, 1 << 21, lanes),
          3: rng.integers(1, 32768, lanes), 4: np.full(lanes, 1 << 14), 5: np.full(lanes, 15),
          6: rng.integers(-300, 300, lanes), 7: rng.integers(-(1 << 8), 1 << 8, lanes), 8: np.full(lanes, 8),
          9: np.ones(lanes), 10: rng.integers(-128, 128, lanes), 11: np.zeros(lanes),
-         12: np.full(lanes, -128), 13: np.full(lanes, 127)}
-    return np.stack([np.asarray(p[k], np.int64) for k in range(len(POST_STAGES))]).reshape(len(POST_STAGES), *rows)
+         12: np.full(lanes, -128), 13: np.full(lanes, 127),
+         14: rng.integers(-(1 << 20), 1 << 20, lanes), 15: rng.integers(-(1 << 16), 1 << 16, lanes)}
+    return np.stack([np.asarray(p[k], np.int64) for k in range(POST_PARAM_ROWS)]).reshape(POST_PARAM_ROWS, *rows)
 
 
 def post_acc(cfg, seed):

@@ -9,7 +9,7 @@ from amaranth.sim import Simulator
 from hw.post import PostChain
 from sw.config import load_config
 from sw.fsim.alu import post_op
-from sw.isa import POST_PARAM_ROWS, POST_STAGES, AluOp
+from sw.isa import POST_PARAM_ROWS, POST_RESIDUAL_STEPS, POST_STAGES, AluOp
 from tests.hw.bus_models import pack_rows, unpack_rows
 
 CFG = load_config("small").with_changes(POST_UNIT=1)
@@ -21,8 +21,8 @@ EDGES = [0, 1, -1, 2, -2, 127, -128, 255, -256, 2**30, -2**30, I32_MAX, I32_MIN,
 
 
 def random_params(rng, per_channel: bool) -> np.ndarray:
-    """(POST_PARAM_ROWS, LANES) operands of every kind a stage meets: identities, requantization-like values,
-    shifts beyond 31 either way, MUL operands beyond 16 bits, int32's ends."""
+    """(POST_PARAM_ROWS, LANES) operands of every kind a step meets (the chain's and the residual's): identities,
+    requantization-like values, shifts beyond 31 either way, multipliers of every width, int32's ends."""
     pools = {AluOp.ADD: [0, 1 << 14, -(1 << 20), I32_MAX, I32_MIN, -128],
              AluOp.MAX: [I32_MIN, -128, 0, -(1 << 24), I32_MAX],
              AluOp.MIN: [I32_MAX, 127, 255, 1 << 24, I32_MIN],
@@ -30,7 +30,7 @@ def random_params(rng, per_channel: bool) -> np.ndarray:
              AluOp.SHR: [0, 1, 8, 15, 23, 31, 32, 40, -1, -31, -33, I32_MIN, I32_MAX]}
     n = LANES if per_channel else 1
     rows = []
-    for op in POST_STAGES:
+    for op in POST_STAGES + POST_RESIDUAL_STEPS:
         if rng.random() < 0.6:
             vals = np.array(pools[op], np.int64)[rng.integers(0, len(pools[op]), n)]
         else:
@@ -105,8 +105,13 @@ def test_chain_equals_post_op(residual):
 
 def test_identity_operands_pass_rows_through():
     ident = {AluOp.ADD: 0, AluOp.MUL: 1, AluOp.SHR: 0, AluOp.MAX: I32_MIN, AluOp.MIN: I32_MAX}
-    params = np.repeat(np.array([ident[op] for op in POST_STAGES], np.int64)[:, None], LANES, axis=1)
+    params = np.repeat(np.array([ident[op] for op in POST_STAGES + POST_RESIDUAL_STEPS], np.int64)[:, None], LANES,
+                       axis=1)
     xs = np.array(EDGES[:LANES * 2], np.int64).reshape(2, LANES)
     got, _ = run_chain([(params, xs, None)])
     np.testing.assert_array_equal(got, xs)
+    # with identities everywhere, the residual is only added (wrapping)
+    rs = xs[::-1, ::-1].copy()
+    got, _ = run_chain([(params, xs, rs)])
+    np.testing.assert_array_equal(got, ((xs + rs + 2**31) % 2**32) - 2**31)
     assert params.shape[0] == POST_PARAM_ROWS
