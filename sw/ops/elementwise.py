@@ -248,7 +248,7 @@ def sum_rescaled(operands: Sequence[np.ndarray], operand_alu: Sequence[Sequence[
     B, blk = cfg.BATCH, cfg.BLOCK_OUT
     size = xs[0].size
     n = max(2, cdiv(size, B * blk))         # at least 2 blocks: the GEMM's 3-row hazard cycle over both
-    epis = [e.lowered(cfg, None, n) for e in epis]
+    epis = [e.lowered(cfg, n) for e in epis]
     params = [e.param_rows(1) for e in epis]            # each list's POST parameter rows, after the operands'
 
     def grid(x):

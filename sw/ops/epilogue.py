@@ -30,9 +30,10 @@ is the one lowering to ALU instructions that dense, conv2d and pool2d share.
 On a config with the post-processing unit (``POST_UNIT`` = 1), :meth:`Epilogue.lowered` cuts the steps into the
 fewest passes of the unit's fixed chain (:mod:`sw.ops.post`) and keeps those that pay (``Epilogue.post``): each is
 one POST instruction per channel block of a tile (one per tile when no step of it takes a vector), its parameter
-rows built on the host (:meth:`Epilogue.pack`) and loaded beside the tile; the residual's own steps become passes
-over the residual's rows, and the pass that adds the residual reads it as its tensor operand. A branch's steps, the
-steps the unit cannot take and the copies of extra planes stay ALU instructions.
+rows built on the host (:meth:`Epilogue.pack`) and loaded beside the tile. The pass that adds the residual reads it as
+its tensor operand and takes the residual's own steps too when they fit the unit's residual steps (``MUL``, then
+``ADD``: :data:`~sw.isa.POST_RESIDUAL_STEPS`); otherwise they become passes over the residual's rows. A branch's
+steps, the steps the unit cannot take and the copies of extra planes stay ALU instructions.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ import numpy.typing as npt
 
 from sw.config import Config
 from sw.fsim.alu import alu_op
-from sw.isa import ALUOP_IMM_BITS, POST_PARAM_ROWS, AluOp, MemId
+from sw.isa import ALUOP_IMM_BITS, POST_PARAM_ROWS, POST_RESIDUAL_STEPS, AluOp, MemId
 from sw.ops import post as _post
 from sw.ops.kernels import (
     ALU_INSN_CYCLES,
@@ -117,23 +118,6 @@ def _clips_first(steps: tuple[AluStep, ...], at: int | None) -> tuple[AluStep, .
     return tuple(out)
 
 
-def _split_muls(steps: tuple[AluStep, ...], split: dict[int, tuple[int, int]], at: int | None) -> tuple[
-        tuple[AluStep, ...], int | None]:
-    """``steps`` with each ``MUL vI`` of an I in ``split`` written ``MUL a; MUL b`` (``split[I]`` = (a, b)), and the
-    index ``at`` of the same step among them."""
-    out: list[AluStep] = []
-    new_at = at
-    for i, (op, v) in enumerate(steps):
-        if i == at:
-            new_at = len(out)
-        if op == AluOp.MUL and isinstance(v, str) and v not in ("r", "b") and int(v[1:]) in split:
-            a, b = split[int(v[1:])]
-            out += [(AluOp.MUL, a), (AluOp.MUL, b)]
-        else:
-            out.append((op, v))
-    return tuple(out), new_at
-
-
 def _param_imm(row: int) -> int:
     """A POST instruction's immediate: its parameter row, which the immediate field must reach."""
     if row > IMM_MAX:
@@ -145,13 +129,16 @@ class PostPass(NamedTuple):
     """One pass of the post-processing unit in an epilogue: steps [start, end) of its ``steps`` (``on`` = "steps")
     or of its residual's (``on`` = "residual"), at ``stages`` of the chain (:func:`sw.ops.post.stages`); ``vector``:
     a step takes a per-channel vector (one POST instruction per channel block, each with its own parameter rows);
-    ``residual``: it adds the residual (its tensor operand, two cycles per row)."""
+    ``residual``: it adds the residual (its tensor operand, two cycles per row); ``residual_at``: the places in
+    POST_RESIDUAL_STEPS of the residual's steps it takes (:func:`sw.ops.post.residual_stages`; the epilogue's
+    whole residual, when :attr:`Epilogue.fused`), else ()."""
     on: str
     start: int
     end: int
     stages: tuple[int, ...]
     vector: bool
     residual: bool
+    residual_at: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -176,7 +163,7 @@ class TileOperands:
         return Load(self.dram, first, n, 1, n, sram, int(MemId.ACC))
 
 
-PostPasses = tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]
+PostPasses = tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...], bool]
 
 
 @dataclass(frozen=True)
@@ -188,9 +175,11 @@ class Epilogue:
     of the values before step ``at`` finished by ``steps`` (immediates or vectors), which a later step with
     operand ``"b"`` uses.
 
-    ``post`` (None: every step an ALU instruction): (ranges of ``steps``, ranges of ``residual``), each [start, end)
-    range one pass of the post-processing unit (:mod:`sw.ops.post`), the steps outside them ALU instructions; as
-    :meth:`lowered` chooses them for a config with the unit. One plane only, and no range across the branch's step.
+    ``post`` (None: every step an ALU instruction): (ranges of ``steps``, ranges of ``residual``, fused), each
+    [start, end) range one pass of the post-processing unit (:mod:`sw.ops.post`), the steps outside them ALU
+    instructions; ``fused``: the pass of ``steps`` that adds the residual takes every step of ``residual`` too (then
+    no range of ``residual``; a pair of ranges means fused = False); as :meth:`lowered` chooses them for a config with
+    the unit. One plane only, and no range across the branch's step.
 
     Frozen and hashable: plans and micro-kernels are memoised on it. ``Epilogue(steps)`` validates the
     steps (any sequence of ``(AluOp | name, int | 'vI' | 'r')``) and names the bad field and its range.
@@ -228,9 +217,10 @@ class Epilogue:
     def _check_post(self) -> None:
         if self.post is None:
             return
-        if not isinstance(self.post, (tuple, list)) or len(self.post) != 2:
+        if not isinstance(self.post, (tuple, list)) or len(self.post) not in (2, 3):
             raise ValueError(f"epilogue post = {self.post!r}; expected (ranges of the steps, ranges of the residual's "
-                             f"steps), each range (start, end)")
+                             f"steps[, fused]), each range (start, end)")
+        fused = bool(self.post[2]) if len(self.post) == 3 else False
         if self.planes != 1:
             raise ValueError(f"epilogue post: the post-processing unit takes planes = 1 (got {self.planes})")
         at = None if self.branch is None else self.branch[0]
@@ -252,7 +242,14 @@ class Epilogue:
                 last = int(b)
                 checked.append((int(a), int(b)))
             out.append(tuple(checked))
-        object.__setattr__(self, "post", (out[0], out[1]))
+        if fused:
+            adds = [(a, b) for a, b in out[0] if any(v == "r" for _, v in self.steps[a:b])]
+            if out[1] or not adds or _post.residual_stages(self.residual or ()) is None:
+                raise ValueError(f"epilogue post: a fused residual needs a pass of the steps that adds it, no range "
+                                 f"of the residual, and residual steps that are an in-order part of "
+                                 f"{' '.join(op.name for op in POST_RESIDUAL_STEPS)} (got residual "
+                                 f"{self.residual!r}, post {self.post!r})")
+        object.__setattr__(self, "post", (out[0], out[1], fused))
 
     def _check_branch(self) -> None:
         uses = [i for i, (_, v) in enumerate(self.steps) if v == "b"]
@@ -298,53 +295,42 @@ class Epilogue:
             return alu
         return cls(tuple(alu))
 
-    def lowered(self, cfg: Config, vectors: npt.ArrayLike | None = None, rows: int | None = None,
-                blocks: int = 1) -> Epilogue:
+    def lowered(self, cfg: Config, rows: int | None = None, blocks: int = 1) -> Epilogue:
         """This epilogue as config ``cfg`` runs it. With the post-processing unit (``POST_UNIT`` = 1) and one plane,
         the steps and the residual's steps are cut into the fewest passes of the unit (:func:`sw.ops.post.segments`;
         none across the branch's step), each kept (:attr:`post`) where it costs less than its steps on the ALU over a
         tile of ``blocks`` channel blocks of ``rows`` accumulator rows each, its parameters' load included
-        (:func:`sw.ops.post.pays`; ``rows`` None:
-        where it takes two steps or more), a clip written ``MIN a; MAX b`` with immediates b <= a first taken as
-        ``MAX b; MIN a`` (the same values, in the unit's order). ``vectors`` (V, ...): the vector operands' values
-        (needed when a MUL takes a vector): a MUL by a vector beyond 16 bits is ``MUL a; MUL b`` of two immediates
-        that fit where the vector is one value c = a b on every channel (:func:`sw.ops.post.factors`; the same
-        values, wrap-around included), else it stays on the ALU. Otherwise, or where no pass pays, this epilogue
-        (every step on the ALU); an epilogue already lowered is returned as it is."""
+        (:func:`sw.ops.post.pays`; ``rows`` None: where it takes two steps or more), a clip written ``MIN a; MAX b``
+        with immediates b <= a first taken as ``MAX b; MIN a`` (the same values, in the unit's order). The residual's
+        steps ride in the kept pass that adds the residual when they are an in-order part of POST_RESIDUAL_STEPS
+        (:func:`sw.ops.post.residual_stages`; counted in that pass's cost), else they are cut into passes of their
+        own. Otherwise, or where no pass pays, this epilogue (every step on the ALU); an epilogue already lowered is
+        returned as it is."""
         if self.post is not None or not cfg.POST_UNIT or self.planes != 1:
             return self
-        muls = {int(v[1:]) for op, v in self.steps + (self.residual or ())
-                if op == AluOp.MUL and isinstance(v, str) and v not in ("r", "b")}
-        wide: set[int] = set()
-        split: dict[int, tuple[int, int]] = {}
-        if muls:
-            if vectors is None:
-                raise ValueError(f"epilogue: a MUL takes vector(s) {sorted(muls)}: lowering it for the post-processing "
-                                 f"unit needs the vectors' values (vectors=)")
-            v = np.asarray(vectors, np.int64)
-            v = v.reshape(len(v), -1)
-            wide = {i for i in muls if i >= len(v) or v[i].min() < _post.MUL_MIN or v[i].max() > _post.MUL_MAX}
-            for i in sorted(wide):
-                f = _post.factors(int(v[i][0])) if i < len(v) and np.all(v[i] == v[i][0]) else None
-                if f is not None:
-                    split[i] = f
-            wide -= split.keys()
         at = None if self.branch is None else self.branch[0]
-        steps, at = _split_muls(self.steps, split, at)
-        steps = _clips_first(steps, at)
-        residual = None if self.residual is None else _clips_first(_split_muls(self.residual, split, None)[0], None)
-        branch = None if self.branch is None or at is None else (at, self.branch[1])
-
+        steps = _clips_first(self.steps, at)
+        residual = None if self.residual is None else _clips_first(self.residual, None)
+        ride = () if residual is None or _post.residual_stages(residual) is None else residual
         load = _post.load_cycles(cfg)
 
-        def kept(seq, breaks) -> tuple[tuple[int, int], ...]:
-            return tuple((a, b) for a, b in _post.segments(seq, wide, breaks)
-                         if (_post.pays(seq[a:b], rows, blocks, load) if rows is not None else b - a >= 2))
+        def kept(seq, breaks, ride=()) -> tuple[tuple[int, int], ...]:
+            def worth(part) -> bool:
+                extra = ride if any(v == "r" for _, v in part) else ()
+                return _post.pays(part, rows, blocks, load, extra) if rows is not None else len(part + extra) >= 2
+            return tuple((a, b) for a, b in _post.segments(seq, breaks) if worth(seq[a:b]))
 
-        main, res = kept(steps, () if at is None else (at,)), kept(residual or (), ())
+        main = kept(steps, () if at is None else (at,), ride)
+        fused = bool(ride) and any(v == "r" for a, b in main for _, v in steps[a:b])
+        res = () if fused else kept(residual or (), ())
         if not main and not res:
             return self
-        return replace(self, steps=steps, residual=residual, branch=branch, post=(main, res))
+        return replace(self, steps=steps, residual=residual, post=(main, res, fused))
+
+    @property
+    def fused(self) -> bool:
+        """Whether the POST pass that adds the residual takes the residual's own steps (:attr:`post`)."""
+        return self.post is not None and self.post[2]
 
     # ------------------------------------------------------------------ properties
     @cached_property
@@ -365,8 +351,12 @@ class Epilogue:
                 part = seq[a:b]
                 at = _post.stages(part)
                 assert at is not None           # checked by __post_init__
-                out.append(PostPass(on, a, b, at, any(isinstance(v, str) and v != "r" for _, v in part),
-                                    any(v == "r" for _, v in part)))
+                adds = any(v == "r" for _, v in part)
+                ride = self.residual or () if adds and self.fused else ()
+                res_at = _post.residual_stages(ride)
+                assert res_at is not None       # checked by __post_init__
+                out.append(PostPass(on, a, b, at, any(isinstance(v, str) and v != "r" for _, v in part + ride),
+                                    adds, res_at))
         return tuple(out)
 
     @cached_property
@@ -375,6 +365,8 @@ class Epilogue:
         covered: dict[str, set[int]] = {"steps": set(), "residual": set()}
         for p in self.post_passes:
             covered[p.on].update(range(p.start, p.end))
+            if p.residual_at:
+                covered["residual"].update(range(len(p.residual_at)))
         return (frozenset(set(range(len(self.steps))) - covered["steps"]),
                 frozenset(set(range(len(self.residual or ()))) - covered["residual"]))
 
@@ -516,8 +508,9 @@ class Epilogue:
         parts = [v[:self.vectors].reshape(-1, B, O)]
         for p in self.post_passes:
             seq = self.steps if p.on == "steps" else self.residual or ()
-            parts.append(_post.params(seq[p.start:p.end], p.stages, v, blocks if p.vector else 1, (B, O))
-                         .reshape(-1, B, O))
+            ride = (self.residual or ()) if p.residual_at else ()
+            parts.append(_post.params(seq[p.start:p.end], p.stages, v, blocks if p.vector else 1, (B, O), ride,
+                                      p.residual_at).reshape(-1, B, O))
         return np.concatenate(parts)
 
     def _param_layout(self, tm: int, blocks: int) -> list[tuple[int, int]]:
@@ -636,7 +629,7 @@ class Epilogue:
                                src + j * stride, ((e, df, df),)), passes=per_row, uops=e, post=True, **kw)
                     for j in range(tm)]
 
-        residual = self.residual
+        residual = None if self.fused else self.residual
         res_alu = self._on_alu[1]
 
         def finish_residual() -> list:
@@ -660,7 +653,7 @@ class Epilogue:
                 i += 1
             return loads + work
 
-        if residual is not None:
+        if self.residual is not None:
             if load_residual is None:
                 raise ValueError("the epilogue has a residual: the operator must load it (load_residual)")
             acts += list(load_residual(res_base))
@@ -798,7 +791,7 @@ def packed_epilogue(epilogue: Epilogue | Iterable | None, shift: int, bias: npt.
     if v.ndim != 4 or v.shape[1:] != (blocks, B, O):
         raise ValueError(f"packed vectors have shape {v.shape}; expected (V, {blocks}, {B}, {O})")
     epi.check(cfg, v.shape[0])
-    epi = epi.lowered(cfg, v, rows, blocks)
+    epi = epi.lowered(cfg, rows, blocks)
     return epi, epi.pack(v, blocks, cfg)
 
 

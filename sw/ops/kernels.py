@@ -7,15 +7,20 @@ from dataclasses import dataclass
 from functools import cache
 
 from sw import runtime as rt
-from sw.isa import AluOp, MemId
+from sw.isa import POST_PARAM_ROWS, AluOp, MemId
 from sw.ops.base import _f, config
 
 ALU_INSN_CYCLES = 32
 """The planner's cost, in cycles, of an ALU instruction beyond its rows."""
 
-POST_INSN_CYCLES = 45
+POST_PIPELINE_CYCLES = 22
+"""The cycles a POST instruction takes beyond its parameter rows and its rows: filling and draining the
+post-processing unit's pipeline."""
+
+POST_INSN_CYCLES = POST_PARAM_ROWS + POST_PIPELINE_CYCLES
 """The planner's cost, in cycles, of a POST instruction beyond its rows: reading its parameter rows
-(:data:`~sw.isa.POST_PARAM_ROWS`, one a cycle) and filling the post-processing unit's pipeline."""
+(:data:`~sw.isa.POST_PARAM_ROWS`, one a cycle) and the unit's pipeline (N + POST_INSN_CYCLES cycles for N rows,
+2 N + POST_INSN_CYCLES with the residual)."""
 
 
 # ---------------------------------------------------------------------- actions

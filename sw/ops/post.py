@@ -2,26 +2,28 @@
 
 A POST instruction takes every accumulator row of its micro-ops through the fixed chain of ALU steps
 :data:`~sw.isa.POST_STAGES` (``ADD MAX MIN | MUL ADD SHR | MUL ADD SHR | MUL ADD SHR | MAX MIN``), stage k with the
-k-th of :data:`~sw.isa.POST_PARAM_ROWS` parameter rows at its immediate as its operand (one int32 per lane), a MUL
-stage with the low :data:`~sw.isa.POST_MUL_BITS` bits of its operand, and with a tensor operand (``use_imm = 0``) the
-residual row added right after the ADD of stage :data:`~sw.isa.POST_RESIDUAL_STAGE` (:func:`sw.fsim.alu.post_op`). A
-stage whose operand is the identity (:data:`IDENTITY`) leaves the value as it is. So a list of epilogue steps that is
-an in-order subsequence of the chain, the residual's ``ADD r`` at the residual stage, with immediate or per-channel
-vector operands (a MUL's fitting 16 signed bits), is one pass of the unit, with the same int32 values as the steps on
-the ALU, by construction:
+k-th of :data:`~sw.isa.POST_PARAM_ROWS` parameter rows at its immediate as its operand (one int32 per lane), and with
+a tensor operand (``use_imm = 0``) the residual row, taken through its own steps :data:`~sw.isa.POST_RESIDUAL_STEPS`
+(``MUL ADD``, the last two parameter rows), added right after the ADD of stage :data:`~sw.isa.POST_RESIDUAL_STAGE`
+(:func:`sw.fsim.alu.post_op`). Every step is the ALU's own (a MUL by its full int32 operand). A step whose operand is
+the identity (:data:`IDENTITY`) leaves the value as it is. So a list of epilogue steps that is an in-order
+subsequence of the chain, the residual's ``ADD r`` at the residual stage, with immediate or per-channel vector
+operands, is one pass of the unit, with the same int32 values as the steps on the ALU, by construction; and the
+residual's own steps ride along in the pass that adds it when they are an in-order subsequence of
+POST_RESIDUAL_STEPS:
 
 * :func:`stages` places the steps of one pass (the earliest stage for each, in order), or says they do not fit;
+  :func:`residual_stages` does the same for the residual's steps;
 * :func:`segments` cuts a list of steps into the fewest passes (greedy: each pass the longest run of steps that fits,
   which no other cut beats, since a run's part fits wherever the run does), leaving to the ALU the steps the unit
-  cannot take (a tensor operand other than the residual's ADD; a MUL by a vector beyond 16 bits);
+  cannot take (a tensor operand other than the residual's ADD);
 * :func:`pays` says whether a pass is cheaper than its steps on the ALU for a tile's shape, its instructions' fixed
   cost and the DMA of its parameter rows (:func:`load_cycles`) included;
-* :func:`factors` splits a multiplier beyond 16 bits into two that fit, where it can (two MUL stages);
-* :func:`params` builds a pass's parameter rows: one block of POST_PARAM_ROWS rows per channel block when a stage
+* :func:`params` builds a pass's parameter rows: one block of POST_PARAM_ROWS rows per channel block when a step
   takes a vector, else one block for every row.
 
 Speed (the hardware's rules, the planner's model): a POST instruction reads its parameter rows and fills its
-pipeline, about :data:`~sw.ops.kernels.POST_INSN_CYCLES` cycles, then takes one row per cycle, or one per two cycles
+pipeline, :data:`~sw.ops.kernels.POST_INSN_CYCLES` cycles, then takes one row per cycle, or one per two cycles
 with the residual; a kernel of one micro-op whose destination rows increase over its loops runs at that speed, and
 the lowering (:meth:`sw.ops.epilogue.Epilogue.actions`) issues only such kernels.
 """
@@ -29,27 +31,22 @@ the lowering (:meth:`sw.ops.epilogue.Epilogue.actions`) issues only such kernels
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from sw.isa import POST_MUL_BITS, POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_STAGES, AluOp
+from sw.isa import POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_RESIDUAL_STEPS, POST_STAGES, AluOp
 from sw.ops.kernels import ALU_INSN_CYCLES, POST_INSN_CYCLES
 
 if TYPE_CHECKING:
     from sw.config import Config
 
-__all__ = ["IDENTITY", "MUL_MIN", "MUL_MAX", "stages", "eligible", "segments", "pays", "load_cycles", "factors",
-           "params", "template"]
+__all__ = ["IDENTITY", "stages", "residual_stages", "eligible", "segments", "pays", "load_cycles", "params",
+           "template"]
 
 IDENTITY = {AluOp.ADD: 0, AluOp.MUL: 1, AluOp.SHR: 0, AluOp.MAX: -(1 << 31), AluOp.MIN: (1 << 31) - 1}
 """The operand that leaves a stage's value unchanged (a stage no step of a pass takes)."""
-
-MUL_MIN, MUL_MAX = -(1 << (POST_MUL_BITS - 1)), (1 << (POST_MUL_BITS - 1)) - 1
-"""The multipliers a MUL stage takes exactly (it uses the low POST_MUL_BITS bits of its operand, sign-extended)."""
-
 
 def template() -> str:
     """The chain as text, its residual add marked (for messages)."""
@@ -79,27 +76,39 @@ def stages(steps: Sequence[tuple]) -> tuple[int, ...] | None:
     return tuple(out)
 
 
-def eligible(step: tuple, wide: Collection[int] = ()) -> bool:
-    """Whether the unit can take ``step`` at all: not the branch 'b', the residual only as ``ADD r``, not a MUL by a
-    vector in ``wide`` (the vectors whose values leave [MUL_MIN, MUL_MAX])."""
+def residual_stages(steps: Sequence[tuple]) -> tuple[int, ...] | None:
+    """The residual's steps of one pass: the index in POST_RESIDUAL_STEPS of each step (immediate or vector operands),
+    each after the one before, or None when they are not an in-order subsequence of POST_RESIDUAL_STEPS."""
+    j, out = 0, []
+    for op, v in steps:
+        if v in ("r", "b"):
+            return None
+        while j < len(POST_RESIDUAL_STEPS) and POST_RESIDUAL_STEPS[j] != op:
+            j += 1
+        if j == len(POST_RESIDUAL_STEPS):
+            return None
+        out.append(j)
+        j += 1
+    return tuple(out)
+
+
+def eligible(step: tuple) -> bool:
+    """Whether the unit can take ``step`` at all: not the branch 'b', the residual only as ``ADD r``."""
     op, v = step
     if v == "b":
         return False
-    if v == "r":
-        return op == AluOp.ADD
-    return not (op == AluOp.MUL and isinstance(v, str) and int(v[1:]) in wide)
+    return op == AluOp.ADD if v == "r" else True
 
 
-def segments(steps: Sequence[tuple], wide: Collection[int] = (), breaks: Collection[int] = ()) -> tuple[
-        tuple[int, int], ...]:
+def segments(steps: Sequence[tuple], breaks: Collection[int] = ()) -> tuple[tuple[int, int], ...]:
     """The fewest passes of the unit that run ``steps``: [start, end) ranges, each the longest run from its start that
-    is one pass (:func:`stages`) of steps the unit takes (:func:`eligible` with ``wide``); the steps outside every
+    is one pass (:func:`stages`) of steps the unit takes (:func:`eligible`); the steps outside every
     range are the ALU's. No range spans an index of ``breaks`` (a range may start there): a branch copies the values
     before its step. A range may hold one step; :func:`pays` decides whether a pass is worth it."""
     out: list[tuple[int, int]] = []
     start = None
     for i, step in enumerate(steps):
-        if not eligible(step, wide):
+        if not eligible(step):
             if start is not None:
                 out.append((start, i))
             start = None
@@ -118,17 +127,18 @@ def _alu_passes(v) -> int:
     return 2 if v in ("r", "b") else 1
 
 
-def pays(steps: Sequence[tuple], rows: int, blocks: int, load: float = 0.0) -> bool:
-    """Whether one pass of ``steps`` costs fewer cycles than the steps on the ALU over a tile of ``blocks`` channel
-    blocks of ``rows`` accumulator rows each: the pass is one POST instruction per channel block when a step takes a
-    vector (else one), each POST_INSN_CYCLES and ``load`` (the DMA of its parameter rows, :func:`load_cycles`) plus
-    a cycle per row (two with the residual); on the ALU, each step is an instruction of ALU_INSN_CYCLES plus a cycle
-    per row (two for the residual's add)."""
-    vector = any(isinstance(v, str) and v != "r" for _, v in steps)
+def pays(steps: Sequence[tuple], rows: int, blocks: int, load: float = 0.0, residual: Sequence[tuple] = ()) -> bool:
+    """Whether one pass of ``steps`` (and of the residual's steps ``residual`` it takes) costs fewer cycles than the
+    steps on the ALU over a tile of ``blocks`` channel blocks of ``rows`` accumulator rows each: the pass is one POST
+    instruction per channel block when a step takes a vector (else one), each POST_INSN_CYCLES and ``load`` (the DMA
+    of its parameter rows, :func:`load_cycles`) plus a cycle per row (two with the residual); on the ALU, each step
+    is an instruction of ALU_INSN_CYCLES plus a cycle per row (two for the residual's add)."""
+    both = tuple(steps) + tuple(residual)
+    vector = any(isinstance(v, str) and v != "r" for _, v in both)
     per_row = 2 if any(v == "r" for _, v in steps) else 1
     n = rows * blocks
     post = (blocks if vector else 1) * (POST_INSN_CYCLES + load) + n * per_row
-    alu = sum(ALU_INSN_CYCLES + n * _alu_passes(v) for _, v in steps)
+    alu = sum(ALU_INSN_CYCLES + n * _alu_passes(v) for _, v in both)
     return post < alu
 
 
@@ -137,31 +147,19 @@ def load_cycles(cfg: Config) -> float:
     return POST_PARAM_ROWS * cfg.ACC_ELEM_BYTES / (cfg.BUS_WIDTH // 8)
 
 
-@lru_cache(maxsize=4096)
-def factors(c: int) -> tuple[int, int] | None:
-    """Two multipliers a, b in [MUL_MIN, MUL_MAX] with a b = c (so ``MUL a; MUL b`` is ``MUL c`` in the ALU's
-    wrap-around arithmetic, the MUL stages' 16 bits each), the a of least magnitude, or None when there are none."""
-    c = int(c)
-    if MUL_MIN <= c <= MUL_MAX:
-        return c, 1
-    for m in range(-(-abs(c) // -MUL_MIN), -MUL_MIN + 1):
-        for a in (m, -m):
-            if MUL_MIN <= a <= MUL_MAX and c % a == 0 and MUL_MIN <= c // a <= MUL_MAX:
-                return a, c // a
-    return None
-
-
 def params(steps: Sequence[tuple], at: Sequence[int], vectors: npt.ArrayLike | None, blocks: int,
-           lanes: tuple[int, int]) -> np.ndarray:
-    """The parameter rows of one pass: (blocks, POST_PARAM_ROWS, *lanes) int32, stage k of block b the operand of the
-    step at stage k (``at``: :func:`stages` of ``steps``), an immediate on every lane or row b of a vector, and the
-    identity where no step is. ``vectors`` (V, blocks, *lanes) int32, packed like the accumulators; ``blocks`` = 1
-    for a pass without vectors (its one block serves every row)."""
+           lanes: tuple[int, int], residual: Sequence[tuple] = (), residual_at: Sequence[int] = ()) -> np.ndarray:
+    """The parameter rows of one pass: (blocks, POST_PARAM_ROWS, *lanes) int32, row k of block b the operand of the
+    step at stage k (``at``: :func:`stages` of ``steps``), row len(POST_STAGES) + j that of the residual's step at
+    POST_RESIDUAL_STEPS[j] (``residual_at``: :func:`residual_stages` of ``residual``), an immediate on every lane or
+    row b of a vector, and the identity where no step is. ``vectors`` (V, blocks, *lanes) int32, packed like the
+    accumulators; ``blocks`` = 1 for a pass without vectors (its one block serves every row)."""
     p = np.empty((blocks, POST_PARAM_ROWS, *lanes), np.int64)
-    for k, op in enumerate(POST_STAGES):
+    for k, op in enumerate(POST_STAGES + POST_RESIDUAL_STEPS):
         p[:, k] = IDENTITY[op]
     v = None if vectors is None else np.asarray(vectors)
-    for (_, operand), k in zip(steps, at):
+    rows = list(zip(steps, at)) + [(s, len(POST_STAGES) + j) for s, j in zip(residual, residual_at)]
+    for (_, operand), k in rows:
         if operand == "r":
             continue
         if isinstance(operand, str):

@@ -45,7 +45,7 @@ def epilogue_key(epi: Epilogue) -> str:
     residual = "" if epi.residual is None else " residual:" + " ".join(f"{op.name}:{v}" for op, v in epi.residual)
     branch = "" if epi.branch is None else " branch:" + " ".join(f"{op.name}:{v}" for op, v in epi.branch[1])
     post = "" if epi.post is None else " post:" + "|".join(
-        ",".join(f"{a}-{b}" for a, b in ranges) for ranges in epi.post)
+        ",".join(f"{a}-{b}" for a, b in ranges) for ranges in epi.post[:2]) + " +r" * epi.fused
     return f"planes:{epi.planes} {steps}{residual}{branch}{post}"
 
 

@@ -141,13 +141,13 @@ class Conv(Handler):
         gemm = -(-c * kh * kw // block) if self._im2col_pays(lay) else -(-c // block) * kh * kw
         rows, blocks = self._tile_rows(lay, xs[0].shape)
         least = 0 if cfg.POST_UNIT else 4       # the table's steps: 4 ALU passes at least (or in a POST pass)
-        if alu_per_row(*compact_epilogue(lay), rows, blocks) + least > gemm:     # (no fit needed to refuse)
+        if alu_per_row(compact_epilogue(lay)[0], rows, blocks) + least > gemm:     # (no fit needed to refuse)
             return None
         memo = p.setdefault("tails", {})
         if isl.name not in memo:
             memo[isl.name] = self._table_epilogue(lay, isl)
         fusion = memo[isl.name]
-        return fusion if fusion is not None and alu_per_row(*fusion, rows, blocks) <= gemm else None
+        return fusion if fusion is not None and alu_per_row(fusion[0], rows, blocks) <= gemm else None
 
     def _tile_rows(self, lay, shape) -> tuple[int, int]:
         """(accumulator rows per channel block, channel blocks) of the conv's output of input ``shape``: its

@@ -141,12 +141,12 @@ def compact_epilogue(lay, keep_bias: bool = False) -> tuple[ops.Epilogue, np.nda
     return memo[keep_bias]
 
 
-def alu_per_row(epi: ops.Epilogue, vecs, rows: int, blocks: int) -> float:
-    """The ALU's cycles per accumulator row of ``epi`` (with vectors ``vecs``, (V, channels)) as the current config
+def alu_per_row(epi: ops.Epilogue, rows: int, blocks: int) -> float:
+    """The ALU's cycles per accumulator row of ``epi`` as the current config
     runs it (:meth:`sw.ops.Epilogue.lowered`: passes of the post-processing unit where the config has it and they
     pay), on tiles of ``blocks`` channel blocks of ``rows`` accumulator rows each: its passes per row, and the POST
     instructions' fixed cost shared among the rows (:meth:`sw.ops.Epilogue.alu_cycles`)."""
-    low = epi.lowered(current_config(), vecs, rows, blocks)
+    low = epi.lowered(current_config(), rows, blocks)
     n = max(1, rows * blocks)
     return low.alu_cycles(n, blocks) / n
 

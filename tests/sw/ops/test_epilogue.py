@@ -6,6 +6,7 @@ import pytest
 from sw import ops, runtime
 from sw.config import load_config
 from sw.isa import POST_PARAM_ROWS, AluOp
+from sw.ops.kernels import POST_INSN_CYCLES
 from tests.sw.ops import ALU_ONLY
 
 STEPS = [(AluOp.ADD, "v0"), (AluOp.MAX, "v1"), (AluOp.MIN, "v2"), (AluOp.MUL, 1234), (AluOp.ADD, 64),
@@ -275,7 +276,7 @@ def test_bias_init_refuses_what_it_cannot_keep(rng):
     # without a shift the bias must lie below the clip's lower bound
     assert bias_init(ops.Epilogue(((AluOp.ADD, "v0"), (AluOp.MIN, 127), (AluOp.MAX, 0))), v, 1 << 20) is None
     # an epilogue with POST passes starts at zero: its chain adds the bias at no cost
-    assert bias_init(vta.lowered(load_config("default"), v, 49, 4), v, 1 << 20) is None
+    assert bias_init(vta.lowered(load_config("default"), 49, 4), v, 1 << 20) is None
 
 
 # ---------------------------------------------------------------------- the post-processing unit (POST passes)
@@ -285,8 +286,7 @@ CFG = load_config("default")
 
 def post_vectors(rng, o):
     """v0 a bias, v1/v2 clip bounds beyond an immediate, v3 a per-channel multiplier of 15 bits, v4 one multiplier
-    beyond 16 bits on every channel (40000 = 2 x 20000), v5 per-channel multipliers beyond 16 bits (no pair of
-    16-bit factors)."""
+    beyond an immediate on every channel, v5 per-channel multipliers beyond 16 bits."""
     return np.stack([rng.integers(-5000, 5000, o), np.full(o, -300000), np.full(o, 300000), rng.integers(1, 30000, o),
                      np.full(o, 40000), rng.choice([65537, 65539, 65543], o)]).astype(np.int32)
 
@@ -297,12 +297,16 @@ KINDS = {
     "per-tensor": (tuple(STEPS), None, None, 1, True),
     "per-channel": (((MAX, -30000), (MIN, 30000), (MUL, "v3"), (ADD, "v0"), (SHR, 9), (MUL, 77), (ADD, 1 << 12),
                      (SHR, 20), (MAX, -128), (MIN, 127)), None, None, 1, True),
+    # the residual's steps not an in-order part of the unit's (MUL, ADD): a pass of their own over its rows
     "residual": (((ADD, "v0"), (SHR, 12), (MUL, "v4"), (ADD, "r"), (SHR, 18), (MAX, -128), (MIN, 127)),
                  ((ADD, -3), (MUL, "v4")), None, 1, True),
+    # ResNet's requantization and add: the residual's MUL and ADD in the pass that adds it
+    "residual-fused": (((MAX, "v1"), (MIN, "v2"), (MUL, "v3"), (ADD, "v0"), (SHR, 9), (MUL, "v4"), (ADD, "r"),
+                        (SHR, 18), (MAX, -128), (MIN, 127)), ((MUL, "v5"), (ADD, "v0")), None, 1, True),
     # the residual's add alone (its pass would take one step): an ALU instruction between two passes; the
     # residual's own steps a pass with a vector, one POST instruction per channel block of its rows
     "residual-alu": (((ADD, "v0"), (SHR, 8), (MAX, -100), (ADD, "r"), (ADD, 3), (SHR, 1), (MIN, 127)),
-                     ((MUL, "v3"), (ADD, -3)), None, 1, True),
+                     ((ADD, -3), (MUL, "v3")), None, 1, True),
     "leaky": (LEAKY.steps, None, LEAKY.branch, 1, True),
     "planes": (((ADD, "v0"), (SHR, 1), (MAX, "v1")), None, None, 2, False),
     "wide": (((ADD, "v0"), (SHR, 10), (MUL, "v5"), (ADD, 16384), (SHR, 19), (MAX, -128), (MIN, 127)), None, None, 1,
@@ -365,8 +369,6 @@ def test_a_pool_epilogue_with_post_passes(rng):
 
 def test_post_counters(rng):
     """An immediate-only epilogue: one POST instruction per tile over its rows, a cycle each and the fixed cost."""
-    from sw.ops.kernels import POST_INSN_CYCLES
-
     x = rng.integers(-128, 128, (1, 16, 14, 14), dtype=np.int8)
     w = rng.integers(-128, 128, (48, 16, 3, 3), dtype=np.int8)
     epi = ops.Epilogue(((SHR, 9), (ADD, -3), (MAX, -128), (MIN, 127)))
@@ -386,43 +388,69 @@ def test_dense_at_batch_one_keeps_vector_steps_on_the_alu(rng):
     for epi, post in ((_kind("vta")[0], False), (_kind("per-channel")[0], False), (imm, True)):
         y, c = ops.dense(x, w, v, epilogue=epi, return_counters=True)
         np.testing.assert_array_equal(y, epi.reference(ops.gemm_ref(x, w), v, 1))
-        assert ("post_insns" in c) == post and (epi.lowered(CFG, v, 1, 16).post is not None) == post
+        assert ("post_insns" in c) == post and (epi.lowered(CFG, 1, 16).post is not None) == post
 
 
 def test_lowered_cuts_the_steps_into_passes(rng):
-    v = post_vectors(rng, 32)
     epi = ops.Epilogue(tuple(STEPS))               # (tiles of 2 channel blocks of 14 x 14 rows)
-    low = epi.lowered(CFG, v, 196, 2)
-    assert low.post == (((0, 10), (10, 13)), ()) and low.steps == epi.steps and epi.lowered(ALU_ONLY, v, 196, 2) is epi
-    assert low.lowered(CFG, v, 196, 2) is low                                # already lowered
+    low = epi.lowered(CFG, 196, 2)
+    assert low.post == (((0, 10), (10, 13)), (), False) and low.steps == epi.steps and epi.lowered(ALU_ONLY, 196, 2) is epi
+    assert low.lowered(CFG, 196, 2) is low                                # already lowered
     assert [(p.vector, p.residual) for p in low.post_passes] == [(True, False), (False, False)]
     assert low.passes == 2 and low.alu_vectors == 0 and low.post_insns(2) == 3
     assert low.acc_rows(100, 2) == 100 + 3 * POST_PARAM_ROWS
-    assert low.alu_cycles(100, 2) == 2 * 100 + 3 * 45 and low.insn_cycles(2) == 3 * 45
+    assert low.alu_cycles(100, 2) == 2 * 100 + 3 * POST_INSN_CYCLES and low.insn_cycles(2) == 3 * POST_INSN_CYCLES
     # VTA's clip (MIN 127; MAX 0) in the unit's order: one pass
-    vta = ops.Epilogue.vta(8, bias=True).lowered(CFG, None, 196, 4)
-    assert vta.steps == ((SHR, 8), (ADD, "v0"), (MAX, 0), (MIN, 127)) and vta.post == (((0, 4),), ())
-    # a MUL by one 17-bit value on every channel: two MUL stages; by per-channel wide values: on the ALU
+    vta = ops.Epilogue.vta(8, bias=True).lowered(CFG, 196, 4)
+    assert vta.steps == ((SHR, 8), (ADD, "v0"), (MAX, 0), (MIN, 127)) and vta.post == (((0, 4),), (), False)
+    # the residual's steps (ADD, then MUL) not the unit's residual steps: a pass of their own over its rows
     res, _ = _kind("residual")
-    low = res.lowered(CFG, v, 196, 2)
-    assert low.steps[2:4] == ((MUL, 2), (MUL, 20000)) and low.residual == ((ADD, -3), (MUL, 2), (MUL, 20000))
-    assert low.post == (((0, 8),), ((0, 3),)) and low.vectors == 1
+    low = res.lowered(CFG, 196, 2)
+    assert low.steps == res.steps and low.residual == res.residual and not low.fused
+    assert low.post == (((0, 7),), ((0, 2),), False) and low.vectors == 5
     assert low.passes == 2 + 1 + ops.epilogue.RESIDUAL_LOAD_PASSES        # the residual's pass, then the one adding it
-    wide, _ = _kind("wide")
-    low = wide.lowered(CFG, v, 196, 2)
-    assert low.post == (((0, 2), (3, 7)), ()) and low.alu_vectors == 1 and low.passes == 3
-    assert low.acc_rows(100, 2) == 100 + 2 + (2 + 1) * POST_PARAM_ROWS
-    low = _kind("residual-alu")[0].lowered(CFG, v, 196, 2)
-    assert low.post == (((0, 3), (4, 7)), ((0, 2),)) and low.alu_vectors == 0 and low.post_insns(2) == 2 + 1 + 2
+    # (MUL, ADD): in the pass that adds the residual, their operands in its rows 14 and 15
+    low = _kind("residual-fused")[0].lowered(CFG, 196, 2)
+    assert low.post == (((0, 10),), (), True) and low.fused and low.post_insns(2) == 2 and low.alu_vectors == 0
+    assert [p.residual_at for p in low.post_passes] == [(0, 1)]
+    assert low.passes == 2 + ops.epilogue.RESIDUAL_LOAD_PASSES and low.acc_rows(100, 2) == 100 + 2 * 16 + 100
+    # a MUL by per-channel multipliers beyond 16 bits: a MUL stage like any other
+    low = _kind("wide")[0].lowered(CFG, 196, 2)
+    assert low.post == (((0, 7),), (), False) and low.alu_vectors == 0 and low.passes == 1
+    assert low.acc_rows(100, 2) == 100 + 2 * POST_PARAM_ROWS
+    low = _kind("residual-alu")[0].lowered(CFG, 196, 2)
+    assert low.post == (((0, 3), (4, 7)), ((0, 2),), False) and low.alu_vectors == 0
+    assert low.post_insns(2) == 2 + 1 + 2
     # the branch: no pass across its copy; its steps and the combining MAX on the ALU
-    low = LEAKY.lowered(CFG, None, 196, 2)
-    assert low.post == (((0, 2), (4, 8)), ()) and low.branch == LEAKY.branch
+    low = LEAKY.lowered(CFG, 196, 2)
+    assert low.post == (((0, 2), (4, 8)), (), False) and low.branch == LEAKY.branch
     assert low.passes == 1 + 1 + 2 + 1 + 3 + 1
     # more planes, or nothing that pays: the ALU's lowering
-    assert ops.Epilogue(epi.steps, 2).lowered(CFG, v, 196, 2).post is None
-    assert ops.Epilogue(((ADD, "v0"),)).lowered(CFG, v, 196, 2).post is None
-    with pytest.raises(ValueError, match=r"a MUL takes vector\(s\) \[4\]: lowering .* needs the vectors' values"):
-        res.lowered(CFG, None, 196, 2)
+    assert ops.Epilogue(epi.steps, 2).lowered(CFG, 196, 2).post is None
+    assert ops.Epilogue(((ADD, "v0"),)).lowered(CFG, 196, 2).post is None
+
+
+def test_resnet50_expansion_epilogue_is_one_post_pass(rng):
+    """ResNet-50's fused expansion conv + add: its steps and its residual's MUL and ADD, one POST instruction per
+    channel block reading the residual (use_imm = 0), its parameters' loads, and no other ALU instruction."""
+    steps = ((MAX, "v0"), (MIN, "v1"), (MUL, 23676), (ADD, "v2"), (SHR, 7), (MUL, 107), (ADD, "v3"), (SHR, 23),
+             (MUL, "v4"), (ADD, "r"), (SHR, 20), (MAX, -128), (MIN, 127))
+    epi = ops.Epilogue(steps, 1, ((MUL, "v5"), (ADD, "v6")))
+    low = epi.lowered(CFG, 196, 2)
+    assert low.post == (((0, 13),), (), True) and low.steps == steps and low.residual == epi.residual
+    assert low.post_passes == (ops.epilogue.PostPass("steps", 0, 13, (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13),
+                                                     True, True, (0, 1)),)
+    v = rng.integers(-(1 << 31), 1 << 31, (7, 2, 1, 16), dtype=np.int64).astype(np.int32)
+    packed = low.pack(v, 2, CFG)
+    assert packed.shape == (7 * 2 + 2 * POST_PARAM_ROWS, 1, 16)
+    blocks = packed[7 * 2:].reshape(2, POST_PARAM_ROWS, 1, 16)
+    np.testing.assert_array_equal(blocks[:, 14], v[5])
+    np.testing.assert_array_equal(blocks[:, 15], v[6])
+    operands = ops.epilogue.TileOperands(0, 2, 0, 2)
+    acts = low.actions(0, 196, 2, ((2, 98, 0), (98, 1, 1)), operands, load_residual=lambda row: [])
+    alus = [a for a in acts if not isinstance(a, ops.kernels.Load)]
+    assert len(alus) == 2 and all(a.post and a.passes == 2 and a.reads_residual for a in alus)
+    assert len(acts) == 3                           # the parameters' load, then a POST per channel block
 
 
 def test_post_validation_names_the_field():
@@ -440,6 +468,12 @@ def test_post_validation_names_the_field():
         ops.Epilogue(((ADD, 1), (SHR, 2)), 2, post=(((0, 2),), ()))
     with pytest.raises(ValueError, match="residual \\[0, 4\\) is not one pass"):
         ops.Epilogue(((ADD, "r"),), 1, ((SHR, 1),) * 4, post=((), ((0, 4),)))
+    with pytest.raises(ValueError, match=r"a fused residual needs a pass of the steps that adds it"):
+        ops.Epilogue(((ADD, 1), (ADD, "r")), 1, ((ADD, -3), (MUL, 5)), post=(((0, 2),), (), True))
+    with pytest.raises(ValueError, match=r"a fused residual needs a pass of the steps that adds it"):
+        ops.Epilogue(((ADD, 1), (SHR, 1), (ADD, "r")), 1, ((MUL, 5),), post=(((0, 2),), (), True))
+    fused = ops.Epilogue(((ADD, 1), (ADD, "r")), 1, ((MUL, 5), (ADD, 2)), post=(((0, 2),), (), True))
+    assert fused.fused and fused.post_passes[0].residual_at == (0, 1)
     with pytest.raises(ValueError, match=r"epilogue step 0: op <AluOp.POST: 5>; allowed: MIN, MAX, ADD, SHR, MUL$"):
         ops.Epilogue(((AluOp.POST, 0),))
     epi = ops.Epilogue(((ADD, 1), (SHR, 2)), post=(((0, 2),), ()))
@@ -448,15 +482,14 @@ def test_post_validation_names_the_field():
 
 
 def test_the_cost_proxy_of_post_passes(rng):
-    v = post_vectors(rng, 32)
     for name in KINDS:
-        epi = _kind(name)[0].lowered(CFG, v, 49, 2)
+        epi = _kind(name)[0].lowered(CFG, 49, 2)
         proxy = epi.cost_proxy
         assert proxy.cost_proxy == proxy and proxy.post == epi.post
         for rows, tm in ((98, 2), (49 * 8, 8)):
             assert (proxy.passes, proxy.acc_rows(rows, tm), proxy.alu_cycles(rows, tm), proxy.insn_cycles(tm)) == \
                 (epi.passes, epi.acc_rows(rows, tm), epi.alu_cycles(rows, tm), epi.insn_cycles(tm))
     # two requantizations that differ in their constants only share a proxy
-    a = ops.Epilogue.vta(8, bias=True).lowered(CFG, None, 49, 4)
-    b = ops.Epilogue.vta(5, bias=True).lowered(CFG, None, 49, 4)
+    a = ops.Epilogue.vta(8, bias=True).lowered(CFG, 49, 4)
+    b = ops.Epilogue.vta(5, bias=True).lowered(CFG, 49, 4)
     assert a.cost_proxy == b.cost_proxy != ops.Epilogue.vta(8, bias=True).cost_proxy

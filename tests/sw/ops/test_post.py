@@ -1,11 +1,11 @@
 """sw.ops.post: the steps one pass of the post-processing unit takes, the fewest passes for a list of steps, when a
-pass pays, a multiplier split into two that fit, the parameter rows."""
+pass pays, the residual's own steps, the parameter rows."""
 import numpy as np
 import pytest
 
 from sw.config import load_config
 from sw.fsim.alu import alu_op, post_op
-from sw.isa import POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_STAGES, AluOp
+from sw.isa import POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_RESIDUAL_STEPS, POST_STAGES, AluOp
 from sw.ops import post
 from sw.ops.kernels import ALU_INSN_CYCLES, POST_INSN_CYCLES
 
@@ -41,7 +41,28 @@ def test_one_pass_is_its_steps_on_the_alu(rng):
     p = post.params(steps, post.stages(steps), None, 1, (1, 16))[0]
     np.testing.assert_array_equal(post_op(x, p, r), want)
     assert [int(p[k, 0, 0]) for k in range(POST_PARAM_ROWS)] == [
-        77, -5000, post.IDENTITY[MIN], -300, 12345, 3, 7, 0, 2, 1, 0, 0, -128, 127]
+        77, -5000, post.IDENTITY[MIN], -300, 12345, 3, 7, 0, 2, 1, 0, 0, -128, 127, 1, 0]
+
+
+def test_the_residuals_steps_ride_in_the_pass_that_adds_it(rng):
+    """A full-width MUL anywhere, the residual's MUL and ADD in the last two rows: the steps' int32 values."""
+    steps = ((MUL, (1 << 31) - 1), (ADD, 12345), (SHR, 3), (MUL, -(1 << 20) - 7), (ADD, "r"), (SHR, 9))
+    residual = ((MUL, 65539), (ADD, -(1 << 30)))
+    x = rng.integers(-(1 << 31), 1 << 31, (64, 16), dtype=np.int64).astype(np.int32)
+    r = rng.integers(-128, 128, (64, 16)).astype(np.int32)
+    want_r = alu_op(ADD, alu_op(MUL, r, 65539), -(1 << 30))
+    want = x
+    for op, v in steps:
+        want = alu_op(op, want, want_r if v == "r" else v)
+    p = post.params(steps, post.stages(steps), None, 1, (1, 16), residual, post.residual_stages(residual))[0]
+    np.testing.assert_array_equal(post_op(x, p, r), want)
+    assert [int(p[k, 0, 0]) for k in range(len(POST_STAGES), POST_PARAM_ROWS)] == [65539, -(1 << 30)]
+    # the residual's steps: an in-order part of POST_RESIDUAL_STEPS (MUL, ADD), immediates or vectors
+    assert POST_RESIDUAL_STEPS == (MUL, ADD) and POST_PARAM_ROWS == len(POST_STAGES) + 2
+    assert post.residual_stages(residual) == (0, 1) and post.residual_stages(((ADD, "v0"),)) == (1,)
+    assert post.residual_stages(((MUL, "v3"),)) == (0,) and post.residual_stages(()) == ()
+    assert post.residual_stages(((ADD, -3), (MUL, 5))) is None and post.residual_stages(((MUL, 2),) * 2) is None
+    assert post.residual_stages(((SHR, 1),)) is None and post.residual_stages(((ADD, "r"),)) is None
 
 
 def test_segments_are_the_fewest_passes():
@@ -58,11 +79,11 @@ def test_segments_are_the_fewest_passes():
 
 
 def test_what_the_unit_cannot_take_stays_on_the_alu():
-    # a MUL by a vector beyond 16 bits ('wide'), the branch, a tensor operand other than the residual's ADD
+    # the branch, a tensor operand other than the residual's ADD; a MUL by any vector or immediate fits a MUL stage
     steps = ((ADD, "v0"), (SHR, 4), (MUL, "v1"), (ADD, 5), (SHR, 3), (MAX, -128), (MIN, 127))
     assert post.segments(steps) == ((0, 7),)
-    assert post.segments(steps, wide={1}) == ((0, 2), (3, 7))
-    assert not post.eligible((MUL, "v1"), {1}) and post.eligible((ADD, "v1"), {1}) and post.eligible((MUL, 30000))
+    assert post.eligible((MUL, "v1")) and post.eligible((MUL, -32768)) and post.eligible((MUL, "r")) is False
+    assert not post.eligible((MAX, "b")) and not post.eligible((MAX, "r")) and post.eligible((ADD, "r"))
     leaky = ((ADD, "v0"), (SHR, 6), (MUL, 10), (MAX, "b"), (ADD, 4), (SHR, 3), (MAX, -128), (MIN, 127))
     assert post.segments(leaky) == ((0, 3), (4, 8))
     # a branch copies the values before its step: no pass across it (one may start there)
@@ -72,7 +93,8 @@ def test_what_the_unit_cannot_take_stays_on_the_alu():
 
 def test_a_pass_pays_where_its_instructions_cost_less_than_the_alus():
     two = ((ADD, "v0"), (SHR, 4))
-    # per channel block: a POST instruction (45 cycles) and a cycle per row against two ALU passes
+    # per channel block: a POST instruction (POST_INSN_CYCLES) and a cycle per row against two ALU passes
+    assert POST_INSN_CYCLES == POST_PARAM_ROWS + 22 == 38
     assert post.pays(two, 49, 4) and not post.pays(two, 1, 16)       # a 7x7 conv tile; dense at batch 1
     assert 4 * (POST_INSN_CYCLES + 49) < 2 * (ALU_INSN_CYCLES + 4 * 49)
     # without a vector: one instruction for every row
@@ -80,19 +102,13 @@ def test_a_pass_pays_where_its_instructions_cost_less_than_the_alus():
     # one step never pays: a POST instruction costs more than an ALU one
     assert not post.pays(((ADD, "v0"),), 10 ** 6, 1) and not post.pays(((ADD, "r"),), 10 ** 6, 1)
     assert post.pays(((MUL, 3), (ADD, "r")), 100, 1)
-    # and the load of each block of parameter rows: 14 rows of 64 bytes over a 64-bit bus on the default config
-    assert post.load_cycles(load_config("default")) == 14 * 64 / 8
-    assert not post.pays(two, 49, 4, load=112) and post.pays(two, 196, 4, load=112)
-
-
-@pytest.mark.parametrize("c,want", [(5, (5, 1)), (40000, (2, 20000)), (-40000, (2, -20000)),
-                                    (32767 * 32767, (32767, 32767)), (1 << 30, (-32768, -32768)),
-                                    (32768 * 32767, (-32767, -32768)), ((1 << 31) - 1, None), (299973, None)])
-def test_factors_split_a_multiplier_into_two_of_16_bits(c, want):
-    assert post.factors(c) == want
-    if want is not None:
-        a, b = want
-        assert a * b == c and all(post.MUL_MIN <= f <= post.MUL_MAX for f in want)
+    # the residual's steps a pass takes count as ALU steps it saves (and a vector among them: one per block)
+    res = ((MUL, "v0"), (ADD, "v1"))
+    assert not post.pays(((ADD, "r"),), 100, 1) and post.pays(((ADD, "r"),), 100, 1, residual=res)
+    assert 38 + 2 * 100 < 3 * 32 + 2 * 100 + 2 * 100 and not post.pays(((ADD, "r"),), 1, 16, residual=res)
+    # and the load of each block of parameter rows: 16 rows of 64 bytes over a 64-bit bus on the default config
+    assert post.load_cycles(load_config("default")) == 16 * 64 / 8
+    assert not post.pays(two, 49, 4, load=128) and post.pays(two, 196, 4, load=128)
 
 
 def test_params_one_block_per_channel_block_with_vectors():
@@ -106,6 +122,11 @@ def test_params_one_block_per_channel_block_with_vectors():
     assert np.all(p[:, 4] == 9) and np.all(p[:, 5] == 2)
     for k in (0, 2, 6, 7, 8, 9, 10, 11, 12, 13):
         assert np.all(p[:, k] == post.IDENTITY[POST_STAGES[k]])
+    assert np.all(p[:, 14] == 1) and np.all(p[:, 15] == 0)                  # the residual's identities
+    # the residual's ADD by a vector: its row per channel block
+    p = post.params(steps, at, v, 3, (2, 4), ((ADD, "v1"),), (1,))
+    np.testing.assert_array_equal(p[:, 15], v[1])
+    assert np.all(p[:, 14] == 1)
     with pytest.raises(ValueError, match=r"a POST pass uses vector v1: expected vectors \(V > 1, 3, 2, 4\)"):
         post.params(steps, at, v[:1], 3, (2, 4))
 

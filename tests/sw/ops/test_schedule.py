@@ -107,7 +107,7 @@ def test_vector_loads_skipped_while_the_region_holds_them(on, rng, config, rows)
     np.testing.assert_array_equal(y, epi.reference(ops.conv2d_nchw(x, w, 1, 1), vectors, 1))
     assert c["tiles"] == 7
     row_bytes = q.cfg.BATCH * q.cfg.BLOCK_OUT * 4
-    assert c["acc_load_nbytes"] == 2 * rows * 4 * row_bytes     # 2 regions x (3 vectors | 14 rows) x 4 blocks
+    assert c["acc_load_nbytes"] == 2 * rows * 4 * row_bytes     # 2 regions x (3 vectors | 16 rows) x 4 blocks
 
 
 def test_weights_the_half_holds_are_not_loaded_again(on, rng):

@@ -63,7 +63,7 @@ def test_a_measured_dense_choice(tmp_path, monkeypatch):
 
 def test_the_operator_runs_the_measured_tiles_bit_exact(tmp_path, monkeypatch):
     ran = BIAS.lowered(CFG, rows=14 * 14, blocks=8)         # as the operator runs it on CFG: one POST pass
-    assert ran.post == (((0, 4),), ())
+    assert ran.post == (((0, 4),), (), False)
     model = plan.conv2d_candidates(1, 4, 8, 14, 14, 3, 3, 1, 1, 2, ran.cost_proxy, CFG, None)
     write(tmp_path, monkeypatch, [entry((1, 4, 8, 14, 14, 3, 3, 1, 1), plan.plan_tiles(model[3]), ran)])
     with runtime.use_target(CFG):
