@@ -8,9 +8,9 @@ reuse, and the DMA traffic the memory instructions cause (burst lengths, 4 KiB b
 are not a whole number of bus beats). Each POST (on a config with POST_UNIT) is sampled as the golden model
 executes it, on the values it computes (:func:`sample_post`): with or without the residual x the unit's fast or
 irregular kernel shape, why a kernel is irregular, each stage clipping (MAX, MIN) or wrapping (ADD, MUL, a left
-SHR, the residual's ADD), each SHR stage's shift amounts, each MUL stage's operand within int16 or truncated,
-and the parameter rows at either end of imm's range. Backpressure on the memory port is sampled from the RTL run
-(:func:`sample_backpressure`, the AXI checker's stall counters: cosim/sim/axi_monitor.py).
+SHR, the residual's ADD), each SHR stage's shift amounts, with the residual each of its own steps' operands
+the identity or not, and the parameter rows at either end of imm's range. Backpressure on the memory port is
+sampled from the RTL run (:func:`sample_backpressure`, the AXI checker's stall counters: cosim/sim/axi_monitor.py).
 
 Coverage travels as plain counts, ``{item: {bin: hits}}``: :func:`snapshot` reads this process's, :func:`delta`
 and :func:`merge` subtract and add them (a cluster shard returns its delta, the client merges each shard once).
@@ -25,11 +25,11 @@ from cocotb_coverage.coverage import CoverPoint, coverage_db
 
 from sw.config import Config
 from sw.fsim import FsimDevice
-from sw.fsim.alu import alu_op, post_operands
+from sw.fsim.alu import alu_op
 from sw.isa import (
-    POST_MUL_BITS,
     POST_PARAM_ROWS,
     POST_RESIDUAL_STAGE,
+    POST_RESIDUAL_STEPS,
     POST_STAGES,
     AluOp,
     MemId,
@@ -58,6 +58,7 @@ POST_IRREGULAR = ("several micro-ops", "destinations not increasing", "residual 
                   "parameters over destinations")
 SHIFT_CLASSES = ("0", "1-15", "16-31", ">31", "<0")
 I32 = (-2**31, 2**31 - 1)
+IDENTITY = {AluOp.MUL: 1, AluOp.ADD: 0}     # the residual steps' operands that leave the residual as it is
 
 
 def _shift_class(b: int) -> str:
@@ -66,14 +67,14 @@ def _shift_class(b: int) -> str:
 
 def _post_bins() -> dict:
     """The POST items' bins (stage k's event: a clip for MAX and MIN, a wrap out of int32 for ADD, MUL, a left SHR
-    and the residual's ADD)."""
+    and the residual's ADD; the residual's step j: its operand the identity on every lane, or not)."""
     stage = [(k, op.name, "clips" if op in (AluOp.MAX, AluOp.MIN) else "wraps") for k, op in enumerate(POST_STAGES)]
     return {
         "kernel": [(res, shape) for res in ("none", "residual") for shape in ("fast", "irregular")],
         "irregular": list(POST_IRREGULAR),
         "stage": stage + [("residual", "ADD", "wraps")],
         "shift": [(k, c) for k, op in enumerate(POST_STAGES) if op == AluOp.SHR for c in SHIFT_CLASSES],
-        "mul": [(k, c) for k, op in enumerate(POST_STAGES) if op == AluOp.MUL for c in ("int16", "truncated")],
+        "residual_step": [(j, op.name, c) for j, op in enumerate(POST_RESIDUAL_STEPS) for c in ("identity", "other")],
         "imm": ["first", "inside", "last"],
     }
 
@@ -268,6 +269,9 @@ def sample_stream(device: FsimDevice, insn_addr: int, insn_count: int) -> None:
 def _post_chain(x: np.ndarray, params: np.ndarray, residual: np.ndarray | None, events: set) -> np.ndarray:
     """POST's chain on rows ``x`` (sw.fsim.alu.post_op's steps), adding to ``events`` the stage bins they hit."""
     y = x.astype(np.int64)
+    if residual is not None:
+        for j, op in enumerate(POST_RESIDUAL_STEPS):
+            residual = alu_op(op, residual, params[len(POST_STAGES) + j])
 
     def step(k, op, b):
         nonlocal y
@@ -291,7 +295,8 @@ def _post_chain(x: np.ndarray, params: np.ndarray, residual: np.ndarray | None, 
 def sample_post(device: FsimDevice, f: dict) -> None:
     """Sample the POST instruction ``f`` that ``device`` is about to execute (its micro-ops in the uop SRAM, its
     parameter rows and operands in the acc SRAM): kernel shape, the stage events of the values it computes (micro-op
-    by micro-op where one reads a row an earlier one writes), shift amounts, MUL operands, where imm is."""
+    by micro-op where one reads a row an earlier one writes), shift amounts, the residual's step operands (with the
+    residual), where imm is."""
     cfg = device.cfg
     fns = _define(cfg)
     isa = isa_for(cfg)
@@ -313,13 +318,11 @@ def sample_post(device: FsimDevice, f: dict) -> None:
         if op == AluOp.SHR:
             for c in {_shift_class(int(b)) for b in np.unique(raw[k])}:
                 fns["post_shift"]((k, c))
-        elif op == AluOp.MUL:
-            half = 1 << (POST_MUL_BITS - 1)             # the operand fits the multiplier's bits as it is
-            within = (raw[k] >= -half) & (raw[k] < half)
-            for c, hit in (("int16", within.any()), ("truncated", not within.all())):
-                if hit:
-                    fns["post_mul"]((k, c))
-    params, acc = post_operands(raw), device.acc
+    if residual:
+        for j, op in enumerate(POST_RESIDUAL_STEPS):
+            row = raw[len(POST_STAGES) + j]
+            fns["post_residual_step"]((j, op.name, "identity" if np.all(row == IDENTITY[op]) else "other"))
+    params, acc = raw, device.acc
     events: set = set()
     if np.unique(d).size == d.size and not (residual and np.isin(s, d).any()):
         _post_chain(acc[d], params, acc[s] if residual else None, events)

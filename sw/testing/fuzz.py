@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from sw.cli import command, run_as_main
-from sw.isa import POST_PARAM_ROWS, POST_STAGES, AluOp, MemId, alu_opcodes
+from sw.isa import POST_PARAM_ROWS, POST_RESIDUAL_STEPS, POST_STAGES, AluOp, MemId, alu_opcodes
 from sw.testing.vta_tests import alu_rows
 
 __all__ = ["random_program", "post_params"]
@@ -34,7 +34,7 @@ SHIFTS = [0, 1, -1, 2, -2, 7, 8, -8, 15, -15, 31, -31, 32, -32, 40, -40]
 
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
 # POST's operands beyond the requantization ranges: shifts that are negative (left) or beyond 31 (saturated), and
-# multipliers beyond int16 (the unit keeps their low 16 bits)
+# multipliers beyond int16 (the unit's MUL takes its full int32 operand, wrapping)
 POST_EDGE_SHIFTS = [-1, -8, -31, -32, -40, 32, 33, 40, 1000, -1000]
 POST_EDGE_MULS = [0, 1, -1, 32767, -32768, 32768, 65535, -32769, 0x12345, -40000, I32_MAX, I32_MIN]
 POST_BLOCKS = 8           # parameter blocks in a program's parameter buffer (each POST_PARAM_ROWS acc rows)
@@ -47,7 +47,7 @@ LONG_OUT_ELEMS = 512
 
 def post_params(rng: np.random.Generator, lanes: int) -> np.ndarray:
     """A random parameter block of POST: (POST_PARAM_ROWS, ``lanes``) int32, row k the operand of stage k
-    (:data:`sw.isa.POST_STAGES`).
+    (:data:`sw.isa.POST_STAGES`), then those of the residual's steps (:data:`sw.isa.POST_RESIDUAL_STEPS`).
 
     Each row is per tensor (one value on every lane) or per channel. A stage gets its identity, a
     requantization-like value (a bias, clip bounds, an int16 multiplier, the rounding constant of the shift that
@@ -61,7 +61,7 @@ def post_params(rng: np.random.Generator, lanes: int) -> np.ndarray:
 
     def count():
         return lanes if r.random() < 0.5 else 1
-    for k, op in enumerate(POST_STAGES):
+    for k, op in enumerate(POST_STAGES + POST_RESIDUAL_STEPS):
         u = r.random()
         if op == AluOp.ADD:
             v = (0 if u < 0.2 else r.integers(-2**16, 2**16, count()) if u < 0.7

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from sw import runtime
 from sw.fsim.alu import post_op
-from sw.isa import POST_PARAM_ROWS, POST_STAGES, AluOp, MemId
+from sw.isa import POST_PARAM_ROWS, POST_RESIDUAL_STEPS, POST_STAGES, AluOp, MemId
 
 Api = ModuleType | SimpleNamespace     # the runtime API: sw.runtime, or its tvm-ffi functions (api())
 Result = dict      # {"result", "expected", "counters"}
@@ -383,9 +383,9 @@ POST_CASES = ("per_tensor", "per_channel", "residual", "irregular", "edges")
 
 
 def _post_params(lanes: int, **stages) -> np.ndarray:
-    """A parameter block (POST_PARAM_ROWS, lanes) int32: stage k's identity, or ``s<k>=`` a value or a per-lane
-    array."""
-    rows = np.array([[POST_IDENTITY[op]] * lanes for op in POST_STAGES], np.int64)
+    """A parameter block (POST_PARAM_ROWS, lanes) int32: row k's identity (stage k's, then the residual's steps'), or
+    ``s<k>=`` a value or a per-lane array."""
+    rows = np.array([[POST_IDENTITY[op]] * lanes for op in POST_STAGES + POST_RESIDUAL_STEPS], np.int64)
     for name, v in stages.items():
         rows[int(name[1:])] = v
     return rows.astype(np.int32)
@@ -438,16 +438,17 @@ def _planes(v: np.ndarray) -> np.ndarray:
 
 
 def post(api_kind: str = "python", case: str = "per_tensor", seed: int = 0) -> Result:
-    """The post-processing unit (ALU opcode POST, on configs with POST_UNIT): a parameter block loaded into 14 acc
-    rows, then POST with imm at them (docs/architecture.md §2.8).
+    """The post-processing unit (ALU opcode POST, on configs with POST_UNIT): a parameter block loaded into
+    POST_PARAM_ROWS acc rows, then POST with imm at them (docs/architecture.md §2.8).
 
-    - ``per_tensor``: a requantization (bias, a clip of the accumulators, an int16 multiplier, the rounding constant
+    - ``per_tensor``: a requantization (bias, a clip of the accumulators, a multiplier beyond int16, the rounding constant
       and shift, the int8 clip) with one value per stage, parameters at the last rows of the acc SRAM (the top of
       imm's range), a one-micro-op kernel over increasing rows: the unit's fast shape;
     - ``per_channel``: a two-multiplier requantization with per-lane bias, multiplier and shift and a ReLU clip,
       parameters at row 0, two loops whose rows strictly increase (the fast shape);
-    - ``residual``: a requantization with the residual (a tensor operand in rows apart from the destinations)
-      added after the rounding constant of the last shift (the fast shape with the residual);
+    - ``residual``: a requantization with the residual (a tensor operand in rows apart from the destinations),
+      multiplied and offset by its own steps, added after the rounding constant of the last shift (the fast shape
+      with the residual);
     - ``irregular``: the shapes that run one micro-op at a time: three micro-ops in decreasing order under a loop,
       one destination three times in a row with a residual, residual rows that the micro-op before wrote, and
       destinations that run through the parameter rows (the parameters stay as the instruction found them);
@@ -486,11 +487,11 @@ def post(api_kind: str = "python", case: str = "per_tensor", seed: int = 0) -> R
     n = 64
     if case in ("per_tensor", "per_channel", "residual"):
         a = rng.integers(-2**16, 2**16, size=(n, lanes), dtype=np.int64)
-        data = 0 if case == "residual" else 14 if case == "per_channel" else 0
+        data = POST_PARAM_ROWS if case == "per_channel" else 0            # after the parameters at row 0
         load(data, a)
         x = a.copy()
         if case == "per_tensor":
-            b, m, sh = int(rng.integers(-2**12, 2**12)), int(rng.integers(2**13, 2**15)), int(rng.integers(21, 24))
+            b, m, sh = int(rng.integers(-2**12, 2**12)), int(rng.integers(2**15, 2**16)), int(rng.integers(22, 25))
             load(top, _post_params(lanes, s0=b, s1=-2**15, s2=2**15 - 1, s3=m, s4=1 << (sh - 1), s5=sh, s12=-128,
                                    s13=127))
             rt.push_alu_op(cmd, _post_kernel(rt, [(0, 0)], [(n, 1, 1, 0)], 1, top), 0)
@@ -508,11 +509,12 @@ def post(api_kind: str = "python", case: str = "per_tensor", seed: int = 0) -> R
             res = rng.integers(-2**12, 2**12, size=(n, lanes), dtype=np.int64)
             load(n, res)
             b, m1, s1, s3 = int(rng.integers(-2**10, 2**10)), int(rng.integers(1, 2**14)), int(rng.integers(12, 16)), 8
+            mr, zr = int(rng.integers(2, 2**6)), int(rng.integers(-2**12, 2**12))       # the residual's MUL, ADD
             load(2 * n, _post_params(lanes, s0=b, s1=-2**15, s2=2**15 - 1, s3=m1, s4=1 << (s1 - 1), s5=s1,
-                                     s10=1 << (s3 - 1), s11=s3, s12=-128, s13=127))
+                                     s10=1 << (s3 - 1), s11=s3, s12=-128, s13=127, s14=mr, s15=zr))
             rt.push_alu_op(cmd, _post_kernel(rt, [(0, n)], [(n, 1, 1, 0)], 0, 2 * n), 0)
             y = (np.clip(x + b, -2**15, 2**15 - 1) * m1 + (1 << (s1 - 1))) >> s1
-            expected = np.clip((y + (1 << (s3 - 1)) + res) >> s3, -128, 127)
+            expected = np.clip((y + (1 << (s3 - 1)) + res * mr + zr) >> s3, -128, 127)
         yd = rt.buffer_alloc(n * cfg.OUT_ELEM_BYTES)
         rt.dep_push(cmd, QCOMPUTE, QSTORE)
         rt.dep_pop(cmd, QCOMPUTE, QSTORE)
@@ -534,13 +536,14 @@ def post(api_kind: str = "python", case: str = "per_tensor", seed: int = 0) -> R
             run([(34, 0)], [(14, 1, 0, 0)], 1, 40)                           # destinations over the parameters
         else:
             edges = np.array([[POST_EDGES[op][(lane + k) % len(POST_EDGES[op])] for lane in range(lanes)]
-                              for k, op in enumerate(POST_STAGES)], np.int64).astype(np.int32)
+                              for k, op in enumerate(POST_STAGES + POST_RESIDUAL_STEPS)], np.int64).astype(np.int32)
             load(0, edges)
             load(top, ~edges)                                   # every bit of every parameter the other way
-            run([(14, 0)], [(8, 1, 0, 0)], 1, 0)
-            run([(22, 14)], [(8, 1, 1, 0)], 0, top)
-            run([(14, 22)], [(8, 1, 1, 0)], 0, 0)
-            run([(22, 0)], [(8, 1, 0, 0)], 1, top)
+            a, b = POST_PARAM_ROWS, POST_PARAM_ROWS + 8           # two groups of 8 rows after the parameters at 0
+            run([(a, 0)], [(8, 1, 0, 0)], 1, 0)
+            run([(b, a)], [(8, 1, 1, 0)], 0, top)
+            run([(a, b)], [(8, 1, 1, 0)], 0, 0)
+            run([(b, 0)], [(8, 1, 0, 0)], 1, top)
         yd = rt.buffer_alloc(4 * rows * cfg.OUT_ELEM_BYTES)
         expected = _planes(acc[:rows]).reshape(4, rows, B, O)
         _store_planes(rt, cmd, yd, 0, rows)

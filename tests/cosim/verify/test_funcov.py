@@ -109,12 +109,12 @@ def _post_hits(device, **fields):
 
 def test_post_sample_names_the_shape_and_each_stage_event():
     """One POST on hand-made rows: a fast kernel with the residual; MAX 0 clips -5, SHR -1 (a left shift) wraps
-    2^30, the residual's ADD wraps 2^31 - 1 + 28, the last MIN 100 clips 500; a MUL operand beyond int16 is
-    truncated. Then irregular ones: two micro-ops, the second's residual row the first's destination, with the
+    2^30, the residual (its MUL the identity, its ADD -5) wraps 2^31 - 6 + 28 at its add, the last MIN 100 clips
+    499. Then irregular ones: two micro-ops, the second's residual row the first's destination, with the
     parameter rows at the top of imm's range; one micro-op whose destinations run over the parameter rows."""
     dev = FsimDevice("default", dram_bytes=1 << 20)
     top = dev.cfg.ACC_DEPTH - POST_PARAM_ROWS
-    params = [0, 0, 2**31 - 1, 0x10002, 0, 0, 1, 0, -1, 1, 0, 3, -2**31, 100]
+    params = [0, 0, 2**31 - 1, 2, 0, 0, 1, 0, -1, 1, 0, 3, -2**31, 100, 1, -5]
     dev.acc[0:POST_PARAM_ROWS] = np.array(params, np.int64).astype(np.int32)[:, None]
     dev.acc[100:104] = np.array([-5, 2**29, 7, 1000], np.int32)[:, None]
     dev.acc[200:204] = np.array([0, 0, 2**31 - 1, 0], np.int32)[:, None]
@@ -123,10 +123,11 @@ def test_post_sample_names_the_shape_and_each_stage_event():
     assert got == {"kernel": {("residual", "fast")}, "irregular": set(), "imm": {"first"},
                    "stage": {(1, "MAX", "clips"), (8, "SHR", "wraps"), ("residual", "ADD", "wraps"), (13, "MIN", "clips")},
                    "shift": {(5, "0"), (8, "<0"), (11, "1-15")},
-                   "mul": {(3, "truncated"), (6, "int16"), (9, "int16")}}
+                   "residual_step": {(0, "MUL", "identity"), (1, "ADD", "other")}}
     dev.acc[top:] = dev.acc[0:POST_PARAM_ROWS]
     got = _post_hits(dev, uop_bgn=0, uop_end=2, iter_in=1, imm=top, dst_factor_in=0, src_factor_in=0)
     assert got["kernel"] == {("residual", "irregular")} and got["imm"] == {"last"}
     assert got["irregular"] == {"several micro-ops", "residual over destinations"}
     got = _post_hits(dev, iter_in=20, imm=110, use_imm=1)
     assert got["kernel"] == {("none", "irregular")} and got["irregular"] == {"parameters over destinations"}
+    assert not got["residual_step"]                   # without the residual its steps' rows are not used

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sw.fsim.alu import alu_op, post_op
-from sw.isa import POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_STAGES, AluOp
+from sw.isa import POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_RESIDUAL_STEPS, POST_STAGES, AluOp
 from sw.pipeline import InsnError
 
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
@@ -103,12 +103,12 @@ def test_unknown_opcode(op):
 
 
 def python_post(x: int, params: list[int], residual: int | None) -> int:
-    """POST's chain in Python integers: each stage one ALU step, a MUL with its operand's low 16 bits."""
+    """POST's chain in Python integers: each stage one ALU step (a MUL by its full operand); the residual through its
+    own MUL and ADD (the last two parameters), then added after stage POST_RESIDUAL_STAGE's ADD."""
+    if residual is not None:
+        residual = wrap(wrap(residual * params[len(POST_STAGES)]) + params[len(POST_STAGES) + 1])
     for k, op in enumerate(POST_STAGES):
-        b = params[k]
-        if op == AluOp.MUL:
-            b = (b & 0xFFFF) - ((b & 0x8000) << 1)
-        x = python_alu(op, x, b)
+        x = python_alu(op, x, params[k])
         if k == POST_RESIDUAL_STAGE and residual is not None:
             x = wrap(x + residual)
     return x
@@ -117,7 +117,7 @@ def python_post(x: int, params: list[int], residual: int | None) -> int:
 def _random_params(rng, lanes: int, per_channel: bool) -> np.ndarray:
     """Operands of every kind a stage sees: identities, requantization-like values, int32's ends."""
     rows = []
-    for op in POST_STAGES:
+    for op in POST_STAGES + POST_RESIDUAL_STEPS:
         pool = {AluOp.ADD: [0, 1 << 14, -(1 << 20), I32_MAX, I32_MIN, 127, -128],
                 AluOp.MAX: [I32_MIN, -128, 0, -(1 << 24), I32_MAX],
                 AluOp.MIN: [I32_MAX, 127, 255, 1 << 24, I32_MIN],
@@ -154,7 +154,8 @@ def test_post_chain_equals_python_over_int32(per_channel, residual):
 
 def test_post_identity_operands_skip_every_stage():
     ident = {AluOp.ADD: 0, AluOp.MUL: 1, AluOp.SHR: 0, AluOp.MAX: I32_MIN, AluOp.MIN: I32_MAX}
-    params = np.array([ident[op] for op in POST_STAGES], np.int64)[:, None]
+    params = np.array([ident[op] for op in POST_STAGES + POST_RESIDUAL_STEPS], np.int64)[:, None]
     a = np.array(LANES, np.int64)
     assert post_op(a, params).tolist() == LANES
+    assert post_op(np.zeros_like(a), params, a).tolist() == LANES        # the residual's steps leave it as it is
     assert len(params) == POST_PARAM_ROWS

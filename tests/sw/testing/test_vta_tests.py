@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from sw import runtime
+from sw.isa import POST_PARAM_ROWS
 from sw.pipeline import InsnError
 from sw.testing import vta_tests as programs
 from tests.conftest import make_queue
@@ -74,4 +75,4 @@ def test_post_fast_busy_runs_the_two_lengths(use_imm):
     finally:
         runtime.set_current(previous)
     assert (first["alu_counter"], second["alu_counter"]) == (100, 200)
-    assert first["acc_load_nbytes"] == second["acc_load_nbytes"] == 14 * q.cfg.ACC_ELEM_BYTES
+    assert first["acc_load_nbytes"] == second["acc_load_nbytes"] == POST_PARAM_ROWS * q.cfg.ACC_ELEM_BYTES
