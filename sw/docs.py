@@ -8,13 +8,13 @@ from pathlib import Path
 
 from sw.cli import run_as_main
 from sw.config import load_config
-from sw.isa import POST_MUL_BITS, POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_STAGES, AluOp, isa_for
+from sw.isa import POST_PARAM_ROWS, POST_RESIDUAL_STAGE, POST_RESIDUAL_STEPS, POST_STAGES, AluOp, isa_for
 
 CONFIGS = ("default", "small", "batch2")
 WIDTH = 115                  # the line width of generated prose
 
 _POST_OPERAND = {AluOp.ADD: "added (wrapping)", AluOp.MAX: "lower clip bound", AluOp.MIN: "upper clip bound",
-                 AluOp.MUL: f"multiplier: its low {POST_MUL_BITS} bits, sign-extended",
+                 AluOp.MUL: "multiplier (int32, the product's low 32 bits)",
                  AluOp.SHR: "shift (negative: left; beyond 31: 31)"}
 _POST_IDENTITY = {AluOp.ADD: "0", AluOp.MAX: "-2^31", AluOp.MIN: "2^31 - 1", AluOp.MUL: "1", AluOp.SHR: "0"}
 
@@ -26,12 +26,15 @@ def post_markdown() -> str:
     without = ", ".join(f"`{name}`" for name, cfg in built if not cfg.POST_UNIT)
     template = " ".join(op.name for op in POST_STAGES)
     intro = (f"An ALU instruction with `alu_opcode` 5 runs each of its micro-ops through a fixed chain of "
-             f"{POST_PARAM_ROWS} ALU steps, the template `{template}` (a bias and a clip of the accumulators, three "
-             "multiply, round and shift steps, the output clip): a requantization in one pass "
-             "(docs/architecture.md §2.8).")
+             f"{len(POST_STAGES)} ALU steps, the template `{template}` (a bias and a clip of the accumulators, three "
+             "multiply, round and shift steps, the output clip), with a residual that has its own steps "
+             f"`{' '.join(op.name for op in POST_RESIDUAL_STEPS)}` (a rescale and a zero point) before it is added: a "
+             "requantization, or a requantized add, in one pass (docs/architecture.md §2.8).")
     items = [
         f"Its operands are the {POST_PARAM_ROWS} acc rows `[imm, imm + {POST_PARAM_ROWS})`, the *parameter block*, "
-        "read once when the instruction starts: row `imm + k` is stage k's operand, one int32 per lane (lanes are "
+        f"read once when the instruction starts: row `imm + k` is stage k's operand for k < {len(POST_STAGES)}, "
+        f"rows `imm + {len(POST_STAGES)}` to `imm + {POST_PARAM_ROWS - 1}` those of the residual's steps in order, "
+        "one int32 per lane (lanes are "
         "`[BATCH][BLOCK_OUT]`: per tensor the same value on every lane, per channel one value per output channel). "
         "`imm` "
         f"is a row index here, in [0, ACC_DEPTH - {POST_PARAM_ROWS}] ({ranges}); any other value is an `InsnError` "
@@ -39,11 +42,13 @@ def post_markdown() -> str:
         "Each micro-op (dst, src), in order, sets `acc[dst]` to the chain applied to `acc[dst]`. A micro-op that "
         "reads a row an earlier micro-op of the instruction wrote sees the new value; the parameters stay as the "
         "instruction found them, even when a destination is one of their rows.",
-        "Each stage is exactly the ALU step of its opcode (`sw.fsim.alu.alu_op`, wrapping int32), a MUL with the "
-        f"low {POST_MUL_BITS} bits of its operand sign-extended; an operand that is the step's identity leaves "
-        "the value unchanged.",
-        f"With `use_imm` = 0 the *residual* `acc[src]` is added (wrapping) right after stage "
-        f"{POST_RESIDUAL_STAGE}'s ADD; with `use_imm` = 1 nothing is added and `src` is not read.",
+        "Each step is exactly the ALU step of its opcode (`sw.fsim.alu.alu_op`, wrapping int32; a MUL by its full "
+        "int32 operand, the low 32 bits of the product); an operand that is the step's identity leaves the value "
+        "unchanged.",
+        "With `use_imm` = 0 the *residual* `acc[src]` goes through its own steps (`r = ADD(MUL(r, "
+        f"p[{len(POST_STAGES)}]), p[{len(POST_STAGES) + 1}])`) and is added (wrapping) right after stage "
+        f"{POST_RESIDUAL_STAGE}'s ADD; with `use_imm` = 1 nothing is added, `src` is not read and the residual's "
+        "rows are read but unused.",
         f"The config must have `POST_UNIT = 1`; on {without} alu_opcode 5 is an `InsnError` naming POST_UNIT "
         "(the RTL's fetch stops the run with `BAD_ALU_OPCODE`).",
     ]
@@ -53,6 +58,11 @@ def post_markdown() -> str:
     for k, op in enumerate(POST_STAGES):
         operand = _POST_OPERAND[op] + ("; then the residual is added" if k == POST_RESIDUAL_STAGE else "")
         out.append(f"| `imm + {k}` | {k} | {op.name} | {operand} | {_POST_IDENTITY[op]} |")
+    for j, op in enumerate(POST_RESIDUAL_STEPS):
+        k = len(POST_STAGES) + j
+        what = {AluOp.MUL: "the residual's multiplier (int32)", AluOp.ADD: "added to the residual (wrapping)"}[op]
+        out.append(f"| `imm + {k}` | residual {j} | {op.name} | {what} | "
+                   f"{_POST_IDENTITY[op]} |")
     return "\n".join(out + [""])
 
 

@@ -539,11 +539,11 @@ def post(api_kind: str = "python", case: str = "per_tensor", seed: int = 0) -> R
                               for k, op in enumerate(POST_STAGES + POST_RESIDUAL_STEPS)], np.int64).astype(np.int32)
             load(0, edges)
             load(top, ~edges)                                   # every bit of every parameter the other way
-            a, b = POST_PARAM_ROWS, POST_PARAM_ROWS + 8           # two groups of 8 rows after the parameters at 0
-            run([(a, 0)], [(8, 1, 0, 0)], 1, 0)
-            run([(b, a)], [(8, 1, 1, 0)], 0, top)
-            run([(a, b)], [(8, 1, 1, 0)], 0, 0)
-            run([(b, 0)], [(8, 1, 0, 0)], 1, top)
+            g1, g2 = POST_PARAM_ROWS, POST_PARAM_ROWS + 8         # two groups of 8 rows after the parameters at 0
+            run([(g1, 0)], [(8, 1, 0, 0)], 1, 0)
+            run([(g2, g1)], [(8, 1, 1, 0)], 0, top)
+            run([(g1, g2)], [(8, 1, 1, 0)], 0, 0)
+            run([(g2, 0)], [(8, 1, 0, 0)], 1, top)
         yd = rt.buffer_alloc(4 * rows * cfg.OUT_ELEM_BYTES)
         expected = _planes(acc[:rows]).reshape(4, rows, B, O)
         _store_planes(rt, cmd, yd, 0, rows)

@@ -126,7 +126,7 @@ def test_generated_docs_are_current():
 
 def test_post_disassembly_names_its_parameter_rows_and_the_residual(isa):
     post = dict(opcode=Opcode.ALU, alu_opcode=AluOp.POST, uop_bgn=0, uop_end=1, iter_out=1, iter_in=4,
-                dst_factor_in=1, src_factor_in=1, imm=2034)
-    assert isa.disasm(isa.encode(**post, use_imm=1)).endswith("src=(0,1) params=acc[2034:2048]")
-    assert isa.disasm(isa.encode(**post, use_imm=0)).endswith("src=(0,1) params=acc[2034:2048] residual")
-    assert isa.disasm(isa.encode(**dict(post, alu_opcode=AluOp.ADD), use_imm=1)).endswith("src=(0,1) imm=2034")
+                dst_factor_in=1, src_factor_in=1, imm=2032)
+    assert isa.disasm(isa.encode(**post, use_imm=1)).endswith("src=(0,1) params=acc[2032:2048]")
+    assert isa.disasm(isa.encode(**post, use_imm=0)).endswith("src=(0,1) params=acc[2032:2048] residual")
+    assert isa.disasm(isa.encode(**dict(post, alu_opcode=AluOp.ADD), use_imm=1)).endswith("src=(0,1) imm=2032")

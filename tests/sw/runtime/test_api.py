@@ -332,8 +332,8 @@ def test_post_parameter_rows_must_lie_in_the_acc_sram(queue):
     top = queue.cfg.ACC_DEPTH - POST_PARAM_ROWS
     for imm in (-1, top + 1, 32767):
         unchanged(queue, lambda: rt.push_alu_op(queue.handle, alu_kernel(2, AluOp.POST, imm), 0), InsnError,
-                  rf"^push_alu_op: POST's parameter rows \[imm, imm \+ 14\) leave the acc SRAM: imm = {imm}; allowed "
-                  rf"range \[0, {top}\]$")
+                  rf"^push_alu_op: POST's parameter rows \[imm, imm \+ {POST_PARAM_ROWS}\) leave the acc SRAM: "
+                  rf"imm = {imm}; allowed range \[0, {top}\]$")
     assert queue.insns == []
     for imm in (0, top):                            # both ends of the range
         rt.push_alu_op(queue.handle, alu_kernel(2, AluOp.POST, imm), 0)
