@@ -72,8 +72,11 @@ class PostChain(wiring.Component):
         stage_valid = []
         x = [lane(self.x_in, i) for i in range(lanes)]
         r = [lane(self.r_in, i) for i in range(lanes)]
+        # a stage's values change only with a row in the stage before it (they are meaningless without one; the
+        # simulation then skips the stage's arithmetic)
         for k, op in enumerate(POST_STAGES):
             nx = [Signal(signed(w), name=f"s{k}_x{i}", reset_less=True) for i in range(lanes)]
+            moving = []
             for i in range(lanes):
                 a, p = x[i].as_signed(), params[k][i]
                 if op == AluOp.ADD:
@@ -89,7 +92,7 @@ class PostChain(wiring.Component):
                 else:
                     left, amount = p[0], p[1:]
                     v = Mux(left, (a << amount)[:w], a >> amount)
-                m.d.sync += nx[i].eq(v[:w])
+                moving.append(nx[i].eq(v[:w]))
             x = nx
             if k < POST_RESIDUAL_STAGE:
                 # the residual travels beside the row, its own steps applied in the first stages
@@ -97,12 +100,14 @@ class PostChain(wiring.Component):
                 j = k if k < len(POST_RESIDUAL_STEPS) else None
                 for i in range(lanes):
                     if j is None:
-                        m.d.sync += nr[i].eq(r[i])
+                        moving.append(nr[i].eq(r[i]))
                         continue
                     rp = params[len(POST_STAGES) + j][i].as_signed()
                     v = r[i].as_signed() * rp if POST_RESIDUAL_STEPS[j] == AluOp.MUL else r[i].as_signed() + rp
-                    m.d.sync += nr[i].eq(v[:w])
+                    moving.append(nr[i].eq(v[:w]))
                 r = nr
+            with m.If(valid):
+                m.d.sync += moving
             nv, nl = Signal(name=f"s{k}_valid"), Signal(name=f"s{k}_last")
             nd = Signal.like(self.dst_in, name=f"s{k}_dst", reset_less=True)
             m.d.sync += [nv.eq(valid), nl.eq(last), nd.eq(dst)]
