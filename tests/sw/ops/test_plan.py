@@ -10,6 +10,21 @@ from sw.ops import plan, tuned
 from sw.ops.epilogue import Epilogue
 
 
+def assert_plans_through_the_proxy(rng, epi, cfg):
+    """A random conv2d problem plans the same with ``epi`` (through its memoised cost proxy) as unmemoised."""
+    shape = (1, rng.choice([1, 4, 8]), rng.choice([2, 8, 16]), rng.choice([7, 14, 28]), 14, 3, 3, 1, 1,
+             rng.choice([1, 2]))
+    try:
+        want = plan._plan_conv2d.__wrapped__(*shape, epi, cfg, None)
+    except plan.TileError as err:
+        want = str(err)
+    try:
+        got = plan.plan_conv2d(*shape, epilogue=epi, cfg=cfg)
+    except plan.TileError as err:
+        got = str(err)
+    assert got == want
+
+
 @pytest.fixture(autouse=True)
 def cycle_model_alone(monkeypatch):
     """These tests are about the planner's own cycle model: no measured choices (sw.ops.tuned)."""
@@ -32,17 +47,7 @@ def test_the_plan_of_the_cost_proxy_is_the_plan_of_the_epilogue():
         epi = random_epilogue(rng)
         proxy = epi.cost_proxy
         assert (proxy.planes, proxy.vectors, proxy.passes) == (epi.planes, epi.vectors, epi.passes)
-        shape = (1, rng.choice([1, 4, 8]), rng.choice([2, 8, 16]), rng.choice([7, 14, 28]), 14, 3, 3, 1, 1,
-                 rng.choice([1, 2]))
-        try:
-            want = plan._plan_conv2d.__wrapped__(*shape, epi, cfg, None)
-        except plan.TileError as err:
-            want = str(err)
-        try:
-            got = plan.plan_conv2d(*shape, epilogue=epi, cfg=cfg)
-        except plan.TileError as err:
-            got = str(err)
-        assert got == want
+        assert_plans_through_the_proxy(rng, epi, cfg)
 
 
 def test_layers_that_differ_only_in_their_constants_share_one_plan():
@@ -82,17 +87,7 @@ def test_the_plan_of_a_post_epilogues_cost_proxy_is_its_plan():
         assert (proxy.planes, proxy.passes, proxy.post) == (epi.planes, epi.passes, epi.post)
         assert all(proxy.acc_rows(r, tm) == epi.acc_rows(r, tm) and proxy.alu_cycles(r, tm) == epi.alu_cycles(r, tm)
                    for r, tm in ((49, 1), (392, 8)))
-        shape = (1, rng.choice([1, 4, 8]), rng.choice([2, 8, 16]), rng.choice([7, 14, 28]), 14, 3, 3, 1, 1,
-                 rng.choice([1, 2]))
-        try:
-            want = plan._plan_conv2d.__wrapped__(*shape, epi, cfg, None)
-        except plan.TileError as err:
-            want = str(err)
-        try:
-            got = plan.plan_conv2d(*shape, epilogue=epi, cfg=cfg)
-        except plan.TileError as err:
-            got = str(err)
-        assert got == want
+        assert_plans_through_the_proxy(rng, epi, cfg)
     assert lowered > 5
 
 

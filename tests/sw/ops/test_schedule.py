@@ -10,8 +10,18 @@ from sw.isa import POST_PARAM_ROWS
 from tests.conftest import CONFIGS, rand8
 from tests.sw.ops import ALU_ONLY
 
-
 # ---------------------------------------------------------------------- virtual threads, tokens, kernels
+
+def dense_listing(q, x, w, b):
+    """``ops.dense`` with two virtual threads, checked against numpy: (result, counters, the stream's listing)."""
+    buf = io.StringIO()
+    q.out, q.debug = buf, runtime.DEBUG_DUMP_INSN
+    y, counters = ops.dense(x, w, b, virtual_threads=2, return_counters=True)
+    q.debug = 0
+    np.testing.assert_array_equal(y, ops.dense_ref(x, w, b))
+    return y, counters, buf.getvalue().splitlines()
+
+
 def _inp_sram_bases(q, fn):
     """Run fn with the instruction dump on; return the sram_base of every LOAD INP."""
     buf = io.StringIO()
@@ -148,12 +158,7 @@ def test_first_step_in_parts_tiles_started_at_the_bias_last_tile_in_parts(on, rn
     assert len(wgt) == 1 and tiles[0].steps[HEAD_PARTS - 1].holds == tuple(wgt)
     assert all(t.init is not None for t in tiles) and tiles[-1].tail is not None and tiles[0].tail is None
     assert len(tiles[-1].tail(True)) > 1
-    buf = io.StringIO()
-    q.out, q.debug = buf, runtime.DEBUG_DUMP_INSN
-    y, c2 = ops.dense(x, w, b, virtual_threads=2, return_counters=True)
-    q.debug = 0
-    np.testing.assert_array_equal(y, ops.dense_ref(x, w, b))
-    dump = buf.getvalue().splitlines()
+    y, c2, dump = dense_listing(q, x, w, b)
     assert any(" MIN " in ln and "tensor" in ln for ln in dump)          # a tile started at the bias
     assert sum("STORE" in ln for ln in dump) > c2["tiles"]                # the last tile stored in parts
     y1, c1 = ops.dense(x, w, b, virtual_threads=1, return_counters=True)
@@ -171,12 +176,7 @@ def test_with_post_passes_no_tile_starts_at_the_bias(on, rng):
     q = on("default")
     n, k, m = 192, 256, 96
     x, w, b = rand8(rng, (n, k)), rand8(rng, (m, k)), rng.integers(-(1 << 14), 1 << 14, m).astype(np.int32)
-    buf = io.StringIO()
-    q.out, q.debug = buf, runtime.DEBUG_DUMP_INSN
-    y, c2 = ops.dense(x, w, b, virtual_threads=2, return_counters=True)
-    q.debug = 0
-    np.testing.assert_array_equal(y, ops.dense_ref(x, w, b))
-    dump = buf.getvalue().splitlines()
+    y, c2, dump = dense_listing(q, x, w, b)
     assert not any(" MIN " in ln for ln in dump) and sum(" POST " in ln for ln in dump) == c2["post_insns"]
     # the unit's full speed: one micro-op, its destination rows increasing over one loop (the inner one)
     for ln in (ln for ln in dump if " POST " in ln):
