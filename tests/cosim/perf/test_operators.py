@@ -86,10 +86,10 @@ def test_make_row_summary_and_verdicts():
     assert s["resnet_mean_vt2"] == pytest.approx(0.79) and s["resnet_layers_vt2"] == 10
     assert s["resnet_layers_vt1"] == 1 and math.isnan(s["resnet_mean_vt1"])
     text = wl.format_summary(rows)
-    assert "vt=2:  79.0%  [target >= 90% MISSED by 11.0 points]" in text
-    assert "weakest of them, vt=2: C2  70.0%  [target >= 75% MISSED by 5.0 points]" in text
-    assert "vt=2:  90.0%  [target >= 95% MISSED by 5.0 points]" in text and "GEMM MAC utilization, vt=1:  50.0%\n" in text
-    assert "target >= 95% met (+0.5 points)" in wl.format_summary([{**row, "utilization": 0.955}])
+    assert "vt=2:  79.0%  [target >= 95% MISSED by 16.0 points]" in text
+    assert "weakest of them, vt=2: C2  70.0%  [target >= 90% MISSED by 20.0 points]" in text
+    assert "vt=2:  90.0%  [target >= 97% MISSED by 7.0 points]" in text and "GEMM MAC utilization, vt=1:  50.0%\n" in text
+    assert "target >= 97% met (+0.5 points)" in wl.format_summary([{**row, "utilization": 0.975}])
     assert "70% to 88%" in text and "NOT equal to numpy: resnet18.C2 vt=1" in text
     table = wl.format_table(rows)
     assert "ERROR" in table and "VTAError: boom" in table and "20/95/2" in table

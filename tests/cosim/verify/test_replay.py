@@ -4,7 +4,7 @@ import numpy as np
 from cosim.verify import replay, triage
 from sw import runtime
 from sw.config import load_config
-from sw.isa import AluOp, MemId, Opcode
+from sw.isa import POST_PARAM_ROWS, AluOp, MemId, Opcode
 
 N_OPS = 24
 
@@ -72,7 +72,7 @@ def test_tracker_notes_the_parameter_rows_a_post_reads():
     dev.defined[MemId.UOP][0] = True
     dev.defined[MemId.ACC][[0, 105]] = True                # the destination (micro-op 0 is acc[0]) and one parameter
     dev._indices(f, "alu")
-    assert np.flatnonzero(dev.undefined[MemId.ACC]).tolist() == [r for r in range(100, 114) if r != 105]
+    assert np.flatnonzero(dev.undefined[MemId.ACC]).tolist() == [r for r in range(100, 100 + POST_PARAM_ROWS) if r != 105]
 
 
 def test_program_size_counts_work_and_nops():
