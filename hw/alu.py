@@ -55,7 +55,7 @@ class Alu(wiring.Component):
     s < 0: left shift by min(-s, 31), wrapping) and, when ``cfg.ALU_MUL`` is 1, MUL (low 32 bits).
     Another opcode (or MUL when it is not built) does nothing and pulses ``error`` with ``done``.
 
-    POST (when ``cfg.POST_UNIT`` is 1): first the 14 parameter rows [imm, imm + 14) are read through the
+    POST (when ``cfg.POST_UNIT`` is 1): first its POST_PARAM_ROWS parameter rows from imm on are read through the
     acc read port into the chain's operand registers (``preload``); then each micro-op's acc[d] (and, with
     a tensor operand, acc[s] as the residual) leaves C into :class:`~hw.post.PostChain` and is written from
     its end, ``PostChain.latency`` cycles after C. Micro-ops follow each other as for an immediate (or a
