@@ -241,7 +241,7 @@ CHECKS = [
           why_depth="see the module docstring", build=build),
     Check("axi-as-issued", "axi-master", "each client command becomes consecutive bursts covering exactly its "
           "beats, ARLEN/AWLEN as the splitting rule says (min of beats left, max_burst, beats to 4 KiB); no burst "
-          "without a command", "bmc", 16, 12,
+          "without a command", "bmc", 16, 10,
           (Mutant("advance-one-beat", "the next burst of a command starts one beat on, not one burst on", 9),),
           why_depth="see the module docstring", build=build),
     Check("axi-wlast", "axi-master", "W beats only inside a burst announced on AW, WLAST exactly on its last beat",
