@@ -74,3 +74,26 @@ def test_report_names_onnx_layers_and_the_fused_add():
     assert c.partition.summary().endswith("100.00% of the MACs on VTA")
     script = c.partition.mod.script()
     assert 'R.call_dps_packed("vta.qdq.conv2d_add"' in script and "R.nn.conv2d" not in script
+
+
+@pytest.mark.rtl
+def test_patterns_on_the_rtl(tmp_path):
+    """The patterns the reduced ResNet does not hold (tests/apps/tvm_vta/test_flow.py runs it on the RTL), their
+    exported libraries in one simulator launch: equal to the golden model's run bit for bit."""
+    from apps.tvm_vta import runtime
+    from sw.runtime import runners
+
+    calls, expected = [], []
+    for case in ("transposed", "linear3d-uint8", "attention", "add"):
+        (op, kw), _ = CASES[case]
+        q, shape, rng = quantized(op, **dict(kw))
+        c = compile_model(q, "default")
+        x = rng.normal(0, 1, shape).astype(np.float32)
+        lib = c.export(tmp_path / f"{case}.so")
+        calls.append((runtime.run_library, (lib, [x]), {}))
+        expected.append(c.run({"x": x}, "fsim", library=lib))
+    batch = runners.run_batch("rtl", calls, "default")
+    for (outputs, trace), fsim in zip(batch.values, expected):
+        assert np.array_equal(outputs[0], fsim.outputs["y"])
+        assert [t["op"] for t in trace] == [t["op"] for t in fsim.trace]
+        assert all(r["counters"]["cycles"] > 0 for t in trace for r in t["records"])
