@@ -55,10 +55,6 @@ FUNCTIONS = tuple(f"vta.qdq.{op}" for op in OPS)
 
 _KIND = {"conv2d": "conv", "conv2d_add": "conv", "conv2d_transpose": "deconv", "dense": "dense", "matmul": "matmul",
          "add": "add", "add_const": "add_const"}
-_ARRAYS = {"conv2d": ("weight", "w_scale"), "conv2d_add": ("weight", "w_scale"),
-           "conv2d_transpose": ("weight", "w_scale"), "dense": ("weight", "w_scale"), "matmul": (), "add": (),
-           "add_const": ("constant", "c_scale", "c_zero_point")}
-_BIAS = ("bias", "b_scale")
 
 calls: Counter = Counter()
 """How often each ``vta.qdq.*`` function ran in this process (name -> count)."""
