@@ -179,6 +179,8 @@ PYTHON = {
         Covered("tests/apps/onnx/test_calibrate.py", 'argv = [str(path), "--format", fmt]'),
     f"{PY} -m apps.onnx FLOAT.onnx --format dynamic":
         Covered("tests/apps/onnx/test_calibrate.py", '("dynamic", "dyn", "ConvInteger")'),
+    f"{PY} -m apps.tvm_vta MODEL.onnx --export build/model.so":
+        Covered("tests/apps/tvm_vta/test_main.py", 'main([str(tmp_path / "m.onnx"), "--export"'),
     f"{PY} -m apps.onnx MODEL.onnx":
         Covered("tests/apps/onnx/test_model.py", 'main([str(path), "--csv", str(tmp_path / "r.csv")'),
     f"{PY} -m apps.onnx MODEL.onnx --target rtl --csv build/m.csv --png build/m.png": RESNET_RTL,
@@ -371,7 +373,7 @@ def _python(code: str, cwd: Path, timeout=600) -> subprocess.CompletedProcess:
 
 
 def test_every_snippet_is_run():
-    assert len(readme_snippets()) == 5
+    assert len(readme_snippets()) == 6
 
 
 def test_runtime_snippet(tmp_path):
@@ -431,3 +433,13 @@ def test_tvm_snippet(tmp_path):
 def test_config_table_names_every_config():
     for path in sorted((ROOT / "configs").glob("*.json")):
         assert f"`{path.name}`" in README, f"the README's config table does not describe configs/{path.name}"
+
+
+@pytest.mark.slow
+def test_tvm_onnx_snippet(tmp_path):
+    """docs/onnx.md's TVM flow: a reduced zoo model compiled, exported, run from the library."""
+    res = _python(_snippet("compile_model(zoo.quantized"), tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = res.stdout.strip().splitlines()
+    assert lines[0].endswith("100.00% of the MACs on VTA") and lines[-1].split()[1] == "21"
+    assert (tmp_path / "build" / "resnet18_pc.so").exists()

@@ -28,7 +28,33 @@ from .numerics import QParams
 from .proto import attrs_of, read_model, to_array
 from .qoperator import is_qoperator, to_qdq
 
-__all__ = ["OnnxImportError", "QNode", "QGraph", "load", "Context", "read_model"]
+__all__ = ["OnnxImportError", "QNode", "QGraph", "load", "Context", "read_model", "check_weight", "check_bias"]
+
+
+def check_weight(w: np.ndarray, scales: np.ndarray, zero_points: np.ndarray, axis: int, channel_axis: int):
+    """(int8 weight, float64 scales (1,) or (channels,)) of a dequantized constant weight ``w`` (its
+    DequantizeLinear's ``scales``, ``zero_points`` and ``axis``) that the accelerator takes: int8, symmetric
+    (zero points 0), per tensor or per output channel (``channel_axis`` of the weight); :class:`Unsupported`
+    naming the rule otherwise. The rule of every front end (this importer, :mod:`apps.tvm_vta`)."""
+    s = np.asarray(scales, np.float64).ravel()
+    z = np.asarray(zero_points, np.int64).ravel()
+    if w.dtype != np.int8:
+        raise Unsupported(f"weight of type {w.dtype}; the accelerator takes int8 weights")
+    if np.any(z != 0):
+        raise Unsupported(f"asymmetric weight (zero point {int(z[np.nonzero(z)[0][0]])}); the accelerator "
+                          f"takes symmetric weights (zero point 0)")
+    if s.size > 1 and (axis % w.ndim) != channel_axis:
+        raise Unsupported(f"weight scales along axis {axis}; per-channel scales must be along the "
+                          f"output channels (axis {channel_axis})")
+    return w, s
+
+
+def check_bias(b: np.ndarray, scales: np.ndarray, zero_points: np.ndarray):
+    """(int64 bias, float64 scales) of a dequantized constant bias that the accelerator takes (int32, zero point
+    0); :class:`Unsupported` otherwise. Shared like :func:`check_weight`."""
+    if b.dtype != np.int32 or np.any(np.asarray(zero_points) != 0):
+        raise Unsupported(f"bias of type {b.dtype}; the accelerator takes an int32 bias with zero point 0")
+    return b.astype(np.int64), np.asarray(scales, np.float64).ravel()
 
 
 class Context:
@@ -125,24 +151,14 @@ class Context:
         """(int8 weight, scales (1,) or (channels,)): symmetric, per tensor or per output channel
         (``channel_axis`` of the weight)."""
         w, s, z, axis = self.const_input(node, idx, "weight")
-        if w.dtype != np.int8:
-            raise Unsupported(f"weight of type {w.dtype}; the accelerator takes int8 weights")
-        if np.any(z != 0):
-            raise Unsupported(f"asymmetric weight (zero point {int(z[np.nonzero(z)[0][0]])}); the accelerator "
-                              f"takes symmetric weights (zero point 0)")
-        if s.size > 1 and (axis % w.ndim) != channel_axis:
-            raise Unsupported(f"weight scales along axis {axis}; per-channel scales must be along the "
-                              f"output channels (axis {channel_axis})")
-        return w, s
+        return check_weight(w, s, z, axis, channel_axis)
 
     def bias(self, node, idx: int):
         """(int64 bias, scales) or (None, None)."""
         if len(node.input) <= idx or node.input[idx] == "":
             return None, None
         b, s, z, _ = self.const_input(node, idx, "bias")
-        if b.dtype != np.int32 or np.any(z != 0):
-            raise Unsupported(f"bias of type {b.dtype}; the accelerator takes an int32 bias with zero point 0")
-        return b.astype(np.int64), s
+        return check_bias(b, s, z)
 
     def output_q(self, node, index: int = 0) -> str:
         """The quantized tensor of ``node``'s output ``index``: every consumer of that float output must be a

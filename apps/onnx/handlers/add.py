@@ -90,14 +90,28 @@ class AddConstant(Add):
             raise Unsupported("not one activation and one constant")
         pos = consts[0]
         codes, scale, zp, _ = ctx.const_input(node, pos, "addend")
+        self.check_constant(codes, scale)
+        x = ctx.act_input(node, 1 - pos)
+        return self.make_node(node.name or node.output[0], x, ctx.output_q(node), pos, codes, scale, zp)
+
+    @staticmethod
+    def check_constant(codes, scale) -> None:
         if codes.size == 1:
             raise Unsupported("a scalar constant: a pointwise table (exact, and a conv before it may take it)")
-        if scale.size != 1 or codes.dtype not in (np.int8, np.uint8):
-            raise Unsupported(f"a constant of type {codes.dtype} with {scale.size} scales; taken: int8/uint8, one scale")
-        qp = QParams(float(scale[0]), int(zp[0]), "int8" if codes.dtype == np.int8 else "uint8")
-        x = ctx.act_input(node, 1 - pos)
-        return QNode(self.kind, node.name or node.output[0], [x], [ctx.output_q(node)],
-                     dict(position=pos, constant=from_onnx_dtype(codes, qp), constant_q=canonical(qp)))
+        if np.size(scale) != 1 or codes.dtype not in (np.int8, np.uint8):
+            raise Unsupported(f"a constant of type {codes.dtype} with {np.size(scale)} scales; taken: int8/uint8, "
+                              f"one scale")
+
+    @classmethod
+    def make_node(cls, name, x, out, position: int, codes, scale, zero_point) -> QNode:
+        """The integer node from its values, as every front end builds it: the constant's int8/uint8 ``codes``
+        (more than one, :class:`Unsupported` otherwise), its one scale and zero point, ``position`` 0 or 1 of
+        the constant among the Add's inputs."""
+        cls.check_constant(codes, scale)
+        qp = QParams(float(np.ravel(scale)[0]), int(np.ravel(zero_point)[0]),
+                     "int8" if codes.dtype == np.int8 else "uint8")
+        return QNode(cls.kind, name, [x], [out],
+                     dict(position=int(position), constant=from_onnx_dtype(codes, qp), constant_q=canonical(qp)))
 
     @staticmethod
     def _operands(lay, x, c) -> tuple:

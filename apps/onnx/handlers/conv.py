@@ -33,16 +33,28 @@ class Conv(Handler):
 
     def match(self, node, ctx):
         a, x, w, sw = match_conv(node, ctx, 0, "conv")
-        groups = int(a.get("group", 1))
         check_auto_pad(a)
-        strides = list(a.get("strides", [1, 1]))
-        if strides[0] != strides[1]:
-            raise Unsupported(f"strides {strides}: the accelerator's conv2d takes one stride for both axes")
+        self.check_strides(list(a.get("strides", [1, 1])))
         b, sb = ctx.bias(node, 2)
         out = ctx.output_q(node)
-        return QNode(self.kind, node.name or node.output[0], [x], [out],
-                     dict(weight=w, w_scale=sw, bias=b, b_scale=sb, pads=list(a.get("pads", [0, 0, 0, 0])),
-                          strides=strides, groups=groups))
+        return self.make_node(node.name or node.output[0], x, out, w, sw, b, sb, list(a.get("pads", [0, 0, 0, 0])),
+                              list(a.get("strides", [1, 1])), int(a.get("group", 1)))
+
+    @staticmethod
+    def check_strides(strides) -> None:
+        if strides[0] != strides[1]:
+            raise Unsupported(f"strides {list(strides)}: the accelerator's conv2d takes one stride for both axes")
+
+    @classmethod
+    def make_node(cls, name, x, out, weight, w_scale, bias, b_scale, pads, strides, groups) -> QNode:
+        """The integer node of a conv from its values, as every front end builds it (this importer, and
+        :mod:`apps.tvm_vta` from a Relax graph): int8 weight (O, C/groups, kh, kw) and its scales (1,) or (O,)
+        (:func:`apps.onnx.graph.check_weight`), int64 bias or None and its scales, ``pads`` [top, left, bottom,
+        right], ``strides`` [sh, sw] (equal: :class:`Unsupported` otherwise)."""
+        cls.check_strides(strides)
+        return QNode(cls.kind, name, [x], [out], dict(weight=weight, w_scale=w_scale, bias=bias, b_scale=b_scale,
+                                                      pads=[int(p) for p in pads], strides=[int(s) for s in strides],
+                                                      groups=int(groups)))
 
     def prepare(self, lay, graph, alu_mul):
         lay.params.update(pads=lay.node.attrs["pads"], strides=lay.node.attrs["strides"],

@@ -46,16 +46,25 @@ class ConvTranspose(Handler):
 
     def match(self, node, ctx):
         a, x, w, sw = match_conv(node, ctx, 1, "transposed conv")
-        if a.get("group", 1) != 1:
-            raise Unsupported(f"group = {a['group']}; the accelerator's transposed conv takes group 1")
         if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") or "output_shape" in a:
             raise Unsupported("auto_pad / output_shape; taken: explicit pads")
         b, sb = ctx.bias(node, 2)
         out = ctx.output_q(node)
-        return QNode(self.kind, node.name or node.output[0], [x], [out],
-                     dict(weight=np.ascontiguousarray(w.transpose(1, 0, 2, 3)), w_scale=sw, bias=b, b_scale=sb,
-                          pads=list(a.get("pads", [0, 0, 0, 0])), strides=list(a.get("strides", [1, 1])),
-                          output_padding=list(a.get("output_padding", [0, 0]))))
+        return self.make_node(node.name or node.output[0], x, out, w, sw, b, sb, list(a.get("pads", [0, 0, 0, 0])),
+                              list(a.get("strides", [1, 1])), list(a.get("output_padding", [0, 0])),
+                              int(a.get("group", 1)))
+
+    @classmethod
+    def make_node(cls, name, x, out, weight, w_scale, bias, b_scale, pads, strides, output_padding, group) -> QNode:
+        """The integer node of a transposed conv from its values, as every front end builds it: int8 weight in
+        ONNX's layout (C, O, kh, kw) with scales (1,) or (O,), int64 bias or None and its scales, ``pads`` [top,
+        left, bottom, right], ``strides``, ``output_padding``; ``group`` must be 1 (:class:`Unsupported`)."""
+        if group != 1:
+            raise Unsupported(f"group = {group}; the accelerator's transposed conv takes group 1")
+        return QNode(cls.kind, name, [x], [out],
+                     dict(weight=np.ascontiguousarray(weight.transpose(1, 0, 2, 3)), w_scale=w_scale, bias=bias,
+                          b_scale=b_scale, pads=[int(p) for p in pads], strides=[int(s) for s in strides],
+                          output_padding=[int(p) for p in output_padding]))
 
     def prepare(self, lay, graph, alu_mul):
         a = lay.node.attrs

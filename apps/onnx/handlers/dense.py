@@ -44,9 +44,17 @@ class Dense(Handler):
         if shape is not None and node.op_type == "Gemm" and len(shape) != 2:
             raise Unsupported(f"input of rank {len(shape)}; Gemm takes (N, K)")
         out = ctx.output_q(node)
-        return QNode(self.kind, node.name or node.output[0], [x], [out],
-                     dict(weight=np.ascontiguousarray(w), w_scale=sw, bias=b, b_scale=sb,
-                          leading_rows=node.op_type == "MatMul"))
+        return self.make_node(node.name or node.output[0], x, out, w, sw, b, sb, node.op_type == "MatMul")
+
+    @classmethod
+    def make_node(cls, name, x, out, weight, w_scale, bias, b_scale, leading_rows: bool) -> QNode:
+        """The integer node of a dense layer from its values, as every front end builds it: int8 weight (M, K)
+        (outputs, inputs) of rank 2 (:class:`Unsupported` otherwise) with scales (1,) or (M,), int64 bias or None
+        and its scales; ``leading_rows``: an input of rank > 2 has its leading dimensions as rows (a MatMul's)."""
+        if weight.ndim != 2:
+            raise Unsupported(f"weight of rank {weight.ndim}; the accelerator's dense takes 2")
+        return QNode(cls.kind, name, [x], [out], dict(weight=np.ascontiguousarray(weight), w_scale=w_scale, bias=bias,
+                                                      b_scale=b_scale, leading_rows=bool(leading_rows)))
 
     def prepare(self, lay, graph, alu_mul):
         prepare_gemm(lay, alu_mul)

@@ -35,7 +35,7 @@ from tvm.relax.dpl import is_const, is_op, rewrite_call, wildcard
 
 from sw import ops
 
-from .digits import add_counters
+from ..digits import add_counters
 
 __all__ = ["relax_module", "offload", "build", "run", "run_digits", "calls", "register", "UnsupportedError",
            "FUNCTIONS"]
