@@ -3,7 +3,7 @@
     python -m fpga.resources --config configs/small.json --family xc7 ecp5
     python -m fpga.resources --report [--configs ...] [--markdown docs/fpga.md]      (make fpga-report)
     python -m fpga.resources --config configs/default.json --unit post --family xc7 ecp5   (one block alone)
-    python -m fpga.resources --config configs/small.json --family xcup --json   (cached; JSON, for tools: apps.dse)
+    python -m fpga.resources --config configs/small.json --family xcup --json [--verilog vta_top.v]   (cached; JSON)
     python -m fpga.resources --devices                                          (the parts, boards, limits: JSON)
 
 Prints LUTs, flip-flops, DSP/multiplier blocks and block RAMs from yosys's ``stat`` after
@@ -274,13 +274,17 @@ def synthesize(config, family: str, workdir="build/synth", verilog: str | None =
     return counts
 
 
-def estimate(config, families, unit: str | None = None, workdir="build/synth") -> dict:
+def estimate(config, families, unit: str | None = None, workdir="build/synth", verilog: str | None = None) -> dict:
     """Cached synthesis of ``config`` (or of its block ``unit``) for each of ``families``, as plain data: per family
     the cell counts, the LUTs and block RAMs the devices' limits count (:func:`lut_equivalent`, :func:`bram_blocks`),
     yosys's seconds, whether it came from the cache, and the verdict of :func:`fits` for every device of the family
-    (by label, with its boards). What ``--json`` prints."""
+    (by label, with its boards). ``verilog``: the config's ``vta_top`` Verilog when the caller has it (not
+    elaborated again). What ``--json`` prints."""
     cfg = load_config(config)
-    verilog = unit_verilog(cfg, unit) if unit else top_verilog(cfg)
+    if verilog is not None and unit:
+        raise UsageError("give either a unit or the config's Verilog, not both")
+    if verilog is None:
+        verilog = unit_verilog(cfg, unit) if unit else top_verilog(cfg)
     out: dict = {"config": cfg.name, "unit": unit, "families": {}}
     for fam in families:
         if fam not in FAMILIES:
@@ -314,6 +318,9 @@ def main(argv=None) -> int:
     parser.add_argument("--unit", default=None, choices=sorted(UNITS), help="synthesise this block alone")
     parser.add_argument("--json", action="store_true",
                         help="cached synthesis; print one JSON object: counts and device verdicts per family")
+    parser.add_argument("--verilog", default=None, metavar="FILE",
+                        help="with --json: the config's generated vta_top Verilog (e.g. from the co-simulation's "
+                             "cache), synthesised instead of elaborating the config again")
     parser.add_argument("--devices", action="store_true", help="print the devices, their boards and limits (JSON)")
     args = parser.parse_args(argv)
     if args.devices:
@@ -324,7 +331,8 @@ def main(argv=None) -> int:
         return 0
     cfg = load_config(args.config)
     if args.json:
-        print(json.dumps(estimate(cfg, args.family, args.unit)))
+        verilog = Path(args.verilog).read_text() if args.verilog else None
+        print(json.dumps(estimate(cfg, args.family, args.unit, verilog=verilog)))
         return 0
     verilog = unit_verilog(cfg, args.unit) if args.unit else None
     for fam in args.family:

@@ -7,7 +7,9 @@ and per kind:
 * ``rtl``: ``networks``, a list of ``{"name", "onnx", "input", "key"}``: the Verilator model of the config is built
   (or taken from the model cache), then each network runs on the RTL (:func:`apps.dse.measure.run_network`);
 * ``synth``: ``family``, ``unit`` (a block of ``fpga.resources --unit``, or None) and ``key``: ``python -m
-  fpga.resources --json`` (yosys, with its own cache in ``build/synth``);
+  fpga.resources --json`` (yosys, with its own cache in ``build/synth``) on the config's Verilog as the
+  co-simulation generates and caches it (:func:`cosim.model.verilog.generate`: one elaboration per config for its
+  model and every family);
 * ``fmax``: ``board`` and ``key``: ``python -m fpga.board`` (yosys, nextpnr) and its report's Fmax.
 
 :func:`run_task` (on a worker) returns ``{"kind", "point", "worker", "seconds", "results": {name: result}}``, one
@@ -204,6 +206,10 @@ def _child_synth(task: dict, work: Path) -> dict:
     cmd = ["fpga.resources", "--config", str(_config_file(task, work)), "--family", task["family"], "--json"]
     if task.get("unit"):
         cmd += ["--unit", task["unit"]]
+    else:           # the Verilog the co-simulation generated (or generates, once, for both)
+        from cosim.model.verilog import generate
+
+        cmd += ["--verilog", str(generate(Config.from_dict(task["config"], name=task["point"])).verilog)]
     data = json.loads(_tool(cmd, work).strip().splitlines()[-1])
     return data["families"][task["family"]]
 
