@@ -155,3 +155,16 @@ def test_estimate_gives_each_family_s_counts_and_verdicts(tmp_path, monkeypatch,
         res.estimate("small", ["ice40"], unit="footprint", workdir=tmp_path)
     assert res.main(["--devices"]) == 0
     assert [d["boards"] for d in json.loads(capsys.readouterr().out)][3] == ["zcu104"]
+
+
+def test_estimate_of_a_given_verilog_does_not_elaborate(tmp_path, monkeypatch):
+    import fpga.resources as res
+
+    seen = []
+    monkeypatch.setattr(res, "synthesize", lambda config, family, workdir, verilog=None: seen.append(verilog) or
+                        {"LUT": 1, "FF": 1, "DSP": 0, "BRAM": 0, "LUTRAM": 0, "CARRY": 0, "seconds": 0.1})
+    monkeypatch.setattr(res, "top_verilog", lambda cfg: pytest.fail("elaborated although the Verilog was given"))
+    out = res.estimate("small", ["ecp5"], workdir=tmp_path, verilog="module vta_top; endmodule\n")
+    assert seen == ["module vta_top; endmodule\n"] and out["families"]["ecp5"]["LUT"] == 1
+    with pytest.raises(UsageError, match="either a unit or the config's Verilog"):
+        res.estimate("small", ["ecp5"], unit="alu", workdir=tmp_path, verilog="module vta_top; endmodule\n")

@@ -144,3 +144,20 @@ def test_a_sweep_on_a_cluster_that_loses_a_worker(tiny, tmp_path, capsys):
                       progress=None)
     assert again["stats"]["tasks_cached"] == again["stats"]["tasks"] == 4 and again["stats"]["computed"] == 0
     assert {p["name"]: p["rtl"]["conv"]["cycles"] for p in again["points"]} == cycles
+
+
+def test_fmax_is_read_from_the_board_build_s_report_and_asked_of_ecp5_boards_only(tiny, tmp_path):
+    from apps.dse.tasks import fmax_of
+    from sw.cli import UsageError
+
+    report = {"fmax": {"$glbnet$clk": {"fmax_mhz": 101.2, "target_mhz": 103.01, "pass": False},
+                       "$glbnet$jtck": {"fmax_mhz": 250.0, "target_mhz": 100.0, "pass": True}},
+              "pll_mhz": 100.0, "seconds": 2758.0}
+    assert fmax_of(report) == {"fmax_mhz": 101.2, "target_mhz": 103.01, "clock": "$glbnet$clk", "pll_mhz": 100.0,
+                               "seconds": 2758.0}
+    with pytest.raises(RuntimeError, match="names no clock"):
+        fmax_of({"fmax": {}})
+    sweep = load_sweep(None, configs=["small"], networks=[str(tiny)], boards=["ultra96"], fmax=True)
+    with pytest.raises(UsageError, match="Fmax is measured for ECP5 boards only; add the board ulx3s"):
+        run_sweep(sweep, scheduler=None, out_dir=tmp_path)
+    assert not (tmp_path / "cache").exists()
