@@ -124,21 +124,23 @@ def test_a_sweep_on_a_cluster_that_loses_a_worker(tiny, tmp_path, capsys):
     assert not alive, f"the killed worker's tasks still run: {alive}"
     st = results["stats"]
     assert st["tasks"] == 6 and len(seen) == 6                   # 3 rtl, 3 synth (one family): each counted once
-    assert st["failed"] == 1 and st["computed"] == 5 and st["cached"] == 0
+    # a result is computed, or (a task the killed worker held, whose child stored it before it died) from the cache
+    assert st["failed"] == 1 and st["computed"] + st["cached"] == 5
+    lost_cached = [o for o in seen for r in o["results"].values() if r.get("cached")]
+    assert all(any(f"-{o['kind']}-{o['point']}-" in k for k in killed["keys"]) for o in lost_cached)
     pts = {p["name"]: p for p in results["points"]}
     assert pts["small-u12_bus8"]["rtl"]["conv"]["error"].startswith("timed out after 15 s")
     assert pts["small-u12_bus8"]["synth"]["ecp5"]["LUT"] > 0         # the point's synthesis still ran
     for out in seen[:killed["before"]]:                              # finished before the kill: kept as they were
         assert pts[out["point"]][out["kind"]] == out["results"]
-    lost = killed["keys"]
-    again = [o for o in seen[killed["before"]:] if any(f"-{o['kind']}-{o['point']}-" in k for k in lost)]
+    again = [o for o in seen[killed["before"]:] if any(f"-{o['kind']}-{o['point']}-" in k for k in killed["keys"])]
     assert again and all(not o["worker"].endswith(f":{killed['pid']}") for o in again)     # ran elsewhere
     cycles = {name: pts[name]["rtl"]["conv"]["cycles"] for name in ("small", "default")}
     assert all(pts[n]["rtl"]["conv"]["exact"] for n in cycles)
     assert cycles == {"small": _onnx_cycles(tiny, "small", capsys), "default": _onnx_cycles(tiny, "default", capsys)}
     for name in ("small", "default"):
         s = pts[name]["synth"]["ecp5"]
-        assert s["LUT"] > 0 and s["devices"]["LFE5U-85F (ULX3S)"]["fits"] is True and s["cached"] is False
+        assert s["LUT"] > 0 and s["devices"]["LFE5U-85F (ULX3S)"]["fits"] is True
     # the rerun of the points that succeeded: every result from the cache, nothing submitted, nothing run
     again = run_sweep(load_sweep(None, name="tiny", **{**spec, "grid": []}), scheduler=None, out_dir=tmp_path / "out",
                       progress=None)
