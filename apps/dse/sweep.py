@@ -185,6 +185,7 @@ def run_sweep(sweep: Sweep, scheduler: str | None = "local", workers: int | None
         record(out)
         pending += more_tasks(out)
     cluster_seconds = 0.0
+    ran = "none" if todo and scheduler is None and client is None else (scheduler or "client") if todo else None
     if todo:
         if scheduler is None and client is None:
             while todo:
@@ -210,7 +211,7 @@ def run_sweep(sweep: Sweep, scheduler: str | None = "local", workers: int | None
             "points": [{"name": p.name, "values": p.values, "config": p.config.to_dict(), **points[p.name]}
                        for p in sweep.points],
             "stats": {**stats, "wall_seconds": round(time.time() - t0, 1), "cluster_start_seconds":
-                      round(cluster_seconds, 1), "scheduler": scheduler if todo or client else None}}
+                      round(cluster_seconds, 1), "scheduler": ran}}
 
 
 def _on_cluster(client, tasks, scheduler, networks, record, more_tasks) -> None:
