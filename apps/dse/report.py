@@ -20,7 +20,8 @@ from sw.tables import Column, format_table, write_markdown
 
 __all__ = ["rows", "pareto", "best", "failures", "summary", "write", "write_png", "CSV_COLUMNS"]
 
-CSV_COLUMNS = ("point", "network", "board", "part", "family", "cycles", "exact", "clock_mhz", "clock_source",
+CSV_COLUMNS = ("point", "network", "board", "part", "family", "cycles", "exact", "vta_layers", "layers", "clock_mhz",
+               "clock_source",
                "inferences_per_s", "LUT", "FF", "DSP", "BRAM", "URAM", "LUT_use", "FF_use", "DSP_use", "BRAM_use",
                "fits", "over", "fmax_mhz", "rtl_seconds", "error")
 
@@ -40,7 +41,8 @@ def rows(results: dict) -> list[dict]:
                           if "error" in res]
                 cycles = r.get("cycles") if "error" not in r else None
                 clock, source = (f["fmax_mhz"], "fmax") if "fmax_mhz" in f else (b["clock_mhz"], "board")
-                row.update(cycles=cycles, exact=r.get("exact"), clock_mhz=clock, clock_source=source,
+                row.update(cycles=cycles, exact=r.get("exact"), vta_layers=r.get("vta_layers"), layers=r.get("layers"),
+                           clock_mhz=clock, clock_source=source,
                            inferences_per_s=clock * 1e6 / cycles if cycles else None,
                            fmax_mhz=f.get("fmax_mhz"), rtl_seconds=r.get("seconds"))
                 if "error" in s:
@@ -178,15 +180,18 @@ def summary(results: dict, png_paths: dict | None = None, link_base: str | Path 
             Column("cycles", "cycles"), Column("ips", "inferences/s"), Column("LUT", "LUT"), Column("DSP", "DSP"),
             Column("BRAM", "BRAM"), Column("fit", "points that fit")]
     lines += [format_table(table, cols, markdown=True), ""]
-    lines += ["Every point (cycles per network on the RTL, all equal to the reference unless marked; resources per "
-              "part family as LUT / FF / DSP / BRAM):", ""]
+    lines += ["Every point (cycles per inference on the RTL, every tensor equal to the numpy reference unless marked, "
+              "and the layers on the accelerator of all layers: the others, such as a requantization a config without "
+              "the ALU's MUL cannot do, run on the CPU and are not in the cycles; resources per part family as LUT / FF "
+              "/ DSP / BRAM):", ""]
     families = list(dict.fromkeys(b["family"] for b in results["boards"]))
     table = []
     for p in results["points"]:
         row = {"point": f"`{p['name']}`", **p["values"]}
         for net in results["networks"]:
             r = p["rtl"].get(net["name"], {})
-            row[f"c:{net['name']}"] = "FAILED" if "error" in r else f"{r['cycles']:,}" if "cycles" in r else "-"
+            row[f"c:{net['name']}"] = "FAILED" if "error" in r else (
+                f"{r['cycles']:,} ({r['vta_layers']}/{r['layers']})") if "cycles" in r else "-"
         for fam in families:
             s = p["synth"].get(fam, {})
             row[f"f:{fam}"] = "FAILED" if "error" in s else (

@@ -20,7 +20,8 @@ def synth(lut, dsp, ok_ecp5=True, ok_xcup=True):
 
 
 def point(name, cycles, lut, dsp, ok_ecp5=True, rtl_error=None):
-    rtl = {"error": rtl_error} if rtl_error else {"cycles": cycles, "exact": True, "seconds": 1.0}
+    rtl = {"error": rtl_error} if rtl_error else {"cycles": cycles, "exact": True, "seconds": 1.0, "vta_layers": 3,
+                                                  "layers": 4}
     return {"name": name, "values": {"POST_UNIT": int(name[-1])}, "config": {}, "rtl": {"net": rtl},
             "synth": synth(lut, dsp, ok_ecp5), "fmax": {}}
 
@@ -66,7 +67,7 @@ def test_the_files(tmp_path):
     with open(written["csv"]) as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0])[:4] == ["point", "POST_UNIT", "network", "board"] and len(rows) == 12
-    assert rows[0]["cycles"] == "1000" and rows[0]["fits"] == "True"
+    assert rows[0]["cycles"] == "1000" and rows[0]["fits"] == "True" and rows[0]["vta_layers"] == "3"
     assert sorted(p.name for p in (tmp_path / "png").iterdir()) == ["t-net-ulx3s.png", "t-net-zcu104.png"]
     assert all(p.stat().st_size > 10000 for p in (tmp_path / "png").iterdir())
     doc = (tmp_path / "doc.md").read_text()
@@ -74,5 +75,5 @@ def test_the_files(tmp_path):
     assert "| net | ulx3s | `b1` | 1 | 600 | 166666.67 at 100 MHz | 300 (0%) | 20 (13%) |" in doc
     assert "- `f0` rtl net: timed out after 9 s" in doc and "![net on ulx3s](png/t-net-ulx3s.png)" in doc
     assert "| `f0` | 0 | FAILED |" in doc
-    assert "| `e1` | 1 | 400 | 900 / 450 / 200 / 10 | 900 / 450 / 200 / 10 | zcu104 |" in doc
+    assert "| `e1` | 1 | 400 (3/4) | 900 / 450 / 200 / 10 | 900 / 450 / 200 / 10 | zcu104 |" in doc
     assert not math.isnan(float(rows[0]["inferences_per_s"]))
