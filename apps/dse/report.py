@@ -102,8 +102,9 @@ def png_name(sweep: str, network: str, board: str) -> str:
 
 
 def write_png(rows_: list[dict], path: str | Path, title: str) -> None:
-    """Cycles per inference against LUTs (left) and DSPs (right) of one (network, board): the fitting points, the
-    points that do not fit (grey), and the Pareto front of the fitting ones; inferences/s on the right axis."""
+    """Cycles per inference against LUTs (left) and DSPs (right) of one (network, board): the fitting points (blue),
+    the points that do not fit (grey crosses), the Pareto front of the fitting ones (red, its points named) and the
+    best fitting point (a star); inferences/s on the right axis."""
     import matplotlib
     import numpy as np
 
@@ -111,29 +112,38 @@ def write_png(rows_: list[dict], path: str | Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     measured = [r for r in rows_ if r.get("cycles") and r.get("LUT") is not None]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.2))
     clock = measured[0]["clock_mhz"] if measured else 100.0
-    for ax, x, label in ((axes[0], "LUT", "LUTs (as the part counts them)"), (axes[1], "DSP", "DSP blocks")):
+    top = best(measured).get((measured[0]["network"], measured[0]["board"])) if measured else None
+    for ax, x, label in ((axes[0], "LUT", "LUTs (as the part's limit counts them)"), (axes[1], "DSP", "DSP blocks")):
         ok = [r for r in measured if r["fits"]]
         no = [r for r in measured if not r["fits"]]
-        ax.scatter([r[x] for r in no], [r["cycles"] for r in no], marker="x", color="0.6", label="does not fit")
-        ax.scatter([r[x] for r in ok], [r["cycles"] for r in ok], color="tab:blue", label="fits")
+        ax.scatter([r[x] for r in no], [r["cycles"] / 1e6 for r in no], marker="x", color="0.6", label="does not fit")
+        ax.scatter([r[x] for r in ok], [r["cycles"] / 1e6 for r in ok], color="tab:blue", label="fits")
         front = pareto(ok, x)
         if front:
-            ax.step([r[x] for r in front], [r["cycles"] for r in front], where="post", color="tab:red",
-                    label="Pareto front")
-        for r in measured:
-            ax.annotate(r["point"], (r[x], r["cycles"]), fontsize=7, xytext=(3, 3), textcoords="offset points",
-                        color="black" if r["fits"] else "0.5")
+            ax.step([r[x] for r in front], [r["cycles"] / 1e6 for r in front], where="post", color="tab:red",
+                    label="Pareto front (fitting points)")
+        if top is not None:
+            ax.scatter([top[x]], [top["cycles"] / 1e6], marker="*", s=220, color="gold", edgecolor="black", zorder=3,
+                       label=f"best: {top['point']}")
+        span = max((r["cycles"] for r in measured), default=1) / 1e6
+        for i, r in enumerate(sorted(front, key=lambda r: -r["cycles"])):       # labels stacked, each with an arrow
+            ax.annotate(r["point"], (r[x], r["cycles"] / 1e6), fontsize=7, xytext=(25, -12 - 13 * i),
+                        textcoords="offset points", arrowprops={"arrowstyle": "-", "color": "0.5", "lw": 0.6})
+        for r in no:
+            if r["cycles"] / 1e6 < 0.6 * span:          # the far, faster points that do not fit: named too
+                ax.annotate(r["point"], (r[x], r["cycles"] / 1e6), fontsize=7, color="0.45", xytext=(4, 4),
+                            textcoords="offset points")
         ax.set_xlabel(label)
-        ax.set_ylabel("cycles per inference")
+        ax.set_ylabel("million cycles per inference")
         ax.grid(alpha=0.3)
         if measured:
             def per_s(v):
-                return clock * 1e6 / np.maximum(v, 1e-9)
+                return clock / np.maximum(v, 1e-9)
             sec = ax.secondary_yaxis("right", functions=(per_s, per_s))
             sec.set_ylabel(f"inferences/s at {clock:g} MHz")
-        ax.legend(fontsize=8, loc="upper right")
+        ax.legend(fontsize=8, loc="center right")
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -246,7 +256,8 @@ def write(results: dict, out_dir: str | Path, png_dir: str | Path | None = None,
         for b in results["boards"]:
             sel = [r for r in rr if r["network"] == net["name"] and r["board"] == b["board"]]
             path = png_dir / png_name(results["sweep"], net["name"], b["board"])
-            write_png(sel, path, f"{net['name']} on {b['board']} ({b['label']}): {results['sweep']}")
+            write_png(sel, path, f"{net['name']} on {b['board']} ({b['label']}), sweep {results['sweep']}: "
+                                 f"{sum(1 for r in sel if r.get('fits'))} of {len(sel)} points fit")
             pngs[(net["name"], b["board"])] = path
     (out_dir / "summary.md").write_text(summary(results, pngs, out_dir))
     written = {"csv": out_dir / "points.csv", "json": out_dir / "points.json", "summary": out_dir / "summary.md",
