@@ -34,16 +34,20 @@ def _tasks_of(marker: str) -> list:
 
 
 def test_a_task_past_its_timeout_is_killed_with_everything_under_it(tmp_path):
-    task = {"kind": "synth", "point": "small", "config": {"LOG_BLOCK": 3}, "cache": str(tmp_path / "c"),
-            "timeout": 1.0, "family": "ecp5", "unit": "footprint", "key": "synth-timeout-test"}
+    from sw.config import load_config
+
+    # the whole config's synthesis (a minute of yosys at least; this config's is in no cache) past a 2 s timeout
+    cfg = load_config("small").with_changes(LOG_UOP_BUFF_SIZE=12, LOG_BUS_WIDTH=8).to_dict()
+    task = {"kind": "synth", "point": "small-u12_bus8", "config": cfg, "cache": str(tmp_path / "c"), "timeout": 2.0,
+            "family": "ecp5", "unit": None, "key": "synth-timeout-test"}
     t = time.time()
     out = run_task(task)
     assert time.time() - t < 10
     err = out["results"]["ecp5"]["error"]
-    assert err.startswith("timed out after 1 s (log: ") and out["kind"] == "synth" and out["point"] == "small"
+    assert err.startswith("timed out after 2 s (log: ") and out["kind"] == "synth" and out["point"] == "small-u12_bus8"
     assert not (tmp_path / "c").exists() or not list((tmp_path / "c").iterdir())       # a failure is not cached
     work = re.search(r"log: (.*)/log.txt", err)[1]
-    assert _tasks_of(work) == []                             # the child and its fpga.resources are gone
+    assert _tasks_of(work) == [] and _tasks_of("build/synth/small-u12_bus8.v") == []   # the child, fpga.resources, yosys
 
 
 def _start(args, log, env):
