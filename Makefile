@@ -7,7 +7,7 @@ CONFIG ?= configs/default.json
 # WAVES=1 makes co-simulation write an FST waveform (build/waves/) and print its path
 JOBS   ?= auto
 
-.PHONY: all sim test test-fast cocotb bench bench-resnet18 fuzz coverage formal verilog bitstream fpga-report clean distclean venv venv-fpga
+.PHONY: all sim test test-fast cocotb bench bench-resnet18 fuzz coverage formal verilog bitstream fpga-report dse clean distclean venv venv-fpga
 
 all: test
 
@@ -128,6 +128,15 @@ bitstream: $(FPGA_STAMP)
 REPORT_CONFIGS ?= configs/ulx3s.json configs/small.json configs/default.json
 fpga-report: $(FPGA_STAMP)
 	nice -n 5 $(PY) -m fpga.resources --report --configs $(REPORT_CONFIGS) --markdown docs/fpga.md
+
+# Design-space exploration (apps.dse, docs/dse.md): SWEEP = a file of configs/sweeps/ (default, resnet18,
+# mobilenetv2) or a path; every point built, run on the RTL and synthesised, as tasks on a Dask cluster (SCHEDULER
+# as for fuzz; WORKERS: the local cluster's processes); the report in build/dse/<sweep>/; DSE_ARGS: more flags
+SWEEP   ?= default
+WORKERS ?= 2
+DSE_ARGS ?=
+dse: $(FPGA_STAMP)
+	nice -n 5 $(PY) -m apps.dse --sweep $(SWEEP) --scheduler $(or $(SCHEDULER),none) --workers $(WORKERS)$(if $(DSE_ARGS), $(DSE_ARGS))
 
 clean:
 	rm -rf build .pytest_cache

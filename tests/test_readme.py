@@ -128,15 +128,35 @@ MAKE = {
                                                 "--target fsim"]),
     "make sim DEMO=digits-onnx": Make([f"{PY} -m apps.demo --config configs/default.json --demo digits-onnx "
                                        "--target rtl"]),
+    "make dse": Make([f"{PY} -m pip install --quiet -e '.[fpga]'",
+                      f"{PY} -m apps.dse --sweep default --scheduler local --workers 2"]),
+    "make dse SWEEP=resnet18": Make([f"{PY} -m pip install --quiet -e '.[fpga]'",
+                                     f"{PY} -m apps.dse --sweep resnet18 --scheduler local --workers 2"]),
+    "make dse SWEEP=mobilenetv2": Make([f"{PY} -m pip install --quiet -e '.[fpga]'",
+                                        f"{PY} -m apps.dse --sweep mobilenetv2 --scheduler local --workers 2"]),
+    "make dse SWEEP=resnet18 SCHEDULER=tcp://host:8786": Make(
+        [f"{PY} -m pip install --quiet -e '.[fpga]'",
+         f"{PY} -m apps.dse --sweep resnet18 --scheduler tcp://host:8786 --workers 2"]),
     "make bench-resnet18": Make([f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target fsim",
                                  f"{PY} -m apps.demo --config configs/default.json --demo resnet18 --target rtl"]),
 }
 
 RTL = ("rtl",)
 SCHEDULER = Covered("tests/cosim/verify/test_cluster.py", 'cluster.fuzz(**args, scheduler=None')
+# a sweep's command line end to end: one config (built by the suite anyway), the reduced BERT encoder, the
+# resources of one small block, in this process; the cluster path is tests/apps/dse/test_sweep.py's
+DSE = Run(["--configs", "small", "--network", "bert:reduced", "--board", "ulx3s", "--unit", "footprint",
+           "--scheduler", "none", "--out", "dse"], RTL)
+DSE_CLUSTER = Covered("tests/apps/dse/test_sweep.py", 'results = run_sweep(sweep, "tcp://", out_dir=tmp_path / "out"')
 RESNET_RTL = Covered("tests/apps/test_resnet18.py", 'res = m.run({resnet18.INPUT: x}, target="rtl")')
 
 PYTHON = {
+    f"{PY} -m apps.dse --sweep default --scheduler local --workers 2": DSE,
+    f"{PY} -m apps.dse --sweep resnet18 --scheduler local --workers 2": DSE,
+    f"{PY} -m apps.dse --sweep mobilenetv2 --scheduler local --workers 2": DSE,
+    f"{PY} -m apps.dse --sweep resnet18 --scheduler tcp://host:8786 --workers 2": DSE_CLUSTER,
+    f"{PY} -m apps.dse --sweep resnet18 --markdown docs/dse.md --png-dir docs/dse": DSE,
+    f"{PY} -m apps.dse --sweep mobilenetv2 --markdown docs/dse.md --png-dir docs/dse": DSE,
     # the test suite itself
     f"{PY} -m pytest -n auto -q --junitxml=build/test-results/pytest.xml tests": Suite(),
     f'{PY} -m pytest -n auto -q -m "not rtl and not slow and not fpga" tests': Suite(),

@@ -1,0 +1,169 @@
+"""Sweeps on the RTL: a two-point sweep of configs the suite builds anyway and a tiny network, on a real Dask
+scheduler and two workers on localhost, one of which is killed mid-sweep; a third point that times out; the rerun
+from the cache; the cycles equal to those of ``python -m apps.onnx MODEL --config C --target rtl``."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import onnx
+import psutil
+import pytest
+
+from apps.dse.spec import load_sweep
+from apps.dse.sweep import run_sweep
+from apps.dse.tasks import run_task
+from apps.onnx.__main__ import main as onnx_main
+from tests.apps.onnx.qdq import quantized
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("dse") / "conv.onnx"
+    onnx.save(quantized("conv")[0], path)
+    return path
+
+
+def _tasks_of(marker: str) -> list:
+    return [p for p in psutil.process_iter(["cmdline"]) if any(marker in a for a in (p.info["cmdline"] or []))]
+
+
+def test_a_task_past_its_timeout_is_killed_with_everything_under_it(tmp_path):
+    from sw.config import load_config
+
+    # the whole config's synthesis (a minute of yosys at least; this config's is in no cache) past a 2 s timeout
+    cfg = load_config("small").with_changes(LOG_UOP_BUFF_SIZE=12, LOG_BUS_WIDTH=8).to_dict()
+    task = {"kind": "synth", "point": "small-u12_bus8", "config": cfg, "cache": str(tmp_path / "c"), "timeout": 2.0,
+            "family": "ecp5", "unit": None, "key": "synth-timeout-test"}
+    t = time.time()
+    out = run_task(task)
+    assert time.time() - t < 10
+    err = out["results"]["ecp5"]["error"]
+    assert err.startswith("timed out after 2 s (log: ") and out["kind"] == "synth" and out["point"] == "small-u12_bus8"
+    assert not (tmp_path / "c").exists() or not list((tmp_path / "c").iterdir())       # a failure is not cached
+    work = re.search(r"log: (.*)/log.txt", err)[1]
+    assert _tasks_of(work) == [] and _tasks_of("build/synth/small-u12_bus8.v") == []   # the child, fpga.resources, yosys
+
+
+def _start(args, log, env):
+    return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _onnx_cycles(path, config, capsys) -> int:
+    capsys.readouterr()
+    assert onnx_main([str(path), "--config", config, "--target", "rtl", "--no-ort"]) == 0
+    return int(re.search(r"^cycles ([\d,]+);", capsys.readouterr().out, re.M)[1].replace(",", ""))
+
+
+@pytest.mark.rtl
+@pytest.mark.slow
+def test_a_sweep_on_a_cluster_that_loses_a_worker(tiny, tmp_path, capsys):
+    from distributed import Client
+
+    from cosim.model.build import CACHE_DIR
+    # small-u12_bus8 is a config no model cache holds: its build runs past the rtl timeout and is killed (so it
+    # never lands in a cache), while small and default, built by the suite anyway, run in a few seconds
+    spec = dict(configs=["small", "default"], grid=[{"base": "small", "LOG_UOP_BUFF_SIZE": 12, "LOG_BUS_WIDTH": 8}],
+                networks=[str(tiny)], boards=["ulx3s"], unit="footprint", timeout={"rtl": 15})
+    sweep = load_sweep(None, name="tiny", **spec)
+    assert [p.name for p in sweep.points] == ["small-u12_bus8", "small", "default"]
+    dask = str(Path(sys.executable).parent / "dask")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "")
+                                                                      .split(os.pathsep) if p]),
+               VTA_COSIM_CACHE=str(CACHE_DIR))
+    file = tmp_path / "scheduler.json"
+    log = open(tmp_path / "dask.log", "w")
+    procs = [_start([dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                     "--scheduler-file", str(file)], log, env)]
+    client = None
+    try:
+        deadline = time.time() + 60
+        while not file.exists() and time.time() < deadline:
+            time.sleep(0.2)
+        workers = [_start([dask, "worker", "--scheduler-file", str(file), "--nthreads", "1", "--nworkers", "1",
+                           "--no-dashboard", "--host", "127.0.0.1", "--name", f"w{i}"], log, env) for i in range(2)]
+        procs += workers
+        client = Client(scheduler_file=str(file), timeout=60)
+        client.wait_for_workers(2, timeout=120)
+        pids = client.run(os.getpid)
+        killed, seen = {}, []
+
+        def kill_a_busy_worker(out):
+            seen.append(out)
+            if killed:
+                return
+            busy = {a: [str(k) for k in keys] for a, keys in client.processing().items()
+                    if keys and not any("small-u12" in str(k) for k in keys)}
+            if not busy:
+                return
+            addr, keys = sorted(busy.items())[0]
+            victim = next(p for p in workers if os.getpgid(pids[addr]) == p.pid)
+            children = psutil.Process(pids[addr]).children(recursive=True)
+            os.killpg(victim.pid, signal.SIGKILL)
+            killed.update(pid=pids[addr], keys=keys, before=len(seen), children=children)
+
+        lines = []
+        results = run_sweep(sweep, "tcp://", out_dir=tmp_path / "out", client=client, progress=lines.append,
+                            on_result=kill_a_busy_worker)
+    finally:
+        if client is not None:
+            client.close()
+        for p in reversed(procs):
+            _stop(p)
+        log.close()
+    print("\n".join(lines))
+    assert killed, "no worker was busy when the first result came back"
+    gone, alive = psutil.wait_procs(killed["children"], timeout=5)
+    assert not alive, f"the killed worker's tasks still run: {alive}"
+    st = results["stats"]
+    assert st["tasks"] == 6 and len(seen) == 6                   # 3 rtl, 3 synth (one family): each counted once
+    # a result is computed, or (a task the killed worker held, whose child stored it before it died) from the cache
+    assert st["failed"] == 1 and st["computed"] + st["cached"] == 5
+    lost_cached = [o for o in seen for r in o["results"].values() if r.get("cached")]
+    assert all(any(f"-{o['kind']}-{o['point']}-" in k for k in killed["keys"]) for o in lost_cached)
+    pts = {p["name"]: p for p in results["points"]}
+    assert pts["small-u12_bus8"]["rtl"]["conv"]["error"].startswith("timed out after 15 s")
+    assert pts["small-u12_bus8"]["synth"]["ecp5"]["LUT"] > 0         # the point's synthesis still ran
+    for out in seen[:killed["before"]]:                              # finished before the kill: kept as they were
+        assert pts[out["point"]][out["kind"]] == out["results"]
+    again = [o for o in seen[killed["before"]:] if any(f"-{o['kind']}-{o['point']}-" in k for k in killed["keys"])]
+    assert again and all(not o["worker"].endswith(f":{killed['pid']}") for o in again)     # ran elsewhere
+    cycles = {name: pts[name]["rtl"]["conv"]["cycles"] for name in ("small", "default")}
+    assert all(pts[n]["rtl"]["conv"]["exact"] for n in cycles)
+    assert cycles == {"small": _onnx_cycles(tiny, "small", capsys), "default": _onnx_cycles(tiny, "default", capsys)}
+    for name in ("small", "default"):
+        s = pts[name]["synth"]["ecp5"]
+        assert s["LUT"] > 0 and s["devices"]["LFE5U-85F (ULX3S)"]["fits"] is True
+    # the rerun of the points that succeeded: every result from the cache, nothing submitted, nothing run
+    again = run_sweep(load_sweep(None, name="tiny", **{**spec, "grid": []}), scheduler=None, out_dir=tmp_path / "out",
+                      progress=None)
+    assert again["stats"]["tasks_cached"] == again["stats"]["tasks"] == 4 and again["stats"]["computed"] == 0
+    assert {p["name"]: p["rtl"]["conv"]["cycles"] for p in again["points"]} == cycles
+
+
+def test_fmax_is_read_from_the_board_build_s_report_and_asked_of_ecp5_boards_only(tiny, tmp_path):
+    from apps.dse.tasks import fmax_of
+    from sw.cli import UsageError
+
+    report = {"fmax": {"$glbnet$clk": {"fmax_mhz": 101.2, "target_mhz": 103.01, "pass": False},
+                       "$glbnet$jtck": {"fmax_mhz": 250.0, "target_mhz": 100.0, "pass": True}},
+              "pll_mhz": 100.0, "seconds": 2758.0}
+    assert fmax_of(report) == {"fmax_mhz": 101.2, "target_mhz": 103.01, "clock": "$glbnet$clk", "pll_mhz": 100.0,
+                               "seconds": 2758.0}
+    with pytest.raises(RuntimeError, match="names no clock"):
+        fmax_of({"fmax": {}})
+    sweep = load_sweep(None, configs=["small"], networks=[str(tiny)], boards=["ultra96"], fmax=True)
+    with pytest.raises(UsageError, match="Fmax is measured for ECP5 boards only; add the board ulx3s"):
+        run_sweep(sweep, scheduler=None, out_dir=tmp_path)
+    assert not (tmp_path / "cache").exists()
