@@ -11,19 +11,12 @@ from sw.fsim import FsimDevice
 _DIR_MARKS = {"cosim": "rtl", "fpga": "fpga"}   # every test below tests/cosim runs the RTL
 
 
-# tests that run the Verilator models of several configs on a cluster of their own processes: collected last, so
-# that under pytest-xdist they find the models built by the tests before them instead of holding a worker idle
-# on the build lock
-_LAST = ("tests/apps/dse/test_sweep.py::test_a_sweep_on_a_cluster_that_loses_a_worker",)
-
-
 def pytest_collection_modifyitems(items):
-    """Tiers: ``pytest -m "not rtl and not slow and not fpga"`` is the fast one (README). :data:`_LAST` last."""
+    """Tiers: ``pytest -m "not rtl and not slow and not fpga"`` is the fast one (README)."""
     for item in items:
         parts = item.path.relative_to(item.config.rootpath).parts
         if len(parts) > 2 and parts[0] == "tests" and parts[1] in _DIR_MARKS:
             item.add_marker(_DIR_MARKS[parts[1]])
-    items.sort(key=lambda item: item.nodeid in _LAST)
 
 
 CONFIG_NAMES = CONFIGS = ("default", "small", "batch2")

@@ -1,13 +1,8 @@
 """Sweeps on the RTL: a two-point sweep of configs the suite builds anyway and a tiny network, on a real Dask
 scheduler and two workers on localhost, one of which is killed mid-sweep; a third point that times out; the rerun
 from the cache; the cycles equal to those of ``python -m apps.onnx MODEL --config C --target rtl``."""
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import onnx
 import psutil
@@ -18,8 +13,7 @@ from apps.dse.sweep import run_sweep
 from apps.dse.tasks import run_task
 from apps.onnx.__main__ import main as onnx_main
 from tests.apps.onnx.qdq import quantized
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.dask_local import local_cluster
 
 
 @pytest.fixture(scope="module")
@@ -50,16 +44,6 @@ def test_a_task_past_its_timeout_is_killed_with_everything_under_it(tmp_path):
     assert _tasks_of(work) == [] and _tasks_of("build/synth/small-u12_bus8.v") == []   # the child, fpga.resources, yosys
 
 
-def _start(args, log, env):
-    return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-
-
-def _stop(proc):
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
 def _onnx_cycles(path, config, capsys) -> int:
     capsys.readouterr()
     assert onnx_main([str(path), "--config", config, "--target", "rtl", "--no-ort"]) == 0
@@ -69,63 +53,35 @@ def _onnx_cycles(path, config, capsys) -> int:
 @pytest.mark.rtl
 @pytest.mark.slow
 def test_a_sweep_on_a_cluster_that_loses_a_worker(tiny, tmp_path, capsys):
-    from distributed import Client
-
     from cosim import build_model
-    from cosim.model.build import CACHE_DIR
     # small-u12_bus8 is a config no model cache holds: its build runs past the rtl timeout and is killed (so it
-    # never lands in a cache), while small and default, whose models the suite builds anyway (built here first if
-    # this test runs before the tests that build them), run in a few seconds
+    # never lands in a cache), while small and default, whose models the suite builds anyway (here first, so that
+    # no build runs inside their tasks' timeout), run in a few seconds
     for name in ("small", "default"):
         build_model(name)
     spec = dict(configs=["small", "default"], grid=[{"base": "small", "LOG_UOP_BUFF_SIZE": 12, "LOG_BUS_WIDTH": 8}],
                 networks=[str(tiny)], boards=["ulx3s"], unit="footprint", timeout={"rtl": 12})
     sweep = load_sweep(None, name="tiny", **spec)
     assert [p.name for p in sweep.points] == ["small-u12_bus8", "small", "default"]
-    dask = str(Path(sys.executable).parent / "dask")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "")
-                                                                      .split(os.pathsep) if p]),
-               VTA_COSIM_CACHE=str(CACHE_DIR))
-    file = tmp_path / "scheduler.json"
-    log = open(tmp_path / "dask.log", "w")
-    procs = [_start([dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                     "--scheduler-file", str(file)], log, env)]
-    client = None
-    try:
-        deadline = time.time() + 60
-        while not file.exists() and time.time() < deadline:
-            time.sleep(0.2)
-        workers = [_start([dask, "worker", "--scheduler-file", str(file), "--nthreads", "1", "--nworkers", "1",
-                           "--no-dashboard", "--host", "127.0.0.1", "--name", f"w{i}"], log, env) for i in range(2)]
-        procs += workers
-        client = Client(scheduler_file=str(file), timeout=60)
-        client.wait_for_workers(2, timeout=120)
-        pids = client.run(os.getpid)
+    with local_cluster(tmp_path) as local:
         killed, seen = {}, []
 
         def kill_a_busy_worker(out):
             seen.append(out)
             if killed:
                 return
-            busy = {a: [str(k) for k in keys] for a, keys in client.processing().items()
+            busy = {a: [str(k) for k in keys] for a, keys in local.client.processing().items()
                     if keys and not any("small-u12" in str(k) for k in keys)}
             if not busy:
                 return
             addr, keys = sorted(busy.items())[0]
-            victim = next(p for p in workers if os.getpgid(pids[addr]) == p.pid)
-            children = psutil.Process(pids[addr]).children(recursive=True)
-            os.killpg(victim.pid, signal.SIGKILL)
-            killed.update(pid=pids[addr], keys=keys, before=len(seen), children=children)
+            children = psutil.Process(local.pids[addr]).children(recursive=True)
+            local.kill(addr)
+            killed.update(pid=local.pids[addr], keys=keys, before=len(seen), children=children)
 
         lines = []
-        results = run_sweep(sweep, "tcp://", out_dir=tmp_path / "out", client=client, progress=lines.append,
+        results = run_sweep(sweep, "tcp://", out_dir=tmp_path / "out", client=local.client, progress=lines.append,
                             on_result=kill_a_busy_worker)
-    finally:
-        if client is not None:
-            client.close()
-        for p in reversed(procs):
-            _stop(p)
-        log.close()
     print("\n".join(lines))
     assert killed, "no worker was busy when the first result came back"
     gone, alive = psutil.wait_procs(killed["children"], timeout=5)

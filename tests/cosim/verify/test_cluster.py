@@ -1,17 +1,12 @@
 """Regressions on a cluster: shards cover every seed once; a real Dask cluster on localhost that loses a
 worker mid-run still counts exactly what a serial run counts."""
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from cosim.verify import cluster
+from tests.dask_local import local_cluster
 
-ROOT = Path(__file__).resolve().parents[3]
 FAULT = "alu-max-imm-as-min"     # so that the counts include failures too
 
 
@@ -38,66 +33,28 @@ def test_a_round_is_steered_toward_the_holes_of_its_config():
         ("default:0-1", None, False), ("default:2-3", None, True)]
 
 
-def _start(args, log, env):
-    return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-
-
-def _stop(proc):
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)      # its own process group: the nanny, the worker, its simulator
-    proc.wait()
-
-
 @pytest.mark.rtl
 @pytest.mark.slow
 def test_killed_worker_loses_nothing_and_counts_nothing_twice(tmp_path):
-    from distributed import Client
-
-    from cosim.model.build import CACHE_DIR
-    dask = str(Path(sys.executable).parent / "dask")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "")
-                                                                      .split(os.pathsep) if p]),
-               VTA_COSIM_CACHE=str(CACHE_DIR))
     args = dict(start=500, count=24, configs=["small"], n_ops=12, shard=6, fault=FAULT, minimize=0)
     serial = cluster.fuzz(**args, scheduler=None, out_dir=tmp_path / "serial", progress=None)
 
-    file = tmp_path / "scheduler.json"
-    log = open(tmp_path / "dask.log", "w")
-    procs = [_start([dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                     "--scheduler-file", str(file)], log, env)]
-    client = None
-    try:
-        deadline = time.time() + 60
-        while not file.exists() and time.time() < deadline:
-            time.sleep(0.2)
-        workers = [_start([dask, "worker", "--scheduler-file", str(file), "--nthreads", "1", "--nworkers", "1",
-                           "--no-dashboard", "--host", "127.0.0.1", "--name", f"w{i}"], log, env) for i in range(2)]
-        procs += workers
-        client = Client(scheduler_file=str(file), timeout=60)
-        client.wait_for_workers(2, timeout=120)
-        pids = client.run(os.getpid)                              # worker address -> process id
+    with local_cluster(tmp_path) as local:
         killed = {}
 
         def kill_one_busy_worker(result):
             if killed:
                 return
-            busy = {addr: keys for addr, keys in client.processing().items() if keys}
+            busy = {addr: keys for addr, keys in local.client.processing().items() if keys}
             if not busy:
                 return
             addr, keys = sorted(busy.items())[0]
-            victim = next(p for p in workers if os.getpgid(pids[addr]) == p.pid)
-            os.killpg(victim.pid, signal.SIGKILL)
-            killed.update(addr=addr, pid=pids[addr], keys=[str(k) for k in keys])
+            local.kill(addr)
+            killed.update(addr=addr, pid=local.pids[addr], keys=[str(k) for k in keys])
 
         lines = []
-        on_cluster = cluster.fuzz(**args, client=client, out_dir=tmp_path / "cluster", progress=lines.append,
+        on_cluster = cluster.fuzz(**args, client=local.client, out_dir=tmp_path / "cluster", progress=lines.append,
                                   on_result=kill_one_busy_worker)
-    finally:
-        if client is not None:
-            client.close()
-        for p in reversed(procs):
-            _stop(p)
-        log.close()
 
     assert killed, "no worker was busy when the first shard came back"
     lost = [k.split("-", 3)[-1] for k in killed["keys"]]           # the shards the killed worker held
