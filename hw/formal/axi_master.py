@@ -230,13 +230,13 @@ def build(h, m, prop, mutant):
 
 CHECKS = [
     Check("axi-handshake", "axi-master", "ARVALID, AWVALID and WVALID held with their payload (address, length, "
-          "size, burst; data, strobes, WLAST) until READY", "bmc", 20, 12,
+          "size, burst; data, strobes, WLAST) until READY", "bmc", 20, 10,
           (Mutant("ar-waits-for-r-room", "ARVALID also waits for room in the R slice, so it can fall before "
                   "ARREADY", 14),
            Mutant("wdata-bypass", "WDATA taken from the client, not from the W slice", 8)),
           why_depth="see the module docstring", build=build),
     Check("axi-bursts", "axi-master", "every burst INCR, bus-sized, bus-aligned, at most max_burst beats and inside "
-          "one 4 KiB page", "bmc", 20, 12,
+          "one 4 KiB page", "bmc", 20, 10,
           (Mutant("boundary-8k", "the splitter cuts bursts at 8 KiB instead of 4 KiB", 8),),
           why_depth="see the module docstring", build=build),
     Check("axi-as-issued", "axi-master", "each client command becomes consecutive bursts covering exactly its "
@@ -245,14 +245,14 @@ CHECKS = [
           (Mutant("advance-one-beat", "the next burst of a command starts one beat on, not one burst on", 9),),
           why_depth="see the module docstring", build=build),
     Check("axi-wlast", "axi-master", "W beats only inside a burst announced on AW, WLAST exactly on its last beat",
-          "bmc", 20, 12, (Mutant("wlast-early", "WLAST one beat early", 8),),
+          "bmc", 20, 10, (Mutant("wlast-early", "WLAST one beat early", 8),),
           why_depth="see the module docstring", build=build),
     Check("axi-outstanding", "axi-master", "at most max_reads (2) read bursts without RLAST and max_writes (2) "
-          "write bursts without B", "bmc", 20, 12,
+          "write bursts without B", "bmc", 20, 10,
           (Mutant("ar-ignores-route-room", "ARVALID not gated by room in the routing FIFO", 10),),
           why_depth="see the module docstring", build=build),
     Check("axi-responses", "axi-master", "BREADY whenever B is offered; each R beat delivered to the client whose "
-          "command it answers, in command order, with last on the command's final beat", "bmc", 14, 12,
+          "command it answers, in command order, with last on the command's final beat", "bmc", 14, 10,
           (Mutant("last-per-burst", "a client's last on every burst's final beat", 12),),
           why_depth="see the module docstring", build=build),
 ]
