@@ -27,6 +27,7 @@ def _tasks_of(marker: str) -> list:
     return [p for p in psutil.process_iter(["cmdline"]) if any(marker in a for a in (p.info["cmdline"] or []))]
 
 
+@pytest.mark.slow
 def test_a_task_past_its_timeout_is_killed_with_everything_under_it(tmp_path):
     from sw.config import load_config
 
