@@ -1,4 +1,4 @@
-"""The compute module: GEMM, ALU, FINISH and the LOADs of UOP, ACC and ACC_8BIT."""
+"""The compute module: GEMM (and DEPTHWISE), ALU, FINISH and the LOADs of UOP, ACC and ACC_8BIT."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
@@ -369,8 +369,9 @@ class Compute(wiring.Component):
                             m.next = "HALT"
                     with m.Case(Opcode.FINISH):
                         m.next = "DRAIN"
-                    with m.Case(Opcode.GEMM, Opcode.ALU):
-                        with m.If((op == Opcode.GEMM) | alu_ok):
+                    with m.Case(Opcode.GEMM, Opcode.ALU, Opcode.DEPTHWISE):
+                        dw_ok = (op == Opcode.DEPTHWISE) if cfg.DEPTHWISE else 0
+                        with m.If((op == Opcode.GEMM) | dw_ok | ((op == Opcode.ALU) & alu_ok)):
                             m.d.comb += fp.start.eq(1)
                             m.d.sync += is_alu.eq(op == Opcode.ALU)
                             m.next = "SCAN"

@@ -5,7 +5,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.config import Config
-from sw.isa import INS_WIDTH, MemId, Opcode, alu_opcodes
+from sw.isa import INS_WIDTH, MemId, Opcode, alu_opcodes, opcodes
 from sw.registers import ERROR_CODE_BITS, ErrorCode
 
 from .interfaces import ADDR_BITS, dma_read_signature
@@ -31,7 +31,7 @@ class Fetch(wiring.Component):
 
     Checks, in this order (first failure wins; :class:`sw.registers.ErrorCode`):
 
-    1. ``BAD_OPCODE``: opcode 5..7;
+    1. ``BAD_OPCODE``: opcode 6..7, or 5 (DEPTHWISE) when the config has DEPTHWISE = 0;
     2. ``BAD_MEMORY_TYPE``: a LOAD/STORE with memory_type 6..7, a LOAD of OUT, or a STORE that is
        not a NOP (x_size != 0) of anything but OUT;
     3. ``RESERVED_DEP_FLAG``: pop_prev or push_prev on a load-module instruction (LOAD INP/WGT),
@@ -251,7 +251,7 @@ class Fetch(wiring.Component):
         is_load = op == Opcode.LOAD
         is_store = op == Opcode.STORE
         to_load = is_load & ((mt == MemId.INP) | (mt == MemId.WGT))
-        bad_opcode = op > max(Opcode)
+        bad_opcode = ~op.matches(*opcodes(self.cfg))
         bad_memory_type = (is_load | is_store) & (
             (mt > max(MemId)) | (is_load & (mt == MemId.OUT))
             | (is_store & (mem.x_size != 0) & (mt != MemId.OUT)))

@@ -10,6 +10,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.config import Config
+from sw.isa import Opcode
 
 from .layouts import insn_layouts, uop_layout
 from .sram import check_config, fan_out, merge_history, merge_rows, merge_select, read_signature, write_signature
@@ -152,6 +153,12 @@ class Gemm(wiring.Component):
     ``acc[d] = 0`` (reset) or ``acc[d] += inp[s] . wgt[w]^T`` (BATCH x BLOCK_IN times
     BLOCK_IN x BLOCK_OUT int8, int32 wrap-around).
 
+    With ``DEPTHWISE`` = 1 it also runs DEPTHWISE instructions (docs/isa.md "DEPTHWISE"): the same loop
+    nest and pipeline, but the multiplier of lane (b, j), column k takes channel j of window slot k (the inp
+    row read k micro-ops earlier in this instruction, zero before its first) instead of channel k of
+    ``inp[s]``, and C writes the lane's dot product instead of adding it to the acc row. The window is
+    BLOCK_IN - 1 registers of one inp row each beside ``inp_q``; the rest of the core is shared.
+
     Pipeline, one micro-op per cycle (II = 1), no stalls. For FPGA timing every SRAM read lands in a
     register before any logic (a block RAM's clock-to-out is long), and every arithmetic
     result is registered:
@@ -223,8 +230,11 @@ class Gemm(wiring.Component):
                          getattr(seq, f"{name}_factor_in").eq(getattr(insn, f"{name}_factor_in"))]
         reset = Signal()
         active = Signal()
+        dw = Signal()                    # this instruction is a DEPTHWISE
         with m.If(self.start):
             m.d.sync += [reset.eq(insn.reset), active.eq(1)]
+            if cfg.DEPTHWISE:
+                m.d.sync += dw.eq(insn.opcode == Opcode.DEPTHWISE)
 
         for port in (self.uop_rd, self.inp_rd, self.wgt_rd, self.acc_rd):
             m.d.comb += port.en.eq(1)
@@ -269,13 +279,25 @@ class Gemm(wiring.Component):
         # output registers of the MULT18X18D, so no route leads into or out of a multiplier
         # combinationally)
         bi, bo = cfg.BLOCK_IN, cfg.BLOCK_OUT
+        # DEPTHWISE: the window of the inp rows this instruction read, slot k = the row read k micro-ops before
+        # the one in S5 (slot 0 is inp_q itself); cleared at start, shifted as each micro-op leaves S5
+        window = [inp_q]
+        if cfg.DEPTHWISE:
+            window += [Signal(len(inp_q), name=f"dw_slot{k}", reset_less=True) for k in range(1, bi)]
+            with m.If(self.start):
+                m.d.sync += [w.eq(0) for w in window[1:]]
+            with m.Elif(dw & valid[5]):
+                m.d.sync += [window[k].eq(window[k - 1]) for k in range(1, bi)]
         rows = []
         for b in range(cfg.BATCH):
             for oc in range(bo):
                 row = []
                 for k in range(bi):
-                    row.append(registered_mul(m, platform, inp_q.word_select(b * bi + k, cfg.INP_WIDTH),
-                                              wgt_q.word_select(oc * bi + k, cfg.WGT_WIDTH), f"prod_{b}_{oc}_{k}"))
+                    a = inp_q.word_select(b * bi + k, cfg.INP_WIDTH)
+                    if cfg.DEPTHWISE:    # lane oc multiplies its own channel of slot k by its tap k
+                        a = Mux(dw, window[k].word_select(b * bi + oc, cfg.INP_WIDTH), a)
+                    row.append(registered_mul(m, platform, a, wgt_q.word_select(oc * bi + k, cfg.WGT_WIDTH),
+                                              f"prod_{b}_{oc}_{k}"))
                 rows.append(row)
         # T1..Tt: adder trees, two levels per stage, into registers
         for t in range(nt):
@@ -324,6 +346,13 @@ class Gemm(wiring.Component):
         aw_ = cfg.ACC_WIDTH
         from_w = [(wr_f.word_select(i, aw_).as_signed() + dots[i])[:aw_] for i in range(lanes)]
         from_row = [(row_q.word_select(i, aw_).as_signed() + dots[i])[:aw_] for i in range(lanes)]
+        if cfg.DEPTHWISE:        # DEPTHWISE writes the dot product itself (sign-extended), not a sum
+            dw_c = fan_out(m, dw, lanes, "dw")
+            for i in range(lanes):
+                alone = Signal(signed(aw_), name=f"dw_dot{i}")
+                m.d.comb += alone.eq(dots[i])
+                from_row[i] = Mux(dw_c[i], alone.as_unsigned(), from_row[i])
+                from_w[i] = Mux(dw_c[i], alone.as_unsigned(), from_w[i])
         with m.If(reset):
             m.d.sync += [wr_q.eq(0), wr_f.eq(0)]
         with m.Else():

@@ -44,6 +44,7 @@ _INT_KEYS = {
     "LOG_BUS_WIDTH": (6, 9, "log2 bits of the AXI4 data bus (64..512)"),
     "ALU_MUL": (0, 1, "1 = the tensor ALU implements MUL (opcode 4)"),
     "POST_UNIT": (0, 1, "1 = the compute module has the post-processing unit (ALU opcode 5, POST)"),
+    "DEPTHWISE": (0, 1, "1 = the GEMM core has its depthwise mode (opcode 5, DEPTHWISE; needs BLOCK_IN = BLOCK_OUT)"),
 }
 _STR_KEYS = {
     "TARGET": "target name (sim, tsim, pynq, ...); informational",
@@ -70,6 +71,7 @@ class Config:
     LOG_BUS_WIDTH: int = 6
     ALU_MUL: int = 1
     POST_UNIT: int = 0
+    DEPTHWISE: int = 0
     name: str = "default"
 
     # ------------------------------------------------------------------ construction
@@ -145,6 +147,10 @@ class Config:
                     f"{self.name}: key {key!r} = {log_size} gives {1 << (log_size - log_elem)} {mem} elements, "
                     f"more than the 16-bit sram_base field addresses; allowed range "
                     f"[{log_elem}, {log_elem + MEMOP_SRAM_ADDR_BITS}]")
+        if self.DEPTHWISE and self.LOG_BLOCK_IN != self.LOG_BLOCK_OUT:
+            raise ConfigError(
+                f"{self.name}: key 'DEPTHWISE' = 1 needs LOG_BLOCK_IN = LOG_BLOCK_OUT (each output lane reduces its "
+                f"own input channel), got {self.LOG_BLOCK_IN} and {self.LOG_BLOCK_OUT}")
         if self.LOG_OUT_BUFF_SIZE < self.LOG_OUT_ELEM_BYTES:
             raise ConfigError(f"{self.name}: the OUT buffer (derived from LOG_ACC_BUFF_SIZE) is smaller than one element")
         uop_bits = self.LOG_ACC_DEPTH + self.UOP_SRC_BITS + self.LOG_WGT_DEPTH

@@ -41,7 +41,8 @@ class FormatError(ValueError):
     """A format's fields do not fit its width (the config makes an SRAM index field too wide)."""
 
 __all__ = [
-    "Opcode", "MemId", "AluOp", "post_imm_error", "POST_STAGES", "POST_PARAM_ROWS", "POST_RESIDUAL_STAGE",
+    "Opcode", "opcodes", "opcode_error", "depthwise_window", "MemId", "AluOp", "post_imm_error",
+    "POST_STAGES", "POST_PARAM_ROWS", "POST_RESIDUAL_STAGE",
     "POST_RESIDUAL_STEPS", "alu_operand_text", "Field", "Format", "ISA", "Insn", "EncodeError", "isa_for",
     "STAGE_LOAD", "STAGE_COMPUTE", "STAGE_STORE", "STAGE_NAMES",
 ]
@@ -53,6 +54,35 @@ class Opcode(IntEnum):
     GEMM = 2
     FINISH = 3
     ALU = 4
+    DEPTHWISE = 5
+
+
+def opcodes(cfg) -> tuple[Opcode, ...]:
+    """The opcodes a config builds: VTA's five, and DEPTHWISE when ``DEPTHWISE`` = 1 (docs/isa.md "DEPTHWISE").
+    The one definition used by the golden model, the runtime's checks and the hardware's fetch check."""
+    return tuple(op for op in Opcode if op != Opcode.DEPTHWISE or cfg.DEPTHWISE)
+
+
+def opcode_error(cfg, opcode) -> str | None:
+    """Why ``opcode`` is not an instruction of ``cfg`` (naming the allowed ones), or None when it is."""
+    allowed = opcodes(cfg)
+    if opcode in [int(o) for o in allowed]:
+        return None
+    names = ", ".join(f"{o.value} {o.name}" for o in allowed)
+    if opcode == Opcode.DEPTHWISE:
+        return f"opcode DEPTHWISE is not built in config {cfg.name} (DEPTHWISE = 0); allowed: {names}"
+    return f"opcode = {opcode!r} is not an instruction; allowed: {names}"
+
+
+def depthwise_window(inp_rows: np.ndarray, slots: int) -> np.ndarray:
+    """The DEPTHWISE window of every micro-op execution: ``inp_rows`` (n, ...) are the inp rows the
+    executions read, in order; the result (n, slots, ...) holds, at [e, k], the row execution e - k read
+    (zero for k > e: the window starts empty at each instruction)."""
+    n = len(inp_rows)
+    out = np.zeros((n, slots) + inp_rows.shape[1:], inp_rows.dtype)
+    for k in range(min(slots, n)):
+        out[k:, k] = inp_rows[:n - k]
+    return out
 
 
 class MemId(IntEnum):
@@ -276,7 +306,7 @@ class Format:
 
 
 _HEADER = [
-    ("opcode", OPCODE_BITS, False, "0 LOAD, 1 STORE, 2 GEMM, 3 FINISH, 4 ALU"),
+    ("opcode", OPCODE_BITS, False, "0 LOAD, 1 STORE, 2 GEMM, 3 FINISH, 4 ALU, 5 DEPTHWISE (with DEPTHWISE)"),
     ("pop_prev", 1, False, "wait for a token from the previous stage before starting"),
     ("pop_next", 1, False, "wait for a token from the next stage before starting"),
     ("push_prev", 1, False, "send a token to the previous stage when done"),
@@ -384,7 +414,7 @@ class ISA:
     def kind_of(opcode: int) -> str:
         if opcode in (Opcode.LOAD, Opcode.STORE):
             return "mem"
-        if opcode in (Opcode.GEMM, Opcode.FINISH):
+        if opcode in (Opcode.GEMM, Opcode.FINISH, Opcode.DEPTHWISE):
             return "gemm"
         if opcode == Opcode.ALU:
             return "alu"
@@ -455,14 +485,14 @@ class ISA:
         """Decode a stream of instructions held as bytes (16 per instruction), vectorised per field."""
         pairs = np.ascontiguousarray(raw).view(np.uint64).reshape(-1, 2)
         lo, hi = pairs[:, 0], pairs[:, 1]
-        opcodes = (lo & np.uint64((1 << OPCODE_BITS) - 1)).astype(np.int64)
-        bad = ~np.isin(opcodes, [int(o) for o in Opcode])
+        ops = (lo & np.uint64((1 << OPCODE_BITS) - 1)).astype(np.int64)
+        bad = ~np.isin(ops, [int(o) for o in Opcode])
         if bad.any():
             i = int(np.argmax(bad))
-            raise EncodeError(f"instruction {i}: opcode = {opcodes[i]} is not an instruction; allowed: "
+            raise EncodeError(f"instruction {i}: opcode = {ops[i]} is not an instruction; allowed: "
                               + ", ".join(f"{o.value} {o.name}" for o in Opcode))
         decoded = {kind: fmt.decode_array(lo, hi) for kind, fmt in self.formats.items()}
-        kinds = [self.kind_of(int(o)) for o in opcodes]
+        kinds = [self.kind_of(int(o)) for o in ops]
         cols = {kind: {name: arr.tolist() for name, arr in d.items()} for kind, d in decoded.items()}
         out = []
         for i, kind in enumerate(kinds):
@@ -498,7 +528,8 @@ class ISA:
         loops = (f"uop[{f['uop_bgn']}:{f['uop_end']}] out={f['iter_out']} in={f['iter_in']} "
                  f"dst=({f['dst_factor_out']},{f['dst_factor_in']}) src=({f['src_factor_out']},{f['src_factor_in']})")
         if insn.kind == "gemm":
-            return (f"GEMM   {'reset   ' if f['reset'] else '        '} {deps} {loops} "
+            name = "DEPTHW" if op == Opcode.DEPTHWISE else "GEMM  "
+            return (f"{name} {'reset   ' if f['reset'] else '        '} {deps} {loops} "
                     f"wgt=({f['wgt_factor_out']},{f['wgt_factor_in']})")
         try:
             aop = AluOp(f["alu_opcode"]).name
@@ -510,6 +541,8 @@ class ISA:
         d = self.uop.decode(int(word))
         if mode == "alu":
             return f"acc[{d['dst_idx']}] op= acc[{d['src_idx']}]"
+        if mode == "depthwise":
+            return f"acc[{d['dst_idx']}] = window(inp[{d['src_idx']}]) . wgt[{d['wgt_idx']}]"
         return f"acc[{d['dst_idx']}] += inp[{d['src_idx']}] . wgt[{d['wgt_idx']}]"
 
 

@@ -29,6 +29,7 @@ from sw.isa import (
     MemId,
     Opcode,
     alu_opcode_error,
+    opcode_error,
     post_imm_error,
 )
 
@@ -164,6 +165,9 @@ def check_insn(cfg: Config, insn: Insn, dram_size: int | None = None, where: str
     """
     f = insn.f
     op = f["opcode"]
+    problem = opcode_error(cfg, op) if op == Opcode.DEPTHWISE else None
+    if problem:
+        raise InsnError(f"{where}: {problem}")
     stage = insn.stage
     for flag, queue in _FLAG_QUEUES[stage].items():
         if queue is None and f[flag]:

@@ -25,7 +25,7 @@ __all__ = ["ErrorCode", "ERROR_CODE_BITS", "IMPL_REVISION", "Register", "REGISTE
 class ErrorCode(IntEnum):
     """Cause of a stopped run, in bits 8-11 of the ``status`` register (0x40)."""
     NONE = 0
-    BAD_OPCODE = 1          # opcode 5..7
+    BAD_OPCODE = 1          # opcode 6..7, or 5 (DEPTHWISE) without DEPTHWISE
     BAD_MEMORY_TYPE = 2     # memory_type 6..7, OUT on a LOAD, not OUT on a STORE that is not a NOP
     RESERVED_DEP_FLAG = 3   # pop_prev/push_prev on a load-module insn, pop_next/push_next on a STORE
     BAD_ALU_OPCODE = 4      # alu_opcode 6..7, MUL without ALU_MUL, or POST without POST_UNIT
@@ -94,7 +94,8 @@ REGISTER_MAP = (
              "acc_writes", 32),
     Register("status", 0x40, "RO", 0, "status",
              "bit 0 busy, bit 1 finished, bit 2 error; bits 8-11 error code (sw.registers.ErrorCode: "
-             "1 bad opcode, 2 bad memory type, 3 reserved dependency flag, 4 bad ALU opcode, "
+             "1 bad opcode (6..7, or 5 DEPTHWISE without DEPTHWISE), 2 bad memory type, 3 reserved dependency flag, "
+             "4 bad ALU opcode, "
              "5 AXI error response, 6 bad UOP load, 7/8/9 load/compute/store module error); kept "
              "until the next launch"),
     Register("version", 0x44, "RO", "config", "const",
@@ -102,7 +103,7 @@ REGISTER_MAP = (
              "revision"),
     Register("config0", 0x48, "RO", "config", "const",
              "config id: LOG_INP_WIDTH 0-3, LOG_WGT_WIDTH 4-7, LOG_ACC_WIDTH 8-11, LOG_BATCH 12-15, "
-             "LOG_BLOCK_IN 16-19, LOG_BLOCK_OUT 20-23, LOG_BUS_WIDTH 24-27, ALU_MUL 28, POST_UNIT 29"),
+             "LOG_BLOCK_IN 16-19, LOG_BLOCK_OUT 20-23, LOG_BUS_WIDTH 24-27, ALU_MUL 28, POST_UNIT 29, DEPTHWISE 30"),
     Register("config1", 0x4C, "RO", "config", "const",
              "config id: LOG_UOP_BUFF_SIZE 0-7, LOG_INP_BUFF_SIZE 8-15, LOG_WGT_BUFF_SIZE 16-23, "
              "LOG_ACC_BUFF_SIZE 24-31"),
@@ -186,7 +187,7 @@ def config_words(cfg: Config | None = None) -> tuple[int, int]:
         return 0, 0
     c0 = (cfg.LOG_INP_WIDTH | cfg.LOG_WGT_WIDTH << 4 | cfg.LOG_ACC_WIDTH << 8 | cfg.LOG_BATCH << 12
           | cfg.LOG_BLOCK_IN << 16 | cfg.LOG_BLOCK_OUT << 20 | cfg.LOG_BUS_WIDTH << 24
-          | cfg.ALU_MUL << 28 | cfg.POST_UNIT << 29)
+          | cfg.ALU_MUL << 28 | cfg.POST_UNIT << 29 | cfg.DEPTHWISE << 30)
     c1 = (cfg.LOG_UOP_BUFF_SIZE | cfg.LOG_INP_BUFF_SIZE << 8 | cfg.LOG_WGT_BUFF_SIZE << 16
           | cfg.LOG_ACC_BUFF_SIZE << 24)
     return c0, c1

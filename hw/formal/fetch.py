@@ -34,7 +34,7 @@ __all__ = ["CHECKS"]
 
 INS = 128
 QUEUES = ("load", "compute", "store")
-LOAD, STORE, GEMM, FINISH, ALU = 0, 1, 2, 3, 4       # opcodes (sw.isa.Opcode)
+LOAD, STORE, GEMM, FINISH, ALU, DEPTHWISE = 0, 1, 2, 3, 4, 5       # opcodes (sw.isa.Opcode)
 UOP, WGT, INP, ACC, OUT, ACC_8BIT = range(6)        # memory types (sw.isa.MemId)
 
 
@@ -51,7 +51,7 @@ def reference(cfg, insn):
     op, mt = mem.opcode, mem.memory_type
     is_load, is_store = op == LOAD, op == STORE
     to_load = is_load & ((mt == INP) | (mt == WGT))
-    bad_opcode = op > ALU
+    bad_opcode = (op > ALU) & ~((op == DEPTHWISE) & bool(cfg.DEPTHWISE))
     bad_mem = (is_load | is_store) & ((mt > ACC_8BIT) | (is_load & (mt == OUT))
                                       | (is_store & (mem.x_size != 0) & (mt != OUT)))
     bad_dep = (to_load & (mem.pop_prev | mem.push_prev)) | (is_store & (mem.pop_next | mem.push_next))

@@ -20,7 +20,17 @@ from numpy.lib.stride_tricks import as_strided
 from sw.config import Config, load_config
 from sw.fsim.alu import alu_op, post_op
 from sw.fsim.gemm import gemm, gemm_fold
-from sw.isa import POST_PARAM_ROWS, AluOp, Insn, MemId, Opcode, expand_uops, isa_for, uop_index_error
+from sw.isa import (
+    POST_PARAM_ROWS,
+    AluOp,
+    Insn,
+    MemId,
+    Opcode,
+    depthwise_window,
+    expand_uops,
+    isa_for,
+    uop_index_error,
+)
 from sw.pipeline import InsnError, VTAError, check_insn, elem_bytes, schedule
 
 __all__ = ["FsimDevice", "COUNTER_NAMES", "DEFAULT_DRAM_BYTES"]
@@ -117,6 +127,8 @@ class FsimDevice:
                 self._gemm(insn.f)
             elif op == Opcode.ALU:
                 self._alu(insn.f)
+            elif op == Opcode.DEPTHWISE:
+                self._depthwise(insn.f)
         except InsnError as err:
             raise InsnError(f"instruction #{index} ({self.isa.disasm(insn)}): {err}") from None
 
@@ -192,6 +204,30 @@ class FsimDevice:
         if "fold" not in memo:
             memo["fold"] = gemm_fold(d, s, w)
         gemm(self.acc, self.inp, self.wgt, d, s, w, memo["fold"])
+        self.counters["gemm_counter"] += d.size
+
+    def _depthwise(self, f):
+        """DEPTHWISE (docs/isa.md): each execution e writes acc[d[e]][b, j] = sum_k window[e, k][b, j] *
+        wgt[w[e]][j, k], the window holding the inp rows executions e, e - 1, ... read (zero before the first);
+        executions are applied in order, so the last one writing a row wins."""
+        d, s, w, _ = self._indices(f, "gemm")
+        if d.size == 0:
+            return
+        if f["reset"]:
+            self.acc[d] = 0
+            return
+        rows = np.empty((d.size, self.acc.shape[1]), np.int32)
+        chunk = 4096
+        for a in range(0, d.size, chunk):
+            lo = max(0, a - self.cfg.BLOCK_IN + 1)
+            win = depthwise_window(self.inp[s[lo:a + chunk]], self.cfg.BLOCK_IN)[a - lo:]  # (n, K, B, I)
+            # sum over the window slots k of window[k][b, j] * wgt[j, k]: exact in int64
+            rows[a:a + chunk] = np.einsum("nkbj,njk->nbj", win.astype(np.int64),
+                                          self.wgt[w[a:a + chunk]].astype(np.int64)).reshape(len(win), -1)
+        last = np.full(self.acc.shape[0], -1, np.int64)
+        last[d] = np.arange(d.size)            # the last execution writing each row
+        written = np.flatnonzero(last >= 0)
+        self.acc[written] = rows[last[written]]
         self.counters["gemm_counter"] += d.size
 
     def _alu(self, f):

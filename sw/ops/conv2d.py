@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from sw.isa import MemId
 from sw.ops.base import MAX_EXTENT, MAX_PAD, TileError, _check_vt, _finish, _halves, cdiv, config
+from sw.ops.depthwise import depthwise_choice, depthwise_packed
 from sw.ops.epilogue import Epilogue, TileOperands, bias_init, packed_epilogue, vectors_2d
 from sw.ops.kernels import Gemm, Load, Store, _conv_variant, _k_conv
 from sw.ops.layout import (
@@ -275,6 +276,17 @@ def conv2d(data: np.ndarray, weight: np.ndarray, bias: npt.ArrayLike | None = No
 def _grouped(data, weight, bias, stride, padding, vt, tiles, return_counters, epi: Epilogue, groups: int, cfg):
     n, c, h, w = data.shape
     o, _, kh, kw = weight.shape
+    if groups == c == o and tiles is None:
+        plan, _ = depthwise_choice(n, c, h, w, kh, kw, stride, padding, vt, epi, cfg)
+        if plan is not None:
+            cb = cdiv(c, cfg.BLOCK_IN)
+            ho, wo = (h + 2 * padding - kh) // stride + 1, (w + 2 * padding - kw) // stride + 1
+            lowered, vectors = packed_epilogue(epi, 0, pack_layer_bias(bias, o, cb, cfg), True, cb, cfg,
+                                               rows=ho * wo)
+            y, counters = depthwise_packed(pack_conv_data(data, cfg), weight, vectors, stride, padding, lowered, plan,
+                                           return_counters=True)
+            y = epi.assemble(y if epi.planes > 1 else y[None])
+            return _finish(unpack_conv_output(y, n, c), counters, return_counters)
     bg, _, cbg, obg = block_groups(c, o, groups, cfg)
     ho, wo = (h + 2 * padding - kh) // stride + 1, (w + 2 * padding - kw) // stride + 1
     if obg * ho * wo < 3:

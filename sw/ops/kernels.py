@@ -59,6 +59,17 @@ class Gemm:
 
 
 @dataclass(frozen=True)
+class Depthwise:
+    """A DEPTHWISE instruction of a micro-kernel (plus the LOAD UOP that makes it resident)."""
+    kernel: Callable[[], None]
+    key: int = 0
+    insns = 2
+
+    def emit(self, cmd: int) -> None:
+        rt.push_depthwise_op(cmd, self.kernel, self.key)
+
+
+@dataclass(frozen=True)
 class Alu:
     """An ALU instruction of a micro-kernel; ``passes``: cycles per micro-op (2 with a tensor operand);
     ``reads_residual``: it reads an epilogue's residual rows (which must be loaded before it is queued);

@@ -23,6 +23,7 @@ from sw.runtime.api import (
     dep_push,
     load_2d,
     push_alu_op,
+    push_depthwise_op,
     push_gemm_op,
     read_barrier,
     runtime_shutdown,
@@ -57,7 +58,7 @@ from sw.targets import make_target
 __all__ = [
     "CommandQueue", "UopKernel", "RuntimeError_", "current", "current_config", "set_current", "use_target", "make_target",
     "command_handle", "buffer_alloc", "buffer_free", "buffer_copy", "buffer_cpu_ptr", "load_2d", "store_2d",
-    "uop_loop_begin", "uop_loop_end", "uop_push", "push_gemm_op", "push_alu_op", "dep_push", "dep_pop",
+    "uop_loop_begin", "uop_loop_end", "uop_push", "push_gemm_op", "push_alu_op", "push_depthwise_op", "dep_push", "dep_pop",
     "synchronize", "write_barrier", "read_barrier", "set_debug_mode", "runtime_shutdown",
     "DEBUG_DUMP_INSN", "DEBUG_DUMP_UOP", "DEBUG_SKIP_READ_BARRIER", "DEBUG_SKIP_WRITE_BARRIER",
     "DEBUG_FORCE_SERIAL", "DEBUG_ALL", "MAX_WAIT_CYCLES", "QID_LOAD", "QID_COMPUTE", "QID_STORE", "API",

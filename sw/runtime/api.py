@@ -34,8 +34,8 @@ Target = object     # a buffer handle (int) from buffer_alloc, or a DLPack tenso
 __all__ = [
     "current", "current_config", "set_current", "use_target", "command_handle", "buffer_alloc", "buffer_free",
     "buffer_copy", "buffer_cpu_ptr", "load_2d", "store_2d", "uop_loop_begin", "uop_loop_end", "uop_push",
-    "push_gemm_op", "push_alu_op", "dep_push", "dep_pop", "synchronize", "write_barrier", "read_barrier",
-    "set_debug_mode", "runtime_shutdown", "API",
+    "push_gemm_op", "push_alu_op", "push_depthwise_op", "dep_push", "dep_pop", "synchronize", "write_barrier",
+    "read_barrier", "set_debug_mode", "runtime_shutdown", "API",
 ]
 
 # ---------------------------------------------------------------------- the current runtime
@@ -219,6 +219,16 @@ def push_alu_op(cmd: int, kernel: Callable[[], None], key: object = 0) -> None:
         q.push_op(1, kernel, key)
 
 
+def push_depthwise_op(cmd: int, kernel: Callable[[], None], key: object = 0) -> None:
+    """Queue a DEPTHWISE instruction (docs/isa.md "DEPTHWISE"; configs with ``DEPTHWISE`` = 1) running the
+    micro-kernel ``kernel`` records: GEMM micro-ops (mode 0), each writing its acc row with the window of the
+    inp rows read so far dotted, lane by lane, with its wgt row. As :func:`push_gemm_op`; on a config without
+    the depthwise mode it raises :class:`sw.pipeline.InsnError` naming ``DEPTHWISE``. An extension of VTA's API."""
+    q = _queue(cmd)
+    with q.lock:
+        q.push_op(2, kernel, key)
+
+
 def dep_push(cmd: int, from_qid: int, to_qid: int) -> None:
     """Make the last queued instruction of module ``from_qid`` push a token to module ``to_qid``.
 
@@ -265,5 +275,5 @@ def runtime_shutdown() -> None:
 
 # the functions of VTA's C API, exported as tvm-ffi globals (docs/architecture.md §5)
 API = ("command_handle", "buffer_alloc", "buffer_free", "buffer_copy", "buffer_cpu_ptr", "load_2d", "store_2d",
-       "uop_loop_begin", "uop_loop_end", "uop_push", "push_gemm_op", "push_alu_op", "dep_push", "dep_pop",
-       "synchronize", "write_barrier", "read_barrier", "set_debug_mode", "runtime_shutdown")
+       "uop_loop_begin", "uop_loop_end", "uop_push", "push_gemm_op", "push_alu_op", "push_depthwise_op", "dep_push",
+       "dep_pop", "synchronize", "write_barrier", "read_barrier", "set_debug_mode", "runtime_shutdown")

@@ -50,6 +50,7 @@ from sw.isa import (
     alu_opcode_error,
     expand_uops,
     isa_for,
+    opcode_error,
     post_imm_error,
     uop_index_error,
 )
@@ -313,27 +314,34 @@ class CommandQueue:
 
     # ------------------------------------------------------------------ micro-kernels
     def push_op(self, mode: int, kernel: Callable[[], None], key: Hashable) -> None:
-        """:func:`push_gemm_op` (``mode`` 0) or :func:`push_alu_op` (``mode`` 1)."""
-        name = "push_gemm_op" if mode == 0 else "push_alu_op"
+        """:func:`push_gemm_op` (``mode`` 0), :func:`push_alu_op` (``mode`` 1) or :func:`push_depthwise_op`
+        (``mode`` 2: a kernel of GEMM micro-ops run as a DEPTHWISE instruction)."""
+        name = ("push_gemm_op", "push_alu_op", "push_depthwise_op")[mode]
         if not callable(kernel):
             raise VTAError(f"{name}: kernel must be a callable that records micro-ops, got {type(kernel).__name__}")
+        if mode == 2 and (problem := opcode_error(self.cfg, Opcode.DEPTHWISE)):
+            raise InsnError(f"{name}: {problem}")
+        uop_mode = 0 if mode == 2 else mode
         inner = python_callable(kernel)       # through tvm-ffi: the Python callable, not this call's wrapper
         try:
-            cache_key = (kernel if inner is None else inner, key)
+            # (a DEPTHWISE kernel is cached apart from the same callable pushed as GEMM: its checked fields differ)
+            cache_key = (kernel if inner is None else inner, key) + ((Opcode.DEPTHWISE,) if mode == 2 else ())
             k = self.cache.get(cache_key)
         except TypeError:
             raise VTAError(f"{name}: key {key!r} is not hashable") from None
         if k is None:
-            k = self._record(name, kernel, mode)
+            k = self._record(name, kernel, uop_mode)
             self.cache.put(cache_key, k)
-        elif k.mode != mode:
+        elif k.mode != uop_mode:
             raise VTAError(f"{name}: the kernel for key {key!r} was recorded as "
                            f"{'GEMM' if k.mode == 0 else 'ALU'}")
         op = k.checked_op
         if op is None:          # (a kernel's instruction fields are checked once: they depend on the kernel only)
             fields = k.loop_fields()
             self._check_kernel_indices(name, k, fields)
-            if mode == 0:
+            if mode == 2:
+                op = dict(opcode=Opcode.DEPTHWISE, reset=k.reset, **fields)
+            elif mode == 0:
                 op = dict(opcode=Opcode.GEMM, reset=k.reset, **fields)
             else:
                 # (the reset bit is written as VTA's runtime writes it; an ALU instruction ignores it)

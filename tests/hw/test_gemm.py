@@ -13,6 +13,7 @@ from sw.isa import Opcode, isa_for
 from tests.hw.bus_models import pack_rows, unpack_rows
 
 SMALL = load_config("small")
+SMALL_DW = SMALL.with_changes(DEPTHWISE=1)
 
 
 def gemm_insn(**f):
@@ -24,6 +25,7 @@ def gemm_insn(**f):
 
 
 def ref_gemm(cfg, acc, inp, wgt, uops, f):
+    window = np.zeros((cfg.BLOCK_IN, cfg.BATCH, cfg.BLOCK_IN), np.int64)     # DEPTHWISE: slot k read k ago
     for i_out in range(f["iter_out"]):
         for i_in in range(f["iter_in"]):
             for u in range(f["uop_bgn"], f["uop_end"]):
@@ -31,8 +33,11 @@ def ref_gemm(cfg, acc, inp, wgt, uops, f):
                 d = (dst + i_out * f["dst_factor_out"] + i_in * f["dst_factor_in"]) % cfg.ACC_DEPTH
                 s = (src + i_out * f["src_factor_out"] + i_in * f["src_factor_in"]) % cfg.INP_DEPTH
                 w = (w + i_out * f["wgt_factor_out"] + i_in * f["wgt_factor_in"]) % cfg.WGT_DEPTH
+                window = np.concatenate([inp[s][None], window[:-1]])
                 if f["reset"]:
                     acc[d] = 0
+                elif f["opcode"] == Opcode.DEPTHWISE:
+                    acc[d] = np.einsum("kbj,jk->bj", window, wgt[w].astype(np.int64))
                 else:
                     prod = inp[s].astype(np.int64) @ wgt[w].astype(np.int64).T
                     acc[d] = ((acc[d] + prod + (1 << 31)) % (1 << 32)) - (1 << 31)
@@ -209,3 +214,26 @@ def test_registered_mul_on_ecp5_is_a_registered_mult18x18d():
     with pytest.raises(ValueError, match="18x18"):
         registered_mul(m2, None, Signal(19), Signal(8), "q")
     Fragment.get(m2, None)
+
+
+def test_depthwise_window_and_overwrite():
+    """DEPTHWISE: each lane dots its own channel of the last BLOCK_IN inp rows read (zero before the
+    instruction's first) with its taps and overwrites the acc row; GEMMs around it keep accumulating, and
+    the window starts empty again at the next DEPTHWISE. Rows repeat at every pipeline distance."""
+    rng = np.random.default_rng(11)
+    uops = [(int(rng.integers(0, 6)), int(rng.integers(0, 32)), int(rng.integers(0, 32))) for _ in range(24)]
+    dw = dict(opcode=Opcode.DEPTHWISE)
+    insns = [gemm_insn(uop_end=24), gemm_insn(**dw, uop_end=24, iter_in=2, src_factor_in=1, dst_factor_in=3),
+             gemm_insn(uop_bgn=4, uop_end=20), gemm_insn(**dw, uop_bgn=2, uop_end=5),
+             gemm_insn(**dw, reset=1, uop_end=3), gemm_insn(**dw, uop_end=24, iter_out=2, wgt_factor_out=1)]
+    cycles = run_gemm(SMALL_DW, insns, uops, seed=11)
+    assert cycles[1] == 48 + 11               # II = 1 as GEMM
+
+
+def test_depthwise_default_and_batch2():
+    """The 16-lane core and two batch rows: each batch row has its own window lanes."""
+    for name, seed in (("default", 12), ("batch2", 13)):
+        cfg = load_config(name).with_changes(DEPTHWISE=1)
+        uops = [(i % 3, (7 * i) % 20, i % 2) for i in range(20)]
+        run_gemm(cfg, [gemm_insn(opcode=Opcode.DEPTHWISE, uop_end=20, iter_out=2, src_factor_out=1)], uops,
+                 seed=seed, acc_rows=8)

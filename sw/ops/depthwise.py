@@ -1,0 +1,249 @@
+"""Depthwise convolution on the GEMM core's DEPTHWISE mode (configs with ``DEPTHWISE`` = 1, docs/isa.md).
+
+A DEPTHWISE micro-op reads one inp row (a pixel's BLOCK_IN channels) into the core's window of the last
+BLOCK_IN rows read and writes, per lane j, the dot product of channel j across the window with the lane's
+taps. A tile walks its input column by column in *strips*: for r output rows per strip, each column holds
+hc = (r - 1) * stride + kh input rows, read top to bottom, so when the micro-op reads the bottom-right pixel
+of an output's kh x kw neighbourhood, pixel (ky, kx) of it was read ``(kw - 1 - kx) * hc + (kh - 1 - ky)``
+micro-ops earlier: one weight row per channel block, with each channel's taps at those slots, serves every
+output. The window must span (kw - 1) * hc + kh <= BLOCK_IN slots, which fixes r (4 rows for a 3x3 stride 1
+on 16 lanes, 2 for stride 2). Micro-ops whose window is not a whole neighbourhood (the first kw - 1 columns
+of a strip, rows between outputs) write the row of the next output of the strip, which overwrites it.
+
+A strip of r rows costs iw * hc micro-ops for r * tw outputs (iw = (tw - 1) * stride + kw input columns):
+one output per cycle and channel block at best, BLOCK_IN * kh * kw MACs a cycle, against one tap per cycle
+as a block-diagonal GEMM. :func:`plan_depthwise` tiles within the SRAMs and returns the planner's cycle
+estimate, which :func:`sw.ops.conv2d` compares with the block-diagonal plan's.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import cache, lru_cache
+
+import numpy as np
+
+from sw import runtime as rt
+from sw.config import Config
+from sw.isa import MemId
+from sw.ops.base import MAX_PAD, TileError, _cands, _halves, cdiv, config
+from sw.ops.epilogue import Epilogue, TileOperands
+from sw.ops.kernels import Depthwise, Load, Store, _f
+from sw.ops.layout import block_groups
+from sw.ops.plan import _conv_caps, _param_loads, _plan_cycles, _tail_cycles, conv2d_candidates
+from sw.ops.schedule import _Step, _Tile, run_operator
+
+__all__ = ["strip_rows", "window_slot", "pack_depthwise_weight", "DepthwisePlan", "plan_depthwise",
+           "depthwise_packed", "depthwise_uops",
+           "depthwise_choice"]
+
+
+def strip_rows(kh: int, kw: int, stride: int, cfg: Config) -> int:
+    """The most output rows a strip computes for a kh x kw kernel of ``stride`` (0: the window of BLOCK_IN
+    slots cannot hold one neighbourhood; also 0 on a config without the DEPTHWISE mode)."""
+    if not cfg.DEPTHWISE:
+        return 0
+    r = 0
+    while (kw - 1) * (r * stride + kh) + kh <= cfg.BLOCK_IN:
+        r += 1
+    return r
+
+
+def window_slot(ky: int, kx: int, hc: int, kh: int, kw: int) -> int:
+    """The window slot of tap (ky, kx) when a strip's columns hold ``hc`` input rows."""
+    return (kw - 1 - kx) * hc + (kh - 1 - ky)
+
+
+def pack_depthwise_weight(weight: np.ndarray, cb: int, hc: int, cfg: Config) -> np.ndarray:
+    """(C, 1, kh, kw) int8 depthwise weights -> (cb, BLOCK_OUT, BLOCK_IN) wgt rows: row m, lane j holds the taps
+    of channel m * BLOCK_OUT + j at their window slots (zero elsewhere and for channels past C)."""
+    c, _, kh, kw = weight.shape
+    out = np.zeros((cb * cfg.BLOCK_OUT, cfg.BLOCK_IN), np.int8)
+    for ky, kx in itertools.product(range(kh), range(kw)):
+        out[:c, window_slot(ky, kx, hc, kh, kw)] = weight[:, 0, ky, kx]
+    return out.reshape(cb, cfg.BLOCK_OUT, cfg.BLOCK_IN)
+
+
+def _strips(th: int, r: int) -> list[int]:
+    """The first output row of each strip of a tile of ``th`` rows (the last one ends at the tile's edge,
+    overlapping the one before where r does not divide th)."""
+    starts = list(range(0, th - r + 1, r))
+    if starts[-1] + r < th:
+        starts.append(th - r)
+    return starts
+
+
+def depthwise_uops(th: int, tw: int, kh: int, kw: int, s: int, iw: int, r: int) -> list[tuple[int, int]]:
+    """The (acc, inp) offsets of one channel block's micro-ops: acc rows (th, tw), inp rows (ih, iw)."""
+    hc = (r - 1) * s + kh
+    uops: list[tuple[int, int]] = []
+    for r0 in _strips(th, r):
+        strip: list[tuple[int | None, int]] = []
+        for x, a in itertools.product(range(iw), range(hc)):
+            dx, dy = x - (kw - 1), a - (kh - 1)
+            out = dx >= 0 and dy >= 0 and dx % s == 0 and dy % s == 0
+            strip.append(((r0 + dy // s) * tw + dx // s if out else None, (r0 * s + a) * iw + x))
+        nxt = None
+        for i in range(len(strip) - 1, -1, -1):        # a partial window writes the next output's row
+            d, src = strip[i]
+            nxt = d if d is not None else nxt
+            strip[i] = (nxt, src)
+        uops += strip   # type: ignore[arg-type]  # every entry now has a row: the strip's last micro-op is an output
+    return uops
+
+
+@cache
+def _k_depthwise(acc: int, inp: int, wgt: int, tm: int, th: int, tw: int, kh: int, kw: int, s: int, ih: int,
+                 iw: int, r: int):
+    """The DEPTHWISE micro-kernel of a tile: :func:`depthwise_uops` for each of ``tm`` channel blocks (the outer
+    loop: acc (tm, th, tw), inp (tm, ih, iw), wgt one row per block)."""
+    uops = depthwise_uops(th, tw, kh, kw, s, iw, r)
+
+    def kernel():
+        rt.uop_loop_begin(tm, _f(tm, th * tw), _f(tm, ih * iw), _f(tm, 1))
+        for d, src in uops:
+            rt.uop_push(0, 0, acc + d, inp + src, wgt, 0, 0, 0)
+        rt.uop_loop_end()
+    return kernel
+
+
+@dataclass(frozen=True)
+class DepthwisePlan:
+    """Tiles of tm channel blocks x th x tw outputs; strips of ``r`` rows; ``slots`` acc regions per thread;
+    ``cost``: the planner's cycles for the whole layer."""
+    tm: int
+    th: int
+    tw: int
+    r: int
+    virtual_threads: int
+    cost: float
+    slots: int = 1
+
+    @property
+    def hc(self) -> int:
+        """Input rows of a strip column."""
+        return (self.r - 1) * self.stride + self.kh
+
+    stride: int = 1
+    kh: int = 3
+
+
+def plan_depthwise(nb: int, cb: int, h: int, w: int, kh: int, kw: int, stride: int, pad: int,
+                   virtual_threads: int = 1, epilogue: Epilogue | None = None,
+                   cfg: Config | None = None) -> DepthwisePlan | None:
+    """The cheapest tiling of a depthwise convolution on the DEPTHWISE mode under the planner's cycle model
+    (:func:`sw.ops.plan._plan_cycles`), or None where the mode does not apply (no DEPTHWISE on the config, a
+    kernel wider than the window, padding beyond the LOAD's, or no tile that fits)."""
+    cfg = cfg or config()
+    epi = epilogue or Epilogue.vta()
+    return _plan_depthwise(nb, cb, h, w, kh, kw, stride, pad, virtual_threads, epi.cost_proxy, cfg)
+
+
+@lru_cache(maxsize=256)
+def _plan_depthwise(nb, cb, h, w, kh, kw, s, pad, vt, epi, cfg) -> DepthwisePlan | None:
+    rmax = strip_rows(kh, kw, s, cfg)
+    ho, wo = (h + 2 * pad - kh) // s + 1, (w + 2 * pad - kw) // s + 1
+    if rmax == 0 or pad > MAX_PAD or pad >= kh or pad >= kw or ho < 1 or wo < 1:
+        return None
+    caps = _conv_caps(cfg, vt)
+    ie, we = cfg.INP_ELEM_BYTES, cfg.WGT_ELEM_BYTES
+    best = None
+    alu = nb * cb * ho * wo * epi.passes
+    for slots, tm, th, tw in itertools.product((1, 2) if vt > 1 else (1,), _cands(cb), _cands(ho), _cands(wo)):
+        r = min(rmax, th)
+        hc = (r - 1) * s + kh
+        ih, iw = (th - 1) * s + kh, (tw - 1) * s + kw
+        if (tm * ih * iw > caps["inp"] or tm > caps["wgt"] or epi.acc_rows(tm * th * tw, tm) > caps["acc"] // slots
+                or len(_strips(th, r)) * iw * hc > caps["uop"] or th * tw * tm < 1):
+            continue
+        tiles = nb * cdiv(cb, tm) * cdiv(ho, th) * cdiv(wo, tw)
+        uops = tiles * tm * len(_strips(th, r)) * iw * hc
+        load_bytes = tiles * tm * (ih * iw * ie + we)
+        par_bytes, par_rows = _param_loads(nb * cdiv(cb, tm) * min(cdiv(ho, th) * cdiv(wo, tw), vt * slots), tm,
+                                           epi, cfg)
+        rows = tiles * (tm * ih + 1) + par_rows
+        tail = _tail_cycles(tm * th * tw, tm, epi, cfg)
+        chain = tiles * tail / max(1, vt * slots - 1)
+        insns = tiles * (tm + 8 + tm)
+        first = tm * ih * iw * ie + tm * we
+        cost = _plan_cycles(vt, load_bytes + par_bytes, rows, uops, alu + tiles * epi.alu_cycles(0, tm), insns,
+                            first, tail, cfg, chain)
+        key = (cost, slots, -tm * th * tw)
+        if best is None or key < best[0]:
+            best = (key, DepthwisePlan(tm, th, tw, r, vt, cost, slots, s, kh))
+    return None if best is None else best[1]
+
+
+def _tiles(plan: DepthwisePlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> list[_Tile]:
+    nb, cb, h, w, kh, kw, s, pad = shape
+    vt = plan.virtual_threads
+    hv = _halves(cfg, vt)
+    ho, wo = (h + 2 * pad - kh) // s + 1, (w + 2 * pad - kw) // s + 1
+    INP, WGT = int(MemId.INP), int(MemId.WGT)
+    tiles: list[_Tile] = []
+    for ti, (n, m0, h0, w0) in enumerate(itertools.product(range(nb), range(0, cb, plan.tm), range(0, ho, plan.th),
+                                                          range(0, wo, plan.tw))):
+        # an edge tile is a full-size tile that ends at the edge (it recomputes some neighbouring outputs)
+        tm = min(plan.tm, cb - m0)
+        th, tw = min(plan.th, ho), min(plan.tw, wo)
+        h0, w0 = min(h0, ho - th), min(w0, wo - tw)
+        ih, iw = (th - 1) * s + kh, (tw - 1) * s + kw
+        r0, c0 = h0 * s - pad, w0 * s - pad
+        ypb, ypa = max(0, -r0), max(0, r0 + ih - h)
+        xpb, xpa = max(0, -c0), max(0, c0 + iw - w)
+        ys, xs = ih - ypb - ypa, iw - xpb - xpa
+        if ys < 1 or xs < 1:
+            raise TileError(f"a depthwise input tile lies entirely in the padding (padding {pad})")
+        a = ti % (vt * plan.slots)
+        acc = hv["acc"][1][a % vt] + (a // vt) * (hv["acc"][0] // plan.slots)
+        b = ti % vt
+        inp, wgt = hv["inp"][1][b], hv["wgt"][1][b]
+        first = ((n * cb + m0) * h + r0 + ypb) * w + c0 + xpb
+        loads = [Load(xd, first + c * h * w, xs, ys, w, inp + c * ih * iw, INP, xpb, ypb, xpa, ypa)
+                 for c in range(tm)]
+        loads.append(Load(wd, m0, tm, 1, tm, wgt, WGT))
+        rows = tm * th * tw
+        uops = len(_strips(th, plan.r)) * iw * ((plan.r - 1) * s + kh)
+        t = _Tile(acc=a, gemm_uops=tm * uops)
+        t.steps.append(_Step(b, loads, [Depthwise(_k_depthwise(acc, inp, wgt, tm, th, tw, kh, kw, s, ih, iw,
+                                                                plan.r))]))
+        loops = ((tm, th * tw, 1), (th * tw, 1, 0))
+        t.computes += epi.actions(acc, rows, tm, loops, TileOperands(pd, cb, m0, tm), None)
+        for p, j in itertools.product(range(epi.planes), range(tm)):
+            t.stores.append(Store(acc + p * rows + j * th * tw, yd,
+                                  (((p * nb + n) * cb + m0 + j) * ho + h0) * wo + w0, tw, th, wo))
+        tiles.append(t)
+    return tiles
+
+
+def depthwise_packed(data: np.ndarray, weight: np.ndarray, vectors: np.ndarray | None, stride: int, padding: int,
+                     epi: Epilogue, plan: DepthwisePlan, return_counters: bool = False):
+    """A depthwise convolution on packed data (nb, cb, H, W, BATCH, BLOCK_IN) int8 with ``weight`` (C, 1, kh, kw)
+    int8 (C <= cb * BLOCK_IN), finished by ``epi`` as lowered for the config with its packed ``vectors``
+    (:func:`~sw.ops.epilogue.packed_epilogue`); returns (nb, cb, Ho, Wo, BATCH, BLOCK_OUT) int8 (or the planes of
+    a multi-plane epilogue)."""
+    cfg = config()
+    nb, cb, h, w = data.shape[:4]
+    _, _, kh, kw = weight.shape
+    ho, wo = (h + 2 * padding - kh) // stride + 1, (w + 2 * padding - kw) // stride + 1
+    packed = pack_depthwise_weight(weight, cb, plan.hc, cfg)
+    shape = (nb, cb, h, w, kh, kw, stride, padding)
+    return run_operator(data, packed, vectors, epi, (nb, cb, ho, wo, cfg.BATCH, cfg.BLOCK_OUT),
+                        lambda xd, wd, pd, yd, rd: _tiles(plan, cfg, shape, xd, wd, yd, pd, epi), return_counters)
+
+
+def depthwise_choice(n: int, c: int, h: int, w: int, kh: int, kw: int, stride: int, padding: int,
+                     virtual_threads: int, epi: Epilogue, cfg: Config) -> tuple[DepthwisePlan | None, float]:
+    """How :func:`sw.ops.conv2d` runs a depthwise convolution (groups = C = O) of N images of (C, H, W): the
+    DEPTHWISE plan when the mode applies and the planner estimates it faster than the block-diagonal GEMM,
+    else None; and the block-diagonal plan's estimate (cycles)."""
+    cb = cdiv(c, cfg.BLOCK_IN)
+    nb = cdiv(n, cfg.BATCH)
+    ho, wo = (h + 2 * padding - kh) // stride + 1, (w + 2 * padding - kw) // stride + 1
+    lowered = epi.lowered(cfg, ho * wo, cb)
+    bg, _, cbg, obg = block_groups(c, c, c, cfg)
+    diag = conv2d_candidates(nb * bg, cbg, obg, h, w, kh, kw, stride, padding, virtual_threads,
+                             lowered.cost_proxy, cfg, None)[0].cost
+    plan = plan_depthwise(nb, cb, h, w, kh, kw, stride, padding, virtual_threads, lowered, cfg)
+    return (plan if plan is not None and plan.cost < diag else None), diag
