@@ -13,9 +13,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sw.config import Config
 
 # The fixed widths of the ISA (docs/isa.md); they do not depend on the JSON.
 INS_WIDTH = 128
@@ -57,13 +60,13 @@ class Opcode(IntEnum):
     DEPTHWISE = 5
 
 
-def opcodes(cfg) -> tuple[Opcode, ...]:
+def opcodes(cfg: Config) -> tuple[Opcode, ...]:
     """The opcodes a config builds: VTA's five, and DEPTHWISE when ``DEPTHWISE`` = 1 (docs/isa.md "DEPTHWISE").
     The one definition used by the golden model, the runtime's checks and the hardware's fetch check."""
     return tuple(op for op in Opcode if op != Opcode.DEPTHWISE or cfg.DEPTHWISE)
 
 
-def opcode_error(cfg, opcode) -> str | None:
+def opcode_error(cfg: Config, opcode: int) -> str | None:
     """Why ``opcode`` is not an instruction of ``cfg`` (naming the allowed ones), or None when it is."""
     allowed = opcodes(cfg)
     if opcode in [int(o) for o in allowed]:

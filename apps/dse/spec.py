@@ -51,7 +51,7 @@ SWEEP_KEYS = ("name", "base", "params", "grid", "configs", "networks", "boards",
 _TAGS = {"LOG_INP_WIDTH": "iw", "LOG_WGT_WIDTH": "ww", "LOG_ACC_WIDTH": "aw", "LOG_BATCH": "n", "LOG_BLOCK": "b",
          "LOG_BLOCK_IN": "bi", "LOG_BLOCK_OUT": "bo", "LOG_UOP_BUFF_SIZE": "u", "LOG_INP_BUFF_SIZE": "i",
          "LOG_WGT_BUFF_SIZE": "w", "LOG_ACC_BUFF_SIZE": "a", "LOG_BUS_WIDTH": "bus", "ALU_MUL": "mul",
-         "POST_UNIT": "post"}
+         "POST_UNIT": "post", "DEPTHWISE": "dw"}
 
 
 def zoo_networks() -> tuple[str, ...]:

@@ -76,6 +76,7 @@ from sw.ops.base import TileError
 from sw.ops.compact import compact, with_operands
 from sw.ops.conv2d import conv2d, conv2d_packed
 from sw.ops.dense import dense, dense_packed, gemm, spare_lanes
+from sw.ops.depthwise import depthwise_choice
 from sw.ops.elementwise import add_bias, add_rescaled, relu, requantize, sum_rescaled, vadd
 from sw.ops.epilogue import Epilogue
 from sw.ops.layout import (
@@ -102,7 +103,7 @@ __all__ = [
     "conv2d_ref",
     # layouts
     "pack_dense_data", "pack_dense_weight", "unpack_dense_output", "pack_conv_data", "pack_conv_weight",
-    "unpack_conv_output", "pack_conv_output", "pack_bias", "block_groups",
+    "unpack_conv_output", "pack_conv_output", "pack_bias", "block_groups", "depthwise_choice",
     # planning
     "plan_dense", "plan_conv2d", "spare_lanes", "DensePlan", "ConvPlan", "last_counters", "TileError",
     # epilogues

@@ -39,13 +39,17 @@ __all__ = ["strip_rows", "window_slot", "pack_depthwise_weight", "DepthwisePlan"
            "depthwise_choice"]
 
 
+MAX_STRIP_ROWS = 64
+"""The most output rows of a strip (a kernel one column wide puts no bound of its own on them)."""
+
+
 def strip_rows(kh: int, kw: int, stride: int, cfg: Config) -> int:
     """The most output rows a strip computes for a kh x kw kernel of ``stride`` (0: the window of BLOCK_IN
     slots cannot hold one neighbourhood; also 0 on a config without the DEPTHWISE mode)."""
     if not cfg.DEPTHWISE:
         return 0
     r = 0
-    while (kw - 1) * (r * stride + kh) + kh <= cfg.BLOCK_IN:
+    while r < MAX_STRIP_ROWS and (kw - 1) * (r * stride + kh) + kh <= cfg.BLOCK_IN:
         r += 1
     return r
 
@@ -205,7 +209,8 @@ def _tiles(plan: DepthwisePlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> li
         loads.append(Load(wd, m0, tm, 1, tm, wgt, WGT))
         rows = tm * th * tw
         uops = len(_strips(th, plan.r)) * iw * ((plan.r - 1) * s + kh)
-        t = _Tile(acc=a, gemm_uops=tm * uops)
+        # DEPTHWISE writes every accumulator of the tile: only the epilogue's further planes start at zero
+        t = _Tile(acc=a, gemm_uops=tm * uops, reset=(acc + rows, rows * (epi.planes - 1)) if epi.planes > 1 else None)
         t.steps.append(_Step(b, loads, [Depthwise(_k_depthwise(acc, inp, wgt, tm, th, tw, kh, kw, s, ih, iw,
                                                                 plan.r))]))
         loops = ((tm, th * tw, 1), (th * tw, 1, 0))
@@ -218,7 +223,8 @@ def _tiles(plan: DepthwisePlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> li
 
 
 def depthwise_packed(data: np.ndarray, weight: np.ndarray, vectors: np.ndarray | None, stride: int, padding: int,
-                     epi: Epilogue, plan: DepthwisePlan, return_counters: bool = False):
+                     epi: Epilogue, plan: DepthwisePlan,
+                     return_counters: bool = False) -> np.ndarray | tuple[np.ndarray, dict[str, int]]:
     """A depthwise convolution on packed data (nb, cb, H, W, BATCH, BLOCK_IN) int8 with ``weight`` (C, 1, kh, kw)
     int8 (C <= cb * BLOCK_IN), finished by ``epi`` as lowered for the config with its packed ``vectors``
     (:func:`~sw.ops.epilogue.packed_epilogue`); returns (nb, cb, Ho, Wo, BATCH, BLOCK_OUT) int8 (or the planes of
@@ -237,13 +243,16 @@ def depthwise_choice(n: int, c: int, h: int, w: int, kh: int, kw: int, stride: i
                      virtual_threads: int, epi: Epilogue, cfg: Config) -> tuple[DepthwisePlan | None, float]:
     """How :func:`sw.ops.conv2d` runs a depthwise convolution (groups = C = O) of N images of (C, H, W): the
     DEPTHWISE plan when the mode applies and the planner estimates it faster than the block-diagonal GEMM,
-    else None; and the block-diagonal plan's estimate (cycles)."""
+    else None; and the block-diagonal plan's estimate (cycles; infinite where it has no tiling)."""
     cb = cdiv(c, cfg.BLOCK_IN)
     nb = cdiv(n, cfg.BATCH)
     ho, wo = (h + 2 * padding - kh) // stride + 1, (w + 2 * padding - kw) // stride + 1
     lowered = epi.lowered(cfg, ho * wo, cb)
     bg, _, cbg, obg = block_groups(c, c, c, cfg)
-    diag = conv2d_candidates(nb * bg, cbg, obg, h, w, kh, kw, stride, padding, virtual_threads,
-                             lowered.cost_proxy, cfg, None)[0].cost
+    try:
+        diag = conv2d_candidates(nb * bg, cbg, obg, h, w, kh, kw, stride, padding, virtual_threads,
+                                 lowered.cost_proxy, cfg, None)[0].cost
+    except TileError:                   # (no block-diagonal tiling: too few output blocks, say)
+        diag = float("inf")
     plan = plan_depthwise(nb, cb, h, w, kh, kw, stride, padding, virtual_threads, lowered, cfg)
     return (plan if plan is not None and plan.cost < diag else None), diag

@@ -75,18 +75,40 @@ class Conv(Handler):
 
     def placement(self, lay, xs):
         g = lay.params["groups"]
+        how = ""
         if g > 1:
+            cfg = current_config()
             o, cg, kh, kw = lay.params["weight"].shape
-            _, per, _, obg = ops.block_groups(cg * g, o, g, current_config())
             ho, wo = self._out_hw(lay, xs[0].shape[2:]) if xs[0].ndim == 4 else (1, 1)
-            if obg * ho * wo < 3:
-                return "cpu", (f"a grouped conv with a {ho}x{wo} output and {obg} output block per block-group: "
-                               f"VTA's GEMM needs 3 output blocks per tile")
+            plan = self._depthwise_plan(lay, xs) if xs[0].ndim == 4 else None
+            if plan is not None:
+                how = (f"depthwise on the DEPTHWISE mode, strips of {plan.r} output rows (the planner's estimate "
+                       f"beats the block-diagonal GEMM)")
+            else:
+                _, per, _, obg = ops.block_groups(cg * g, o, g, cfg)
+                if obg * ho * wo < 3:
+                    return "cpu", (f"a grouped conv with a {ho}x{wo} output and {obg} output block per block-group: "
+                                   f"VTA's GEMM needs 3 output blocks per tile")
+                how = (f"{'depthwise' if cg == 1 else 'grouped'}, {g} groups as {per} per block-diagonal block")
         notes = [n for n in (describe_split(lay), "im2col on the host (few input channels)"
-                             if self._im2col_pays(lay) else "",
-                             f"{'depthwise' if lay.params['weight'].shape[1] == 1 else 'grouped'}, {g} groups "
-                             f"as {per} per block-diagonal block" if g > 1 else "") if n]
+                             if self._im2col_pays(lay) else "", how) if n]
         return "vta", "; ".join(notes)
+
+    def _depthwise_plan(self, lay, xs):
+        """The DEPTHWISE plan :func:`sw.ops.conv2d` takes for this layer at the runner's two virtual threads, or None
+        (not depthwise, or the block-diagonal GEMM is estimated faster)."""
+        p = lay.params
+        o, cg, kh, kw = p["weight"].shape
+        n, c, h, w = xs[0].shape
+        if cg != 1 or o != c or p["groups"] != c or len(set(p["strides"])) != 1:
+            return None
+        t, l, b, r = p["pads"]
+        if lay.inp[0].zero_point == 0 and t == l == b == r and t < min(kh, kw):
+            pad = t
+        else:
+            h, w, pad = h + t + b, w + l + r, 0
+        epi = compact_epilogue(lay, keep_bias=False)[0]
+        return ops.depthwise_choice(n, c, h, w, kh, kw, int(p["strides"][0]), pad, 2, epi, current_config())[0]
 
     @staticmethod
     def _out_hw(lay, hw):

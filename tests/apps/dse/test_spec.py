@@ -21,9 +21,10 @@ def test_grids_and_configs_make_each_config_once_named_by_what_differs():
     assert [p.config.POST_UNIT for p in s.points] == [0, 0, 1, 1, 0, 1]
     assert s.points[1].config.to_dict() == {**load_config("small").to_dict(), "ALU_MUL": 1}
     assert s.params == ["LOG_BLOCK", "LOG_UOP_BUFF_SIZE", "LOG_INP_BUFF_SIZE", "LOG_WGT_BUFF_SIZE",
-                        "LOG_ACC_BUFF_SIZE", "ALU_MUL", "POST_UNIT"]
+                        "LOG_ACC_BUFF_SIZE", "ALU_MUL", "POST_UNIT", "DEPTHWISE"]
     assert s.points[4].values == {"LOG_BLOCK": 4, "LOG_UOP_BUFF_SIZE": 15, "LOG_INP_BUFF_SIZE": 15,
-                                  "LOG_WGT_BUFF_SIZE": 18, "LOG_ACC_BUFF_SIZE": 17, "ALU_MUL": 1, "POST_UNIT": 0}
+                                  "LOG_WGT_BUFF_SIZE": 18, "LOG_ACC_BUFF_SIZE": 17, "ALU_MUL": 1, "POST_UNIT": 0,
+                                  "DEPTHWISE": 1}
     assert s.timeout == DEFAULT_TIMEOUTS and s.boards == ["ulx3s"] and not s.fmax
     one = load_sweep(None, base="small", **NET)                        # nothing varied: the base alone
     assert [p.name for p in one.points] == ["small"] and one.params == [] and one.points[0].values == {}

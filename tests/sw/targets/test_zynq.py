@@ -95,7 +95,7 @@ def test_contiguous_memory_checks_its_arguments(tmp_path):
 def test_board_device_checks_the_bitstreams_config(tmp_path):
     mem = ContiguousMemory(_file(tmp_path, "dram", 1 << 20), phys=0x10000000)
     with pytest.raises(BoardError, match=r"was not built for config default: config0 = 0x06330533 \(config default "
-                                         r"has 0x36440533\); config1 = 0x0e0f0c0d \(config default has 0x11120f0f\)"):
+                                         r"has 0x76440533\); config1 = 0x0e0f0c0d \(config default has 0x11120f0f\)"):
         BoardDevice(Mmio(_page(tmp_path, "small")), mem, "default")
     with pytest.raises(BoardError, match=r"version = 0x00000000"):
         BoardDevice(Mmio(_file(tmp_path, "blank", 4096)), mem, "small")
