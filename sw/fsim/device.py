@@ -225,7 +225,7 @@ class FsimDevice:
             rows[a:a + chunk] = np.einsum("nkbj,njk->nbj", win.astype(np.int64),
                                           self.wgt[w[a:a + chunk]].astype(np.int64)).reshape(len(win), -1)
         last = np.full(self.acc.shape[0], -1, np.int64)
-        last[d] = np.arange(d.size)            # the last execution writing each row
+        np.maximum.at(last, d, np.arange(d.size))      # the last execution writing each row
         written = np.flatnonzero(last >= 0)
         self.acc[written] = rows[last[written]]
         self.counters["gemm_counter"] += d.size
