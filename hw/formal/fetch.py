@@ -2,7 +2,8 @@
 
 Parameterization: ``Fetch(small config, queue_depth=2, buffer_beats=4)``: a 64-bit bus (two beats per instruction,
 the assembly path with a half-instruction register), a config without ALU MUL and DEPTHWISE (so MUL is one of the
-bad ALU opcodes and 5 a bad opcode), 2-entry command queues that fill (their consumers' ready is free) and one-beat DMA commands.
+bad ALU opcodes and 5 a bad opcode), 2-entry command queues that fill (their consumers' ready is free) and one-beat
+DMA commands.
 
 Environment (assumed): the DMA server delivers data only for beats it was asked for (in order; Fetch is always
 ready). ``start``, ``insn_count``, ``insn_addr``, ``dma.cmd.ready``, the data words and the three queues' ready are
