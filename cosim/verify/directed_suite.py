@@ -29,7 +29,7 @@ def directed_calls(config: Config | str | None) -> list:
 
     cfg = load_config(config)
     d = directed
-    depthwise = [(d.depthwise_window, (), {})] if cfg.DEPTHWISE else []
+    depthwise: list[tuple] = [(d.depthwise_window, (), {})] if cfg.DEPTHWISE else []
     return [(faults.deadlock, (), {}), (faults.reserved_flag, (), {}), (faults.bad_opcode, (), {}),
             (faults.bad_memory_type, (), {}), (faults.timeout, (), {}), (programs.vector_add, ("python",), {}),
             (d.register_sweep, (), {}), (d.empty_alu, (), {}), (d.token_traffic, (), {}),

@@ -369,12 +369,12 @@ def sample_depthwise(device: FsimDevice, f: dict) -> None:
     if not d.size:
         return                                    # nothing runs
     fns["depthwise_reset"](int(f["reset"]))
-    prev = {}
-    again = set()
-    for e, row in enumerate(d.tolist()):
+    prev: dict[int, int] = {}                     # row -> the last execution writing it
+    again: set[str] = set()
+    for i, row in enumerate(d.tolist()):
         if row in prev:
-            again.add("again next" if prev[row] == e - 1 else "again later")
-        prev[row] = e
+            again.add("again next" if prev[row] == i - 1 else "again later")
+        prev[row] = i
     for b in again or {"distinct"}:
         fns["depthwise_dst"](b)
     if f["reset"]:

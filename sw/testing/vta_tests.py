@@ -619,8 +619,10 @@ def depthwise(api_kind: str = "python", seed: int = 0, height: int = 5, width: i
     counters = _counters(rt.synchronize(cmd, 1 << 31))
     y = from_device(rt, cmd, yd, (4, height, width, B, I), np.int8)
     xp = np.pad(x.astype(np.int64), ((pad, k - 1 - pad), (pad, k - 1 - pad), (0, 0), (0, 0)))
-    acc = sum(xp[ky:ky + height, kx:kx + width] * taps[:, ky, kx].astype(np.int64)
-              for ky in range(k) for kx in range(k))
+    acc = np.zeros((height, width, B, I), np.int64)
+    for ky in range(k):
+        for kx in range(k):
+            acc += xp[ky:ky + height, kx:kx + width] * taps[:, ky, kx].astype(np.int64)
     for h in (xd, wd, yd):
         rt.buffer_free(h)
     return {"result": y, "expected": _planes(acc), "counters": counters}
