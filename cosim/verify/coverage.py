@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[COVERAGE_DIR_ENV] = str(jobs)
         import cosim
         failures = regress.compare(regress.program_names(cfg), cfg, coverage=True)
-        failures += check_directed(cosim.run_many(directed_calls(), config=cfg, coverage=True, watchdog_cycles=2000))
+        failures += check_directed(cosim.run_many(directed_calls(cfg), config=cfg, coverage=True, watchdog_cycles=2000))
         for first in range(0, args.fuzz, 100):
             failures += regress.fuzz(list(range(first, min(first + 100, args.fuzz))), cfg, coverage=True)
         for f in failures:

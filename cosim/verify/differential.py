@@ -30,9 +30,9 @@ __all__ = ["CHECK_BYTES", "PAGE", "program_names", "program_check", "fuzz_check"
 
 def program_names(cfg: Config) -> list:
     """The reference programs a config runs (MUL ones only where MUL is built, POST ones only where the
-    post-processing unit is; elsewhere the runtime rejects them)."""
+    post-processing unit is, DEPTHWISE ones only where the depthwise mode is; elsewhere the runtime rejects them)."""
     return [n for n in programs.PROGRAMS if (cfg.ALU_MUL or not n.startswith("alu[mul"))
-            and (cfg.POST_UNIT or not n.startswith("post["))]
+            and (cfg.POST_UNIT or not n.startswith("post[")) and (cfg.DEPTHWISE or not n.startswith("depthwise"))]
 
 
 def program_check(name: str) -> dict:

@@ -7,6 +7,7 @@ command queues). Each returns the result of :func:`~cosim.verify.raw.run_raw` (o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["register_sweep", "address_sweep", "high_window", "top_fetch", "field_sweep", "empty_alu", "token_traffic",
            "token_fill", "queue_fill", "held_pushes", "token_saturate", "huge_transfers", "index_sweep", "loop_sweep",
-           "FETCH_REFUSALS", "refusals_of", "fetch_refusals", "fetch_huge"]
+           "FETCH_REFUSALS", "refusals_of", "fetch_refusals", "fetch_huge", "depthwise_window", "compute_reference"]
 
 
 def register_sweep() -> dict:
@@ -435,17 +436,21 @@ FETCH_REFUSALS = (("BAD_ALU_OPCODE", dict(opcode=Opcode.ALU, alu_opcode=7, uop_b
 
 def refusals_of(cfg: Config) -> tuple:
     """(error code, instruction) of each refusal of :func:`fetch_refusals` on ``cfg``: :data:`FETCH_REFUSALS`, then
-    the ALU opcodes the config does not build (MUL without ALU_MUL, POST without POST_UNIT: ``BAD_ALU_OPCODE``)."""
+    the ALU opcodes the config does not build (MUL without ALU_MUL, POST without POST_UNIT: ``BAD_ALU_OPCODE``), then
+    DEPTHWISE without the depthwise mode (opcode 5: ``BAD_OPCODE``)."""
     unbuilt = [op for op, flag in ((AluOp.MUL, cfg.ALU_MUL), (AluOp.POST, cfg.POST_UNIT)) if not flag]
+    depthwise = () if cfg.DEPTHWISE else (
+        ("BAD_OPCODE", dict(opcode=Opcode.DEPTHWISE, uop_bgn=0, uop_end=1, iter_out=1, iter_in=1)),)
     return FETCH_REFUSALS + tuple(("BAD_ALU_OPCODE", dict(opcode=Opcode.ALU, alu_opcode=int(op), use_imm=1, imm=0,
                                                           uop_bgn=0, uop_end=1, iter_out=1, iter_in=1))
-                                  for op in unbuilt)
+                                  for op in unbuilt) + depthwise
 
 
 def fetch_refusals() -> list:
     """The instructions fetch refuses that the fault programs do not make (:func:`refusals_of` the current config: an
     ALU opcode 6-7 or one the config does not build, a LOAD of OUT, a STORE of another type, a STORE with a dependency
-    flag of compute's side); each stream must stop with the error code its result's ``code`` names."""
+    flag of compute's side, DEPTHWISE where it is not built); each stream must stop with the error code its result's
+    ``code`` names."""
     cfg = runtime.current().cfg
     return [dict(run_raw([insn, dict(opcode=Opcode.FINISH)]), code=code) for code, insn in refusals_of(cfg)]
 
@@ -465,3 +470,124 @@ def fetch_huge(beat: int = 256) -> dict:
             return run_raw([0], at=at, count=(1 << 32) - 1)
     finally:
         q.dram[at:] = saved
+
+
+# ---------------------------------------------------------------------- DEPTHWISE (configs with DEPTHWISE)
+def compute_reference(cfg: Config, acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, uops: Sequence[tuple],
+                      f: dict) -> None:
+    """One GEMM or DEPTHWISE instruction ``f`` (docs/isa.md) on host copies, in place, one micro-op execution at a
+    time: ``acc`` (rows, BATCH, BLOCK_OUT) int64, ``inp`` (rows, BATCH, BLOCK_IN), ``wgt`` (rows, BLOCK_OUT, BLOCK_IN),
+    ``uops`` [(dst, src, wgt)] the micro-op SRAM. A GEMM adds ``inp[src] . wgt[wgt]^T`` (int32 wrap-around); a
+    DEPTHWISE keeps the window of the last BLOCK_IN inp rows it read (slot 0 this execution's, zero before its first)
+    and overwrites ``acc[dst][b][j]`` with ``sum_k window[k][b][j] * wgt[wgt][j][k]``; with reset the row is set to 0."""
+    window = np.zeros((cfg.BLOCK_IN, cfg.BATCH, cfg.BLOCK_IN), np.int64)
+    depthwise = f["opcode"] == Opcode.DEPTHWISE
+    for i in range(f["iter_out"]):
+        for j in range(f["iter_in"]):
+            for ud, us, uw in uops[f["uop_bgn"]:f["uop_end"]]:
+                d = ud + i * f.get("dst_factor_out", 0) + j * f.get("dst_factor_in", 0)
+                s = us + i * f.get("src_factor_out", 0) + j * f.get("src_factor_in", 0)
+                w = uw + i * f.get("wgt_factor_out", 0) + j * f.get("wgt_factor_in", 0)
+                window = np.concatenate([inp[s][None].astype(np.int64), window[:-1]])
+                if f.get("reset"):
+                    acc[d] = 0
+                elif depthwise:
+                    acc[d] = np.einsum("kbj,jk->bj", window, wgt[w].astype(np.int64))
+                else:
+                    total = acc[d] + inp[s].astype(np.int64) @ wgt[w].astype(np.int64).T
+                    acc[d] = (total + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def depthwise_window() -> dict:
+    """DEPTHWISE's edges in one raw stream (configs with DEPTHWISE), every result checked on all 32 bits (four byte
+    planes per acc row, SHR 8 between the stores) against :func:`compute_reference`:
+
+    - extremes: -128 x -128 and -128 x 127 in every slot, the window filling up one execution at a time (each
+      execution its own row, BLOCK_IN + 2 of them: the sums grow to BLOCK_IN products and stay there), and an
+      alternating -128 / 127 window;
+    - a window across loop boundaries: three micro-ops x 3 inner x 3 outer iterations, each execution its own row
+      (every slot of every window seen), right after a DEPTHWISE whose window held -128 rows (the window starts empty
+      at each instruction);
+    - overwrite against accumulate: GEMM, DEPTHWISE, GEMM back to back on the same rows (loaded with nonzero values);
+    - reset: a DEPTHWISE with reset zeroes loaded rows; rows written by five consecutive executions (the last one's
+      value stays) and one written again two executions later.
+
+    Returns the :func:`~cosim.verify.raw.run_raw` result with ``result`` and ``expected``: (4, rows, BATCH, BLOCK_OUT)
+    int8, byte plane k of every acc row."""
+    q = runtime.current()
+    cfg, isa = q.cfg, q.isa
+    B, K, O = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
+    rng = np.random.default_rng(5)
+    inp = rng.integers(-128, 128, size=(32, B, K)).astype(np.int8)
+    inp[0], inp[1] = -128, 127
+    wgt = rng.integers(-128, 128, size=(8, O, K)).astype(np.int8)
+    wgt[0], wgt[1] = -128, 127
+    uops: list[tuple] = []
+    program: list[dict] = []            # the compute instructions, in order
+
+    def insn(opcode, kernel, **f):
+        program.append(dict(opcode=opcode, uop_bgn=len(uops), uop_end=len(uops) + len(kernel), **f))
+        uops.extend(kernel)
+    dw, gemm = Opcode.DEPTHWISE, Opcode.GEMM
+    # extremes: rows [0, K + 2), [K + 2, 2 K + 4), [2 K + 4, 3 K + 4)
+    a, b, c = 0, K + 2, 2 * K + 4
+    insn(dw, [(a, 0, 0)], iter_out=1, iter_in=K + 2, dst_factor_in=1)
+    insn(dw, [(b, 0, 1), (b + 1, 1, 1)], iter_out=1, iter_in=K // 2 + 1, dst_factor_in=2)
+    insn(dw, [(c, 0, 1)], iter_out=1, iter_in=K, dst_factor_in=1)
+    # the window across inner and outer iterations: 27 rows
+    x = 3 * K + 4
+    insn(dw, [(x, 2, 2), (x + 1, 3, 3), (x + 2, 4, 4)], iter_out=3, iter_in=3, dst_factor_out=9, dst_factor_in=3,
+         src_factor_out=5, src_factor_in=1, wgt_factor_out=1)
+    # overwrite against accumulate: 4 rows
+    y = x + 27
+    insn(gemm, [(y + i, 20 + i, 2) for i in range(4)], iter_out=1, iter_in=1)
+    insn(dw, [(y + i, 24 + i, 3) for i in range(4)], iter_out=1, iter_in=1)
+    insn(gemm, [(y + i, 28 + i, 4) for i in range(4)], iter_out=1, iter_in=1)
+    # reset, then rows written again by the next execution and two executions later: 8 rows
+    z = y + 4
+    insn(dw, [(z, 0, 0)], iter_out=1, iter_in=4, dst_factor_in=1, reset=1)
+    insn(dw, [(z + 4, 5 + i, 5) for i in range(5)], iter_out=2, iter_in=1, dst_factor_out=1, src_factor_out=7)
+    insn(dw, [(z + 6, 17, 6), (z + 7, 18, 6), (z + 6, 19, 7)], iter_out=1, iter_in=1)
+    rows = z + 8
+    acc0 = rng.integers(-2**20, 2**20, size=(rows, B, O)).astype(np.int32)
+    expected = acc0.astype(np.int64)
+    for f in program:
+        compute_reference(cfg, expected, inp, wgt, uops, f)
+    shr = len(uops)                                              # the ALU's micro-op: acc[i] >>= 8
+    words = [isa.encode_uop(d, s, w) for d, s, w in uops] + [isa.encode_uop(0, 0)]
+
+    # device memory: micro-ops, inp, wgt and acc rows, then the four planes, each part page-aligned
+    parts = [np.array(words, "<u4").view(np.uint8), inp.view(np.uint8).reshape(-1), wgt.view(np.uint8).reshape(-1),
+             acc0.view(np.uint8).reshape(-1)]
+    out_bytes = 4 * rows * cfg.OUT_ELEM_BYTES
+    offsets, size = [], 0
+    for part in parts + [np.zeros(out_bytes, np.uint8)]:
+        offsets.append(size)
+        size += -(-part.size // 4096) * 4096
+    h = q.alloc(size)
+    base = q.memory.get(h).phys
+    for off, part in zip(offsets, parts):
+        q.dram[base + off:base + off + part.size] = part
+    at = [base + off for off in offsets]
+
+    def load(mem, addr, n, eb, **flags):
+        return dict(opcode=Opcode.LOAD, memory_type=mem, sram_base=0, dram_base=addr // eb, y_size=1, x_size=n,
+                    x_stride=n, **flags)
+    stream = [load(MemId.INP, at[1], len(inp), cfg.INP_ELEM_BYTES),
+              load(MemId.WGT, at[2], len(wgt), cfg.WGT_ELEM_BYTES, push_next=1),
+              load(MemId.UOP, at[0], len(words), cfg.UOP_ELEM_BYTES, pop_prev=1),
+              load(MemId.ACC, at[3], rows, cfg.ACC_ELEM_BYTES), *program]
+    stream[-1] = dict(stream[-1], push_next=1)
+    for k in range(4):
+        if k:
+            stream.append(dict(opcode=Opcode.ALU, alu_opcode=AluOp.SHR, use_imm=1, imm=8, uop_bgn=shr, uop_end=shr + 1,
+                               iter_out=1, iter_in=rows, dst_factor_in=1, src_factor_in=1, pop_next=1, push_next=1))
+        stream.append(dict(opcode=Opcode.STORE, memory_type=MemId.OUT, sram_base=0,
+                           dram_base=at[4] // cfg.OUT_ELEM_BYTES + k * rows, y_size=1, x_size=rows, x_stride=rows,
+                           pop_prev=1, push_prev=1))
+    stream.append(dict(opcode=Opcode.FINISH, pop_next=1))
+    out = run_raw(stream)
+    planes = q.dram[at[4]:at[4] + out_bytes].copy().view(np.int8).reshape(4, rows, B, O)
+    q.free(h)
+    want = np.stack([(expected >> (8 * k)).astype(np.int8) for k in range(4)])
+    return dict(out, result=planes, expected=want)

@@ -9,22 +9,27 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from sw.config import Config, load_config
+
 from . import directed, faults
 from .directed import FETCH_REFUSALS
 
 __all__ = ["directed_calls", "AXI_CASES", "check_directed"]
 
 
-def directed_calls() -> list:
-    """The directed programs of ``make coverage`` beside the regression: each error the hardware reports
+def directed_calls(config: Config | str | None) -> list:
+    """The directed programs of ``make coverage`` beside the regression on ``config``: each error the hardware reports
     (cosim.verify.faults, fetch's refusals, the AXI error responses), the accelerator working again after them, the
     register and field sweeps, token traffic, device memory at the top of the bus, and the programs for the bits only
     extreme values reach (huge transfers, the index and loop sweeps, saturated token queues, held pushes, full
-    command queues), and a conv2d with a residual (acc loads beside GEMMs of the other bank)."""
+    command queues), a conv2d with a residual (acc loads beside GEMMs of the other bank), and on a config with
+    DEPTHWISE its edges (:func:`cosim.verify.directed.depthwise_window`, call 27; the last call stays last)."""
     from sw.testing import vta_tests as programs
     from sw.testing import workloads
 
+    cfg = load_config(config)
     d = directed
+    depthwise: list[tuple] = [(d.depthwise_window, (), {})] if cfg.DEPTHWISE else []
     return [(faults.deadlock, (), {}), (faults.reserved_flag, (), {}), (faults.bad_opcode, (), {}),
             (faults.bad_memory_type, (), {}), (faults.timeout, (), {}), (programs.vector_add, ("python",), {}),
             (d.register_sweep, (), {}), (d.empty_alu, (), {}), (d.token_traffic, (), {}),
@@ -34,7 +39,7 @@ def directed_calls() -> list:
             (d.loop_sweep, (), {}), (d.token_saturate, (), {}), (d.held_pushes, (), {}), (d.queue_fill, (), {}),
             # (several tiles of two reduction steps: the residual loads run beside the next tile's GEMMs)
             (workloads.run_conv2d_workload, (None, None, 28, 28, 64, 32, 3, 1, 1, 2, True, None, 0, True), {}),
-            (d.empty_alu, (), {})]   # (a last launch clears the counters)
+            *depthwise, (d.empty_alu, (), {})]   # (a last launch clears the counters)
 
 
 # the AXI error responses of the directed programs: a fetch beat, a load beat, two write beats
@@ -95,6 +100,11 @@ def check_directed(results: Sequence[dict]) -> list:
             bad.append(f"queue_fill, the {name} queue: {r['error']} {r['message'][:300]}, {r['changed']} bytes changed")
     if not results[26].get("ok"):
         bad.append("conv2d with a residual (its loads beside the GEMMs): differs from numpy")
+    if len(results) > 28:                   # the config has DEPTHWISE: its edges at 27
+        dw = results[27]
+        if dw["error"] or not np.array_equal(dw["result"], dw["expected"]):
+            wrong = int(np.count_nonzero(dw["result"] != dw["expected"]))
+            bad.append(f"depthwise_window: {dw['error']} {dw['message'][:300]}, {wrong} bytes differ from the reference")
     held = results[24].get("counters") or {}
     if results[24]["error"] or results[24]["changed"] or (held.get("tokens_g2l"), held.get("tokens_g2s")) != (255, 255):
         bad.append(f"held_pushes: {results[24]['error']} {results[24]['message'][:300]}, tokens "

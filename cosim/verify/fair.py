@@ -44,7 +44,7 @@ def accesses(cfg: Config, f: dict) -> list[tuple[str, bool, int, int]]:
         return [("dram", False, lo, hi), (sram, True, 0, 1)]
     if op == Opcode.FINISH:
         return []
-    if op == Opcode.GEMM:
+    if op in (Opcode.GEMM, Opcode.DEPTHWISE):
         return [("inp", False, 0, 1), ("wgt", False, 0, 1), ("acc", True, 0, 1), ("uop", False, 0, 1)]
     return [("acc", True, 0, 1), ("uop", False, 0, 1)]
 

@@ -9,7 +9,10 @@ are not a whole number of bus beats). Each POST (on a config with POST_UNIT) is 
 executes it, on the values it computes (:func:`sample_post`): with or without the residual x the unit's fast or
 irregular kernel shape, why a kernel is irregular, each stage clipping (MAX, MIN) or wrapping (ADD, MUL, a left
 SHR, the residual's ADD), each SHR stage's shift amounts, with the residual each of its own steps' operands
-the identity or not, and the parameter rows at either end of imm's range. Backpressure on the memory port is
+the identity or not, and the parameter rows at either end of imm's range. Each DEPTHWISE (on a config with DEPTHWISE)
+is sampled as the golden model executes it (:func:`sample_depthwise`): reset, whether its window gets full (BLOCK_IN
+executions) and how many loop iterations a window spans, which loop boundaries windows cross, and whether a row is
+written again by the next execution or a later one. Backpressure on the memory port is
 sampled from the RTL run (:func:`sample_backpressure`, the AXI checker's stall counters: cosim/sim/axi_monitor.py).
 
 Coverage travels as plain counts, ``{item: {bin: hits}}``: :func:`snapshot` reads this process's, :func:`delta`
@@ -40,8 +43,9 @@ from sw.isa import (
 )
 from sw.pipeline import elem_bytes
 
-__all__ = ["sampled", "sample_stream", "sample_post", "sample_backpressure", "snapshot", "delta", "merge", "report",
-           "holes", "bins_total", "steer", "wants_stalls", "ROOT", "BACKPRESSURE", "POST_IRREGULAR", "SHIFT_CLASSES"]
+__all__ = ["sampled", "sample_stream", "sample_post", "sample_depthwise", "sample_backpressure", "snapshot", "delta",
+           "merge", "report", "holes", "bins_total", "steer", "wants_stalls", "ROOT", "BACKPRESSURE", "POST_IRREGULAR",
+           "SHIFT_CLASSES", "DW_WINDOW", "DW_CROSSES", "DW_DST"]
 
 ROOT = "vta"
 SIZE_CLASSES = ("1", "2-3", "4+")
@@ -77,6 +81,19 @@ def _post_bins() -> dict:
         "residual_step": [(j, op.name, c) for j, op in enumerate(POST_RESIDUAL_STEPS) for c in ("identity", "other")],
         "imm": ["first", "inside", "last"],
     }
+
+
+# DEPTHWISE: how many executions' rows its fullest window holds ("partial": fewer than BLOCK_IN, so a zero slot is
+# left; "full": BLOCK_IN) x how many loop iterations (inner iterations of the loop nest) those rows come from
+DW_WINDOW = tuple((fill, span) for fill in ("partial", "full") for span in ("1", "2", "3+"))
+# the loop boundaries a window crosses (holds rows of an earlier inner, or outer, iteration)
+DW_CROSSES = ("none", "iter_in", "iter_out", "both")
+# rows written more than once: every row once, a row written again by the very next execution, or by a later one
+DW_DST = ("distinct", "again next", "again later")
+
+
+def _depthwise_bins() -> dict:
+    return {"reset": [0, 1], "window": list(DW_WINDOW), "crosses": list(DW_CROSSES), "dst": list(DW_DST)}
 
 
 def _size_class(n: int) -> str:
@@ -130,7 +147,8 @@ def _define(cfg) -> dict:
 
     @CoverPoint(f"{ROOT}.insn.opcode_mem", xf=lambda k: k,
                 bins=[("LOAD", m) for m in LOADS] + [("LOAD", "NOP"), ("STORE", "OUT"), ("STORE", "NOP"),
-                                                     ("GEMM", "-"), ("ALU", "-"), ("FINISH", "-")])
+                                                     ("GEMM", "-"), ("ALU", "-"), ("FINISH", "-")]
+                + [("DEPTHWISE", "-")] * bool(cfg.DEPTHWISE))
     def opcode_mem(k):
         pass
     fns["opcode_mem"] = opcode_mem
@@ -150,8 +168,8 @@ def _define(cfg) -> dict:
     fns["shape"] = shape
 
     @CoverPoint(f"{ROOT}.compute.loops", xf=lambda k: k,
-                bins=[(kind, o, i, u) for kind in ("GEMM", "ALU") for o in ("1", ">1") for i in ("1", ">1")
-                      for u in ("1", ">1")])
+                bins=[(kind, o, i, u) for kind in ("GEMM", "ALU") + ("DEPTHWISE",) * bool(cfg.DEPTHWISE)
+                      for o in ("1", ">1") for i in ("1", ">1") for u in ("1", ">1")])
     def loops(k):
         pass
     fns["loops"] = loops
@@ -194,6 +212,9 @@ def _define(cfg) -> dict:
     if cfg.POST_UNIT:
         for item, bins in _post_bins().items():
             fns[f"post_{item}"] = CoverPoint(f"{ROOT}.post.{item}", xf=lambda k: k, bins=bins)(lambda k: None)
+    if cfg.DEPTHWISE:
+        for item, bins in _depthwise_bins().items():
+            fns[f"depthwise_{item}"] = CoverPoint(f"{ROOT}.depthwise.{item}", xf=lambda k: k, bins=bins)(lambda k: None)
 
     _DEFINED.update(cfg=cfg.name, fns=fns)
     return fns
@@ -248,7 +269,7 @@ def sample_stream(device: FsimDevice, insn_addr: int, insn_count: int) -> None:
             for y in range(f["y_size"]):
                 _dma(fns, cfg, "read" if op == Opcode.LOAD else "write", (f["dram_base"] + y * f["x_stride"]) * eb,
                      f["x_size"] * eb)
-        elif op in (Opcode.GEMM, Opcode.ALU):
+        elif op in (Opcode.GEMM, Opcode.ALU, Opcode.DEPTHWISE):
             fns["opcode_mem"]((op.name, "-"))
             fns["loops"]((op.name, "1" if f["iter_out"] == 1 else ">1", "1" if f["iter_in"] == 1 else ">1",
                           "1" if f["uop_end"] - f["uop_bgn"] == 1 else ">1"))
@@ -257,7 +278,7 @@ def sample_stream(device: FsimDevice, insn_addr: int, insn_count: int) -> None:
             used_uops |= span
             if op == Opcode.GEMM:
                 fns["gemm_reset"](int(f["reset"]))
-            else:
+            elif op == Opcode.ALU:
                 name = AluOp(f["alu_opcode"]).name
                 sign = "-" if name != "SHR" or not f["use_imm"] else \
                     ("neg" if f["imm"] < 0 else "zero" if f["imm"] == 0 else "pos")
@@ -336,9 +357,41 @@ def sample_post(device: FsimDevice, f: dict) -> None:
         fns["post_stage"](event)
 
 
+def sample_depthwise(device: FsimDevice, f: dict) -> None:
+    """Sample the DEPTHWISE instruction ``f`` that ``device`` is about to execute (its micro-ops in the uop SRAM):
+    reset; without reset the window bins (:data:`DW_WINDOW`: whether the fullest window holds BLOCK_IN executions'
+    rows and from how many loop iterations, an iteration being one pass over the micro-ops) and the loop boundaries
+    windows cross (:data:`DW_CROSSES`); the rows written more than once (:data:`DW_DST`)."""
+    cfg = device.cfg
+    fns = _define(cfg)
+    words = device.uop[f["uop_bgn"]:f["uop_end"]]
+    d, _, _ = expand_uops(np.stack(isa_for(cfg).decode_uops(words), axis=-1), f, True)
+    if not d.size:
+        return                                    # nothing runs
+    fns["depthwise_reset"](int(f["reset"]))
+    prev: dict[int, int] = {}                     # row -> the last execution writing it
+    again: set[str] = set()
+    for i, row in enumerate(d.tolist()):
+        if row in prev:
+            again.add("again next" if prev[row] == i - 1 else "again later")
+        prev[row] = i
+    for b in again or {"distinct"}:
+        fns["depthwise_dst"](b)
+    if f["reset"]:
+        return                                    # the row is set to 0: no window is used
+    n, k = int(words.size), cfg.BLOCK_IN
+    e = np.arange(d.size)
+    first = np.maximum(e - k + 1, 0)              # the oldest execution in each window
+    span = int(np.max(e // n - first // n)) + 1
+    fns["depthwise_window"](("full" if d.size >= k else "partial", str(span) if span < 3 else "3+"))
+    # (a window holds the row of the execution before, so every later iteration's first window crosses a boundary)
+    inner, outer = f["iter_in"] > 1, f["iter_out"] > 1
+    fns["depthwise_crosses"]("both" if inner and outer else "iter_in" if inner else "iter_out" if outer else "none")
+
+
 def sampled(device: FsimDevice) -> FsimDevice:
-    """``device`` with its ``run`` sampling each launched stream first, and each POST it executes
-    (:func:`sample_post`; the golden model of the regression)."""
+    """``device`` with its ``run`` sampling each launched stream first, and each POST and DEPTHWISE it executes
+    (:func:`sample_post`, :func:`sample_depthwise`; the golden model of the regression)."""
     run = device.run
 
     def run_and_sample(insn_addr, insn_count, wait_cycles=None):
@@ -357,6 +410,13 @@ def sampled(device: FsimDevice) -> FsimDevice:
                 sample_post(device, f)
             return alu(f)
         device._alu = alu_and_sample  # type: ignore[method-assign]  # this device's ALU step, wrapped
+    if device.cfg.DEPTHWISE:
+        depthwise = device._depthwise
+
+        def depthwise_and_sample(f):
+            sample_depthwise(device, f)
+            return depthwise(f)
+        device._depthwise = depthwise_and_sample  # type: ignore[method-assign]  # this device's DEPTHWISE, wrapped
     return device
 
 
@@ -450,6 +510,8 @@ def steer(probability: float = 0.3, counts: dict | None = None) -> dict:
             bias["reuse"] = probability
         elif name.startswith(f"{ROOT}.post."):
             bias["post"] = probability
+        elif name.startswith(f"{ROOT}.depthwise.") or any(isinstance(b, tuple) and b[0] == "DEPTHWISE" for b in bins):
+            bias["depthwise"] = probability
         elif name.startswith(f"{ROOT}.dma"):
             if any("write" in map(str, b) for b in bins):
                 bias["long_store"] = probability

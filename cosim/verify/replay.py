@@ -115,10 +115,12 @@ def config_of(program: dict) -> Config:
 class Tracker(FsimDevice):
     """The golden model noting SRAM rows read before anything defined them, and micro-op hazards.
 
-    An ALU instruction reads its destination rows, its tensor operand's rows and, for POST, its parameter rows.
-    A row is defined once a LOAD (the restore stream's included) or a GEMM/ALU destination wrote it.
-    ``undefined`` maps each SRAM to a bool array of rows read while undefined; ``hazard`` is the first
-    micro-op hazard seen (a micro-op writing the acc row one of the two before it wrote), or None.
+    A GEMM reads its inp, wgt and destination rows; a DEPTHWISE its inp and wgt rows (it overwrites its destinations);
+    with reset neither reads anything. An ALU instruction reads its destination rows, its tensor operand's rows and,
+    for POST, its parameter rows. A row is defined once a LOAD (the restore stream's included) or a
+    GEMM/DEPTHWISE/ALU destination wrote it. ``undefined`` maps each SRAM to a bool array of rows read while
+    undefined; ``hazard`` is the first micro-op hazard seen (a GEMM or ALU micro-op writing the acc row one of the two
+    before it wrote; a DEPTHWISE never reads its destinations, so it has none), or None.
     """
 
     def __init__(self, cfg: Config, dram_bytes: int = DRAM_BYTES) -> None:
@@ -147,18 +149,20 @@ class Tracker(FsimDevice):
         self._read(MemId.UOP, np.arange(f["uop_bgn"], f["uop_end"]))
         d, s, w, memo = super()._indices(f, kind)
         gemm_reset = kind == "gemm" and f["reset"]
+        depthwise = f["opcode"] == Opcode.DEPTHWISE
         if kind == "gemm":
             if not gemm_reset:
                 self._read(MemId.INP, s)
                 self._read(MemId.WGT, w)
-                self._read(MemId.ACC, d)
+                if not depthwise:
+                    self._read(MemId.ACC, d)
         else:
             self._read(MemId.ACC, d)
             if not f["use_imm"]:
                 self._read(MemId.ACC, s)
             if f["alu_opcode"] == AluOp.POST and d.size:           # its parameter rows
                 self._read(MemId.ACC, np.arange(f["imm"], f["imm"] + POST_PARAM_ROWS))
-        if not gemm_reset and self.hazard is None:
+        if not gemm_reset and not depthwise and self.hazard is None:
             for lag in (1, 2):
                 hit = np.flatnonzero(d[lag:] == d[:-lag]) if d.size > lag else []
                 if len(hit):
@@ -319,7 +323,7 @@ def program_size(program: dict) -> dict:
     cfg = config_of(program)
     work = nops = moved = 0
     for f in program["insns"]:
-        if f["opcode"] in (Opcode.GEMM, Opcode.ALU):
+        if f["opcode"] in (Opcode.GEMM, Opcode.ALU, Opcode.DEPTHWISE):
             work += max(0, f["uop_end"] - f["uop_bgn"]) * f["iter_out"] * f["iter_in"]
         elif f["opcode"] in (Opcode.LOAD, Opcode.STORE):
             if f["x_size"] == 0:

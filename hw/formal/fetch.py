@@ -1,8 +1,9 @@
 """Instruction fetch (:class:`hw.fetch.Fetch`): every instruction to exactly one queue, bad ones stopped.
 
 Parameterization: ``Fetch(small config, queue_depth=2, buffer_beats=4)``: a 64-bit bus (two beats per instruction,
-the assembly path with a half-instruction register), a config without ALU MUL (so MUL is one of the bad ALU
-opcodes), 2-entry command queues that fill (their consumers' ready is free) and one-beat DMA commands.
+the assembly path with a half-instruction register), a config without ALU MUL and DEPTHWISE (so MUL is one of the
+bad ALU opcodes and 5 a bad opcode), 2-entry command queues that fill (their consumers' ready is free) and one-beat
+DMA commands.
 
 Environment (assumed): the DMA server delivers data only for beats it was asked for (in order; Fetch is always
 ready). ``start``, ``insn_count``, ``insn_addr``, ``dma.cmd.ready``, the data words and the three queues' ready are
@@ -38,10 +39,10 @@ LOAD, STORE, GEMM, FINISH, ALU, DEPTHWISE = 0, 1, 2, 3, 4, 5       # opcodes (sw
 UOP, WGT, INP, ACC, OUT, ACC_8BIT = range(6)        # memory types (sw.isa.MemId)
 
 
-def _config(mul=False):
+def _config(mul=False, depthwise=False):
     from sw.config import load_config
     cfg = load_config("small")
-    return dataclasses.replace(cfg, ALU_MUL=1) if mul else cfg
+    return dataclasses.replace(cfg, ALU_MUL=int(mul or cfg.ALU_MUL), DEPTHWISE=int(depthwise or cfg.DEPTHWISE))
 
 
 def reference(cfg, insn):
@@ -78,7 +79,8 @@ def _error_cleared_when_idle(f, dm):
 
 def build(h, m, prop, mutant):
     cfg = _config()
-    f = Fetch(_config(mul=mutant == "mul-config"), queue_depth=2, buffer_beats=4)
+    f = Fetch(_config(mul=mutant == "mul-config", depthwise=mutant == "depthwise-config"), queue_depth=2,
+              buffer_beats=4)
     dm = h.block(m, f, "fetch", {"store-to-compute-too": _store_to_compute_too,
                                  "error-cleared-when-idle": _error_cleared_when_idle}.get(mutant))
     drive_inputs(h, m, f, "f")
@@ -162,12 +164,16 @@ CHECKS = [
           "module (STORE; LOAD INP/WGT; the rest), nothing from a bad one or after it; every instruction leaving a "
           "queue is that module's", "bmc", 14, 12,
           (Mutant("store-to-compute-too", "the compute queue also takes the STOREs", 10),
-           Mutant("mul-config", "the decoder built for a config with ALU MUL (MUL routed, not rejected)", 10)),
+           Mutant("mul-config", "the decoder built for a config with ALU MUL (MUL routed, not rejected)", 10),
+           Mutant("depthwise-config", "the decoder built for a config with DEPTHWISE (opcode 5 routed, not "
+                  "rejected)", 10)),
           why_depth="see the module docstring", build=build),
     Check("fetch-errors", "fetch", "a bad instruction (opcode, memory type, reserved dependency flag, ALU opcode, "
           "in that order) stops the run with its code, insn_fetched its index; the code stays until the next start; "
           "no new request after it; never idle with it unreported", "bmc", 20, 12,
           (Mutant("error-cleared-when-idle", "the error code dropped once fetch is idle", 12),
-           Mutant("mul-config", "the decoder built for a config with ALU MUL (MUL routed, not rejected)", 12)),
+           Mutant("mul-config", "the decoder built for a config with ALU MUL (MUL routed, not rejected)", 12),
+           Mutant("depthwise-config", "the decoder built for a config with DEPTHWISE (opcode 5 routed, not "
+                  "rejected)", 12)),
           why_depth="see the module docstring", build=build),
 ]

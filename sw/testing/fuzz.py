@@ -3,7 +3,8 @@
 ``random_program(seed, n_ops)`` builds and runs, through the runtime API on the current target, a
 program of random LOADs (every memory type, random strides and padding), GEMM and ALU micro-kernels
 (random micro-ops, one or two loop levels, every opcode, immediates at the edges), POSTs where the config
-builds the post-processing unit (:meth:`_Gen.post`), and STOREs of random regions. Dependencies: whenever
+builds the post-processing unit (:meth:`_Gen.post`), DEPTHWISEs where it builds the depthwise mode
+(:meth:`_Gen.depthwise`), and STOREs of random regions. Dependencies: whenever
 consecutive operations run in different modules, a token goes from the first to the second (through
 compute for load<->store), with random extra round trips, so every program is deadlock-free and
 race-free, and every token queue is exercised.
@@ -40,7 +41,7 @@ POST_EDGE_MULS = [0, 1, -1, 32767, -32768, 32768, 65535, -32769, 0x12345, -40000
 POST_BLOCKS = 8           # parameter blocks in a program's parameter buffer (each POST_PARAM_ROWS acc rows)
 
 # what ``bias`` (functional-coverage steering, cosim/verify/funcov.py) may ask for, each a probability in [0, 1]
-BIASES = ("pad", "reuse", "long_store", "hub", "big_kernel", "post")
+BIASES = ("pad", "reuse", "long_store", "hub", "big_kernel", "post", "depthwise")
 BIG_KERNEL_UOPS = 1100      # a steered kernel this long is staged across a 4 KiB boundary of device memory
 LONG_OUT_ELEMS = 512
 
@@ -91,6 +92,23 @@ def post_params(rng: np.random.Generator, lanes: int) -> np.ndarray:
             shift = np.clip(rows[k + 1], 0, 31)         # round to nearest: half of the shift's unit
             rows[k] = np.where(shift > 0, np.int64(1) << np.maximum(shift - 1, 0), 0)
     return rows.astype(np.int32)
+
+
+def _rows(uops, loops, gemm: bool):
+    """(dst, src, wgt) index arrays of every micro-op execution, in order, of a kernel of ``uops`` [(dst, src, wgt)]
+    under ``loops`` [(extent, dst_factor, src_factor, wgt_factor)], with the runtime's loop placement (one loop is the
+    outer one of a GEMM or DEPTHWISE, the inner one of an ALU)."""
+    ext = [e for e, *_ in loops] + [1, 1]
+    io, ii = np.meshgrid(np.arange(ext[0]), np.arange(ext[1]), indexing="ij")
+    f = [(0, 0, 0)] * 2
+    for i, (_, d, s, w) in enumerate(loops):
+        f[i] = (d, s, w)
+    if len(loops) == 1 and not gemm:
+        f = [(0, 0, 0), f[0]]
+        io, ii = np.meshgrid(np.arange(1), np.arange(ext[0]), indexing="ij")
+    u = np.array(uops)
+    return tuple((u[None, None, :, k] + io[..., None] * f[0][k] + ii[..., None] * f[1][k]).reshape(-1)
+                 for k in range(3))
 
 
 def _keeps_hazard_rule(d) -> bool:
@@ -179,18 +197,7 @@ class _Gen:
             # instruction in different banks overlap for many cycles)
             loops = [(int(r.integers(6, 17)), 0, 0, 0)] + loops[:1]
         uops = [(int(r.integers(0, 24)), int(r.integers(0, 24)), int(r.integers(0, 12))) for _ in range(n_uops)]
-        ext = [e for e, *_ in loops] + [1, 1]
-        io, ii = np.meshgrid(np.arange(ext[0]), np.arange(ext[1]), indexing="ij")
-        f = [(0, 0, 0)] * 2
-        for i, (_, d, s, w) in enumerate(loops):
-            f[i] = (d, s, w)
-        # the same loop placement as the runtime: GEMM with one loop puts it outside, ALU inside
-        if len(loops) == 1 and not gemm:
-            f = [(0, 0, 0), f[0]]
-            io, ii = np.meshgrid(np.arange(1), np.arange(ext[0]), indexing="ij")
-        u = np.array(uops)
-        idx = [(u[None, None, :, k] + io[..., None] * f[0][k] + ii[..., None] * f[1][k]).reshape(-1) for k in range(3)]
-        d, s, w = idx
+        d, s, w = _rows(uops, loops, gemm)
         src_rows = INP_ROWS if gemm else ACC_ROWS
         if d.max() >= ACC_ROWS or s.max() >= src_rows or (gemm and w.max() >= WGT_ROWS):
             return None
@@ -227,6 +234,39 @@ class _Gen:
             kernel = self.last_kernel          # steered: the same micro-kernel again (its micro-ops are reused)
         self.last_kernel = kernel
         rt.push_gemm_op(self.cmd, kernel, 0)
+        return True
+
+    def depthwise(self):
+        """DEPTHWISE (configs with DEPTHWISE): a kernel of one to twenty GEMM-mode micro-ops under none, one or two
+        loops (extents up to 5), so that windows are partial (fewer executions than BLOCK_IN) or full and cross
+        inner and outer iteration boundaries; in a third of them every micro-op writes one row (as a depthwise
+        convolution does: the last execution's value stays), elsewhere rows repeat at random distances (DEPTHWISE
+        never reads its destination, so no hazard rule applies); reset in one of eight."""
+        r, rt = self.rng, self.rt
+        n_uops = int(r.integers(1, 21)) if r.random() < 0.3 else int(r.integers(1, 7))
+        loops = [(int(r.integers(1, 6)), int(r.integers(0, 4)), int(r.integers(0, 4)), int(r.integers(0, 3)))
+                 for _ in range(int(r.integers(0, 3)))]
+        one_row = r.random() < 1 / 3
+        dst0 = int(r.integers(0, 24))
+        uops = [(dst0 if one_row else int(r.integers(0, 24)), int(r.integers(0, 24)), int(r.integers(0, 12)))
+                for _ in range(n_uops)]
+        d, s, w = _rows(uops, loops, True)
+        if d.max() >= ACC_ROWS or s.max() >= INP_ROWS or w.max() >= WGT_ROWS:
+            return False
+        up = ACC_ROWS // 2
+        if r.random() < 0.5 and d.max() + up < ACC_ROWS:
+            uops = [(dd + up, ss, ww) for dd, ss, ww in uops]
+        reset = int(r.random() < 0.125)
+
+        def kernel():
+            for loop in loops:
+                rt.uop_loop_begin(*loop)
+            for dd, ss, ww in uops:
+                rt.uop_push(0, reset, self.acc0 + dd, ss, ww, 0, 0, 0)
+            for _ in loops:
+                rt.uop_loop_end()
+        self.switch_to(COMPUTE)
+        rt.push_depthwise_op(self.cmd, kernel, 0)
         return True
 
     def alu(self):
@@ -414,8 +454,9 @@ def random_program(seed: int, n_ops: int = 24, api_kind: str = "python", bias: d
     """Build and run one random program; return its output bytes, counters and disassembly.
 
     ``bias`` ({name in BIASES: probability}) steers the draws toward rarely generated shapes (functional
-    coverage holes; "hub" and "post" add that share of hub GEMMs and POSTs to the draws of actions, "post" only on
-    a config with POST_UNIT); without it a seed is the same program as always."""
+    coverage holes; "hub", "post" and "depthwise" add that share of hub GEMMs, POSTs and DEPTHWISEs to the draws of
+    actions, "post" only on a config with POST_UNIT, "depthwise" only on one with DEPTHWISE); without it a seed is the
+    same program as always."""
     from sw import runtime
     from sw.testing import vta_tests as programs
 
@@ -429,9 +470,12 @@ def random_program(seed: int, n_ops: int = 24, api_kind: str = "python", bias: d
     actions = [g.load, g.load, g.gemm, g.gemm, g.alu, g.alu, g.store]
     if cfg.POST_UNIT:
         actions.append(g.post)
+    if cfg.DEPTHWISE:
+        actions.append(g.depthwise)
     base = len(actions)
-    for name, action in (("hub", g.hub), ("post", g.post)):
-        if bias and bias.get(name) and (name != "post" or cfg.POST_UNIT):
+    built = {"hub": True, "post": cfg.POST_UNIT, "depthwise": cfg.DEPTHWISE}
+    for name, action in (("hub", g.hub), ("post", g.post), ("depthwise", g.depthwise)):
+        if bias and bias.get(name) and built[name]:
             actions += [action] * max(1, round(base * bias[name]))
     done = 0
     tries = 0

@@ -1,5 +1,6 @@
 """VTA's instruction-level test programs (docs/architecture.md §7.3), written once against the runtime API, and
-the programs of this project's post-processing unit (:func:`post`, ALU opcode POST).
+the programs of this project's post-processing unit (:func:`post`, ALU opcode POST) and depthwise mode
+(:func:`depthwise`, opcode DEPTHWISE).
 
 Each program is a module-level function ``name(api="python", seed=0, ...)`` that builds its data,
 drives the API, and returns ``{"result": ..., "expected": ..., "counters": ...}`` with numpy arrays
@@ -24,7 +25,7 @@ Api = ModuleType | SimpleNamespace     # the runtime API: sw.runtime, or its tvm
 Result = dict      # {"result", "expected", "counters"}
 
 __all__ = ["api", "to_device", "from_device", "runtime_array", "save_load_out", "padded_load", "gemm", "alu",
-           "relu", "shift_and_scale", "vector_add", "same_row", "post", "post_fast_busy", "alu_rows",
+           "relu", "shift_and_scale", "vector_add", "same_row", "post", "post_fast_busy", "depthwise", "alu_rows",
            "PADDING_CASES", "ALU_CASES", "POST_CASES", "PROGRAMS"]
 
 QLOAD, QCOMPUTE, QSTORE = 1, 2, 3
@@ -573,6 +574,60 @@ def post_fast_busy(api_kind: str = "python", rows: int = 200, use_imm: int = 1) 
     return {"counters": tuple(counters)}
 
 
+# ---------------------------------------------------------------------- DEPTHWISE (opcode 5, DEPTHWISE)
+def depthwise(api_kind: str = "python", seed: int = 0, height: int = 5, width: int = 6) -> Result:
+    """A depthwise k x k convolution, stride 1, zero padding (k - 1) / 2 ("same"), over one block of BLOCK_IN channels
+    and BATCH images through :func:`sw.runtime.push_depthwise_op` (docs/isa.md "DEPTHWISE"; configs with DEPTHWISE):
+    k = 3 where BLOCK_IN >= 9, else the largest k with k * k <= BLOCK_IN (the taps must fit the window).
+
+    The input (``height`` x ``width`` pixels) is loaded with its padding; one DEPTHWISE over every output: an outer loop
+    over output rows, an inner one over output columns, k * k micro-ops reading the pixel's neighbourhood row by row,
+    all writing its acc row (the last read's value stays: slot s then holds tap k * k - 1 - s; the weight row of
+    channel j holds its taps there and zeros in the other slots, which hold the neighbourhood before). The int32 sums
+    are stored as four byte planes and checked against numpy on every bit."""
+    rt = api(api_kind)
+    cfg = runtime.current_config()
+    B, I = cfg.BATCH, cfg.BLOCK_IN
+    k = min(3, int(np.sqrt(I)))
+    pad = (k - 1) // 2
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, size=(height, width, B, I), dtype=np.int8)
+    taps = rng.integers(-128, 128, size=(I, k, k), dtype=np.int8)
+    wgt = np.zeros((1, cfg.BLOCK_OUT, I), np.int8)
+    for ky in range(k):
+        for kx in range(k):
+            wgt[0, :, k * k - 1 - (ky * k + kx)] = taps[:, ky, kx]
+    cmd = rt.command_handle()
+    xd, wd = to_device(rt, cmd, x), to_device(rt, cmd, wgt)
+    pitch, n = width + 2 * pad, height * width
+    rt.load_2d(cmd, xd, 0, width, height, width, pad, pad, k - 1 - pad, k - 1 - pad, 0, int(MemId.INP))
+    rt.load_2d(cmd, wd, 0, 1, 1, 1, 0, 0, 0, 0, 0, int(MemId.WGT))
+    rt.dep_push(cmd, QLOAD, QCOMPUTE)
+    rt.dep_pop(cmd, QLOAD, QCOMPUTE)
+
+    def kernel():
+        rt.uop_loop_begin(height, width, pitch, 0)          # output rows
+        rt.uop_loop_begin(width, 1, 1, 0)                   # output columns
+        for ky in range(k):
+            for kx in range(k):
+                rt.uop_push(0, 0, 0, ky * pitch + kx, 0, 0, 0, 0)
+        rt.uop_loop_end()
+        rt.uop_loop_end()
+    rt.push_depthwise_op(cmd, kernel, 0)
+    yd = rt.buffer_alloc(4 * n * cfg.OUT_ELEM_BYTES)
+    _store_planes(rt, cmd, yd, 0, n)
+    counters = _counters(rt.synchronize(cmd, 1 << 31))
+    y = from_device(rt, cmd, yd, (4, height, width, B, I), np.int8)
+    xp = np.pad(x.astype(np.int64), ((pad, k - 1 - pad), (pad, k - 1 - pad), (0, 0), (0, 0)))
+    acc = np.zeros((height, width, B, I), np.int64)
+    for ky in range(k):
+        for kx in range(k):
+            acc += xp[ky:ky + height, kx:kx + width] * taps[:, ky, kx].astype(np.int64)
+    for h in (xd, wd, yd):
+        rt.buffer_free(h)
+    return {"result": y, "expected": _planes(acc), "counters": counters}
+
+
 PROGRAMS: dict[str, tuple[Callable[..., dict], dict]] = {
     "vector_add": (vector_add, {}),
     "runtime_array": (runtime_array, {}),
@@ -586,4 +641,5 @@ PROGRAMS: dict[str, tuple[Callable[..., dict], dict]] = {
     "relu": (relu, {}),
     "shift_and_scale": (shift_and_scale, {}),
     **{f"post[{c}]": (post, {"case": c}) for c in POST_CASES},
+    "depthwise": (depthwise, {}),
 }

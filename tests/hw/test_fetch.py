@@ -265,7 +265,7 @@ def _bad_cases(cfg):
     good_gemm = isa.encode(opcode=Opcode.GEMM, uop_end=1, iter_out=1, iter_in=1)
     mem = dict(sram_base=1, dram_base=2, y_size=1, x_size=1, x_stride=1)
     return {
-        "opcode5": (good_gemm & ~7 | 5, ErrorCode.BAD_OPCODE),
+        "opcode5": (good_gemm & ~7 | 5, ErrorCode.BAD_OPCODE if not cfg.DEPTHWISE else 0),      # DEPTHWISE
         "opcode7": (good_gemm & ~7 | 7, ErrorCode.BAD_OPCODE),
         "load_mem6": (isa.encode(opcode=Opcode.LOAD, memory_type=6, **mem), ErrorCode.BAD_MEMORY_TYPE),
         "load_out": (isa.encode(opcode=Opcode.LOAD, memory_type=MemId.OUT, **mem),
@@ -330,6 +330,22 @@ def test_mul_allowed_with_alu_mul():
     assert code == 0
     res = run_fetch(cfg, [(0, [bad], 0, 1)], seed=1)
     assert res[0]["compute"] == [bad]
+
+
+def test_depthwise_routed_to_compute_where_built():
+    """With DEPTHWISE = 1 opcode 5 goes to the compute queue like a GEMM (small stops at it: the opcode5 case above);
+    6 and 7 are still refused."""
+    cfg = config(64, DEPTHWISE=1)
+    isa = isa_for(cfg)
+    dw, code = _bad_cases(cfg)["opcode5"]
+    assert code == 0 and isa.decode(dw).opcode == Opcode.DEPTHWISE
+    words = [isa.encode(opcode=Opcode.LOAD, memory_type=MemId.INP, push_next=1), dw,
+             isa.encode(opcode=Opcode.DEPTHWISE, reset=1, uop_end=4, iter_out=3, iter_in=2, pop_prev=1, push_next=1),
+             isa.encode(opcode=Opcode.STORE, memory_type=MemId.OUT, pop_prev=1)]
+    bad = [dw, _bad_cases(cfg)["opcode7"][0], dw]
+    res = run_fetch(cfg, [(0, words, 0, len(words)), (0x400, bad, ErrorCode.BAD_OPCODE, 1)], seed=5)
+    assert res[0] == expected_routes(cfg, words) and res[0]["compute"] == words[1:3]
+    assert res[1] == {"load": [], "compute": [dw], "store": []}
 
 
 def test_parameter_checks():

@@ -130,3 +130,25 @@ def test_post_disassembly_names_its_parameter_rows_and_the_residual(isa):
     assert isa.disasm(isa.encode(**post, use_imm=1)).endswith("src=(0,1) params=acc[2032:2048]")
     assert isa.disasm(isa.encode(**post, use_imm=0)).endswith("src=(0,1) params=acc[2032:2048] residual")
     assert isa.disasm(isa.encode(**dict(post, alu_opcode=AluOp.ADD), use_imm=1)).endswith("src=(0,1) imm=2032")
+
+
+def test_depthwise_opcodes_errors_word_and_disassembly(isa):
+    from sw.isa import opcode_error, opcodes
+    small, default, batch2 = (load_config(n) for n in ("small", "default", "batch2"))
+    assert opcodes(small) == (Opcode.LOAD, Opcode.STORE, Opcode.GEMM, Opcode.FINISH, Opcode.ALU)
+    assert opcodes(default) == opcodes(batch2) == opcodes(small) + (Opcode.DEPTHWISE,)
+    assert opcode_error(small, 5) == ("opcode DEPTHWISE is not built in config small (DEPTHWISE = 0); allowed: 0 LOAD, "
+                                      "1 STORE, 2 GEMM, 3 FINISH, 4 ALU")
+    assert opcode_error(default, 5) is None and opcode_error(small, 2) is None
+    assert opcode_error(default, 6) == ("opcode = 6 is not an instruction; allowed: 0 LOAD, 1 STORE, 2 GEMM, 3 FINISH, "
+                                        "4 ALU, 5 DEPTHWISE")
+    # the GEMM layout with opcode 5 in bits 0-2
+    word = isa.encode(opcode=Opcode.DEPTHWISE, reset=1, uop_bgn=3, uop_end=9, iter_out=2, iter_in=4, dst_factor_out=1,
+                      src_factor_in=5, wgt_factor_out=7)
+    assert word == bits((5, 0), (1, 7), (3, 8), (9, 21), (2, 35), (4, 49), (1, 64), (5, 97), (7, 108))
+    d = isa.decode(word)
+    assert d.kind == "gemm" and d.opcode == Opcode.DEPTHWISE and d.stage == isa.decode(isa.encode(opcode=2)).stage
+    assert isa.disasm(word) == ("DEPTHW reset    [----] uop[3:9] out=2 in=4 dst=(1,0) src=(0,5) wgt=(7,0)")
+    assert isa.disasm(isa.encode(opcode=Opcode.GEMM, uop_end=1, iter_out=1, iter_in=1)).startswith("GEMM    ")
+    assert isa.disasm_uop(isa.encode_uop(4, 7, 2), "depthwise") == "acc[4] = window(inp[7]) . wgt[2]"
+    assert [i.opcode for i in isa.decode_stream(isa.words_to_array([word, 3]))] == [Opcode.DEPTHWISE, Opcode.FINISH]

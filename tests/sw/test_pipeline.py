@@ -70,3 +70,14 @@ def test_many_tokens_in_flight_one_at_a_time_are_accepted():
     stream += [NOP_C(pop_prev=1, push_prev=1) for _ in range(n - 1)] + [NOP_C(pop_prev=1)]
     stream.append(insn(opcode=Opcode.FINISH))
     assert all(v == 0 for v in schedule(CFG, stream).values())
+
+
+def test_check_insn_refuses_depthwise_where_it_is_not_built():
+    small = load_config("small")
+    isa = isa_for(small)
+    dw = Insn("gemm", dict.fromkeys(isa.formats["gemm"].fields, 0) | dict(opcode=Opcode.DEPTHWISE, uop_end=1,
+                                                                            iter_out=1, iter_in=1))
+    with pytest.raises(InsnError, match=r"^insn 3: opcode DEPTHWISE is not built in config small \(DEPTHWISE = 0\); "
+                                        r"allowed: 0 LOAD, 1 STORE, 2 GEMM, 3 FINISH, 4 ALU$"):
+        check_insn(small, dw, where="insn 3")
+    check_insn(CFG, insn(opcode=Opcode.DEPTHWISE, uop_end=1, iter_out=1, iter_in=1))      # built on default

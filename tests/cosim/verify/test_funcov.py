@@ -131,3 +131,54 @@ def test_post_sample_names_the_shape_and_each_stage_event():
     got = _post_hits(dev, iter_in=20, imm=110, use_imm=1)
     assert got["kernel"] == {("none", "irregular")} and got["irregular"] == {"parameters over destinations"}
     assert not got["residual_step"]                   # without the residual its steps' rows are not used
+
+
+def test_random_programs_hit_every_depthwise_bin():
+    regress.run_golden([(regress.fuzz_check, (s, 24), {}) for s in range(25)], "default")
+    assert [name for name in funcov.holes() if name.startswith("vta.depthwise.")] == []
+    snap = funcov.snapshot()
+    assert all(snap["vta.compute.loops"][b] for b in snap["vta.compute.loops"] if b[0] == "DEPTHWISE")
+    assert snap["vta.insn.opcode_mem"][("DEPTHWISE", "-")] > 0
+    regress.run_golden([(regress.fuzz_check, (0, 8), {})], "small")
+    snap = funcov.snapshot()                                 # no DEPTHWISE on small: no DEPTHWISE items or bins
+    assert not any(name.startswith("vta.depthwise.") for name in snap)
+    assert not any(b[0] == "DEPTHWISE" for name in ("vta.compute.loops", "vta.insn.opcode_mem") for b in snap[name])
+    assert funcov.steer(0.5, counts={"vta.depthwise.dst": {"distinct": 0, "again next": 1, "again later": 2}}) \
+        == {"depthwise": 0.5}
+    assert funcov.steer(0.5, counts={"vta.compute.loops": {("DEPTHWISE", "1", ">1", "1"): 0}}) == {"depthwise": 0.5}
+    assert funcov.steer(0.5, counts={"vta.gemm.reset": {0: 1, 1: 0}}) == {}
+
+
+def _depthwise_hits(device, uops, **fields):
+    """The DEPTHWISE bins that sampling one DEPTHWISE of micro-ops ``uops`` [(dst, src, wgt)] (``fields`` over one
+    execution of each) on ``device`` adds."""
+    f = dict(opcode=Opcode.DEPTHWISE, reset=0, uop_bgn=0, uop_end=len(uops), iter_out=1, iter_in=1, dst_factor_out=0,
+             dst_factor_in=0, src_factor_out=0, src_factor_in=0, wgt_factor_out=0, wgt_factor_in=0) | fields
+    device.uop[:len(uops)] = [device.isa.encode_uop(*u) for u in uops]
+    funcov.define(device.cfg)
+    before = funcov.snapshot()
+    funcov.sample_depthwise(device, f)
+    return {name[len("vta.depthwise."):]: {b for b, n in bins.items() if n}
+            for name, bins in funcov.delta(funcov.snapshot(), before).items()
+            if name.startswith("vta.depthwise.") and any(bins.values())}
+
+
+def test_depthwise_sample_names_the_window_crossings_and_rewritten_rows():
+    """BLOCK_IN = 16 on default: 3 micro-ops x 2 x 2 = 12 executions leave a zero slot (partial), the last window
+    holds rows of all four iterations and crosses both loops' boundaries; 3 x 6 = 18 executions fill the window (the
+    last one spans all six iterations); 18 micro-ops x 3: a full window spans two iterations; 20 micro-ops once: one;
+    rows written again by the very next execution or a later one; a reset samples only its rows."""
+    dev = FsimDevice("default", dram_bytes=1 << 20)
+    got = _depthwise_hits(dev, [(0, 1, 0), (1, 2, 0), (2, 3, 0)], iter_out=2, iter_in=2, dst_factor_in=3,
+                          dst_factor_out=6)
+    assert got == {"reset": {0}, "window": {("partial", "3+")}, "crosses": {"both"}, "dst": {"distinct"}}
+    got = _depthwise_hits(dev, [(0, 1, 0), (0, 2, 0), (1, 3, 0)], iter_in=6, dst_factor_in=2)
+    assert got == {"reset": {0}, "window": {("full", "3+")}, "crosses": {"iter_in"}, "dst": {"again next"}}
+    got = _depthwise_hits(dev, [(5, i, 0) for i in range(16)] + [(6, 0, 0), (5, 0, 0)], iter_out=3)
+    assert got["window"] == {("full", "2")} and got["crosses"] == {"iter_out"}
+    assert got["dst"] == {"again next", "again later"}
+    got = _depthwise_hits(dev, [(i, i, 0) for i in range(20)])
+    assert got["window"] == {("full", "1")} and got["crosses"] == {"none"} and got["dst"] == {"distinct"}
+    got = _depthwise_hits(dev, [(0, 0, 0), (1, 0, 0)], reset=1, iter_in=2)
+    assert got == {"reset": {1}, "dst": {"again later"}}                     # no window: the rows are set to 0
+    assert _depthwise_hits(dev, [(0, 0, 0)], iter_out=0) == {}                 # nothing runs

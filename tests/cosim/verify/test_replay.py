@@ -79,3 +79,24 @@ def test_program_size_counts_work_and_nops():
     program = replay.record(_calls([2]), "small")
     size = replay.program_size(program)
     assert size["insns"] == len(program["insns"]) and size["uop_executions"] > 0 and size["bytes_moved"] > 0
+
+
+def test_tracker_a_depthwise_reads_inp_and_wgt_not_its_destinations_and_has_no_hazard():
+    dev = replay.Tracker(load_config("default"))
+    f = dict(opcode=Opcode.DEPTHWISE, uop_bgn=0, uop_end=1, iter_out=1, iter_in=3, dst_factor_out=0, dst_factor_in=0,
+             src_factor_out=0, src_factor_in=1, wgt_factor_out=0, wgt_factor_in=2, reset=0)
+    dev.defined[MemId.UOP][0] = True
+    dev._indices(f, "gemm")
+    assert dev.hazard is None                              # one row three times in a row: it is overwritten, not read
+    assert not dev.undefined[MemId.ACC].any() and dev.defined[MemId.ACC][0]
+    assert np.flatnonzero(dev.undefined[MemId.INP]).tolist() == [0, 1, 2]
+    assert np.flatnonzero(dev.undefined[MemId.WGT]).tolist() == [0, 2, 4]
+    dev._indices(dict(f, opcode=Opcode.GEMM), "gemm")
+    assert dev.hazard is not None                          # a GEMM reads the row it accumulates into
+
+
+def test_program_size_counts_depthwise_work():
+    program = {"config": load_config("default").to_dict(), "config_name": "default",
+               "insns": [dict(kind="gemm", opcode=int(Opcode.DEPTHWISE), uop_bgn=2, uop_end=5, iter_out=2, iter_in=3),
+                         dict(kind="gemm", opcode=int(Opcode.FINISH), uop_bgn=0, uop_end=9, iter_out=9, iter_in=9)]}
+    assert replay.program_size(program) == {"insns": 2, "nops": 0, "uop_executions": 18, "bytes_moved": 0}

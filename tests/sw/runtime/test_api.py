@@ -732,3 +732,37 @@ def test_every_range_error_names_both_ends(queue, bufs):
                                                    r"\(allowed range \[0, \d+\]\)"),
     ]:
         unchanged(queue, call, VTAError, match)
+
+
+def _depthwise_kernel():
+    rt.uop_loop_begin(3, 1, 2, 1)
+    rt.uop_push(0, 0, 4, 7, 2, 0, 0, 0)
+    rt.uop_push(0, 0, 4, 8, 3, 0, 0, 0)
+    rt.uop_loop_end()
+
+
+@pytest.mark.parametrize("queue", ["small"], indirect=True)
+def test_push_depthwise_op_is_refused_where_the_mode_is_not_built(queue):
+    message = (r"push_depthwise_op: opcode DEPTHWISE is not built in config small \(DEPTHWISE = 0\); "
+               r"allowed: 0 LOAD, 1 STORE, 2 GEMM, 3 FINISH, 4 ALU$")
+    count = len(queue.insns)
+    unchanged(queue, lambda: rt.push_depthwise_op(queue.handle, _depthwise_kernel, 0), InsnError, message)
+    unchanged(queue, lambda: tvm_ffi.get_global_func("push_depthwise_op")(queue.handle, _depthwise_kernel, 0),
+              InsnError, message)
+    assert len(queue.insns) == count                        # nothing queued
+
+
+def test_push_depthwise_op_queues_opcode_5_with_the_gemm_loop_nest(queue):
+    rt.push_depthwise_op(queue.handle, _depthwise_kernel, 0)
+    f = queue.insns[-1].f
+    assert queue.insns[-1].opcode == Opcode.DEPTHWISE == 5 and queue.insns[-1].kind == "gemm"
+    assert (f["reset"], f["uop_end"] - f["uop_bgn"], f["iter_out"], f["iter_in"]) == (0, 2, 3, 1)
+    assert (f["dst_factor_out"], f["src_factor_out"], f["wgt_factor_out"]) == (1, 2, 1)
+    # the same callable as a GEMM is a GEMM (cached apart), and through tvm-ffi a DEPTHWISE again
+    rt.push_gemm_op(queue.handle, _depthwise_kernel, 0)
+    assert queue.insns[-1].opcode == Opcode.GEMM
+    tvm_ffi.get_global_func("push_depthwise_op")(queue.handle, _depthwise_kernel, 0)
+    assert queue.insns[-1].opcode == Opcode.DEPTHWISE
+    assert "push_depthwise_op" in rt.API and programs.api("ffi").push_depthwise_op is not None
+    counters = rt.synchronize(queue.handle, 1 << 20)
+    assert counters["gemm_counter"] == 3 * 6

@@ -28,6 +28,13 @@ def test_random_programs_are_valid_and_reproducible(config):
     total = {k: sum(r["counters"][k] for r in outs[0]) for k in outs[0][0]["counters"]}
     assert all(v > 0 for v in total.values()), total
     assert any(np.any(r["out"]) for r in outs[0])
+    # DEPTHWISE where the config builds it: with and without reset, of one micro-op and of several
+    dws = [ln for r in outs[0] for ln in r["listing"].splitlines() if "DEPTHW" in ln]
+    if not q.cfg.DEPTHWISE:
+        assert dws == []
+    else:
+        assert {("reset" in ln, _uops(ln) > 1) for ln in dws} == {(False, False), (False, True), (True, False),
+                                                                    (True, True)}
     posts = [ln for r in outs[0] for ln in r["listing"].splitlines() if "ALU    POST" in ln]
     if not q.cfg.POST_UNIT:
         assert posts == []
@@ -83,6 +90,27 @@ def test_post_bias_steers_toward_posts_where_the_unit_is_built(on):
         on(config)
         counts[config, bool(bias)] = fuzz.random_program(5, bias=bias)["listing"].count("ALU    POST")
     assert counts["default", True] > counts["default", False] > 0 and counts["small", True] == 0
+
+
+def test_depthwise_bias_steers_toward_depthwise_where_it_is_built(on):
+    counts = {}
+    for config, bias in (("default", {}), ("default", {"depthwise": 1.0}), ("small", {"depthwise": 1.0})):
+        on(config)
+        counts[config, bool(bias)] = fuzz.random_program(5, bias=bias)["listing"].count("DEPTHW")
+    assert counts["default", True] > counts["default", False] > 0 and counts["small", True] == 0
+
+
+def test_depthwise_kernels_rewrite_rows_and_span_loop_iterations(on):
+    """The DEPTHWISE kernels of a few default programs: some write one row with every micro-op, some run more
+    executions than BLOCK_IN (a full window), some fewer, under two loops."""
+    q = on("default")
+    lines = [ln for seed in range(6) for ln in fuzz.random_program(seed, bias={"depthwise": 1.0})["listing"].splitlines()
+             if "DEPTHW" in ln]
+    execs = [_uops(ln) * int(re.search(r"out=(\d+)", ln).group(1)) * int(re.search(r" in=(\d+)", ln).group(1))
+             for ln in lines]
+    assert min(execs) < q.cfg.BLOCK_IN <= max(execs)
+    assert any(int(re.search(r"out=(\d+)", ln).group(1)) > 1 and int(re.search(r" in=(\d+)", ln).group(1)) > 1
+               for ln in lines)
 
 
 @pytest.mark.parametrize("bias, message", [({"wide": 0.5}, "bias 'wide'"), ({"pad": 1.5}, "bias 'pad' = 1.5")])

@@ -17,13 +17,14 @@ def test_program(name, api, config):
     q = make_queue(config)
     previous = runtime.set_current(q)
     try:
-        unbuilt = [f"{op} is not built in config small \\({flag} = 0\\)" for prefix, flag, op in
-                   (("alu[mul", "ALU_MUL", "MUL"), ("post[", "POST_UNIT", "POST"))
+        unbuilt = [(f"{op} is not built in config small \\({flag} = 0\\)", opcode) for prefix, flag, op, opcode in
+                   (("alu[mul", "ALU_MUL", "MUL", 4), ("post[", "POST_UNIT", "POST", 4),
+                    ("depthwise", "DEPTHWISE", "opcode DEPTHWISE", 5))
                    if name.startswith(prefix) and not getattr(q.cfg, flag)]
         if unbuilt:
-            with pytest.raises(InsnError, match=unbuilt[0]):
+            with pytest.raises(InsnError, match=unbuilt[0][0]):
                 fn(api, **kwargs)
-            assert q.runs == 0 and q.insns[-1].opcode != 4   # rejected before anything ran or was queued
+            assert q.runs == 0 and q.insns[-1].opcode != unbuilt[0][1]   # rejected before anything ran or was queued
             return
         out = fn(api, **kwargs)
     finally:
@@ -76,3 +77,19 @@ def test_post_fast_busy_runs_the_two_lengths(use_imm):
         runtime.set_current(previous)
     assert (first["alu_counter"], second["alu_counter"]) == (100, 200)
     assert first["acc_load_nbytes"] == second["acc_load_nbytes"] == POST_PARAM_ROWS * q.cfg.ACC_ELEM_BYTES
+
+
+def test_depthwise_counts_each_tap_of_each_output_and_ignores_the_window_before():
+    """5 x 6 outputs x 9 taps on default (k = 3); the slots beyond the ninth hold the neighbourhood before, whose
+    weights are zero."""
+    q = make_queue("default")
+    previous = runtime.set_current(q)
+    try:
+        out = programs.depthwise("python", seed=3, height=3, width=4)
+    finally:
+        runtime.set_current(previous)
+    np.testing.assert_array_equal(out["result"], out["expected"])
+    assert out["result"].shape == (4, 3, 4, 1, 16)
+    c = out["counters"]
+    assert c["gemm_counter"] == 3 * 4 * 9 and c["alu_counter"] == 3 * 3 * 4       # three SHR 8 between the planes
+    assert c["inp_load_nbytes"] == 3 * 4 * 16 and c["wgt_load_nbytes"] == 256
