@@ -221,20 +221,27 @@ class _Gen:
             uops, loops = [(i % ACC_ROWS, i % INP_ROWS, i % WGT_ROWS) for i in range(n)], []
         reset = int(r.random() < 0.25)
         rt = self.rt
-
-        def kernel():
-            for loop in loops:
-                rt.uop_loop_begin(*loop)
-            for d, s, w in uops:
-                rt.uop_push(0, reset, self.acc0 + d, s, w, 0, 0, 0)
-            for _ in loops:
-                rt.uop_loop_end()
+        kernel = self._gemm_kernel(uops, loops, reset)
         self.switch_to(COMPUTE)
         if self.bias.get("reuse") and self.last_kernel and r.random() < self.bias["reuse"]:
             kernel = self.last_kernel          # steered: the same micro-kernel again (its micro-ops are reused)
         self.last_kernel = kernel
         rt.push_gemm_op(self.cmd, kernel, 0)
         return True
+
+    def _gemm_kernel(self, uops, loops, reset):
+        """A micro-kernel of GEMM-mode micro-ops (GEMM and DEPTHWISE) under ``loops``, destinations in this
+        program's acc region."""
+        rt, acc0 = self.rt, self.acc0
+
+        def kernel():
+            for loop in loops:
+                rt.uop_loop_begin(*loop)
+            for d, s, w in uops:
+                rt.uop_push(0, reset, acc0 + d, s, w, 0, 0, 0)
+            for _ in loops:
+                rt.uop_loop_end()
+        return kernel
 
     def depthwise(self):
         """DEPTHWISE (configs with DEPTHWISE): a kernel of one to twenty GEMM-mode micro-ops under none, one or two
@@ -257,16 +264,8 @@ class _Gen:
         if r.random() < 0.5 and d.max() + up < ACC_ROWS:
             uops = [(dd + up, ss, ww) for dd, ss, ww in uops]
         reset = int(r.random() < 0.125)
-
-        def kernel():
-            for loop in loops:
-                rt.uop_loop_begin(*loop)
-            for dd, ss, ww in uops:
-                rt.uop_push(0, reset, self.acc0 + dd, ss, ww, 0, 0, 0)
-            for _ in loops:
-                rt.uop_loop_end()
         self.switch_to(COMPUTE)
-        rt.push_depthwise_op(self.cmd, kernel, 0)
+        rt.push_depthwise_op(self.cmd, self._gemm_kernel(uops, loops, reset), 0)
         return True
 
     def alu(self):

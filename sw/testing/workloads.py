@@ -1,4 +1,5 @@
-"""Benchmark workloads of the operators: VTA's GEMM and dense tests and the ResNet-18 conv layers.
+"""Benchmark workloads of the operators: VTA's GEMM and dense tests, the ResNet-18 conv layers and MobileNetV2's
+depthwise layers.
 
 Each workload is a module-level function and its arguments, ready for the golden model, ``cosim.run``
 or the benchmarks (``sw.testing.fsim_speed``, ``cosim.perf.operators``).
@@ -83,6 +84,27 @@ def run_resnet18_layer(name: str, virtual_threads: int = 1, seed: int = 0) -> di
     return run_conv2d_workload(name, virtual_threads=virtual_threads, seed=seed)
 
 
+# MobileNetV2's depthwise 3x3 layers (padding 1), each distinct shape once: H (= W), channels, stride
+MOBILENETV2_DW = {
+    "dw112": (112, 32, 1), "dw112s2": (112, 96, 2), "dw56": (56, 144, 1), "dw56s2": (56, 144, 2),
+    "dw28": (28, 192, 1), "dw28s2": (28, 192, 2), "dw14": (14, 384, 1), "dw14c576": (14, 576, 1),
+    "dw14s2": (14, 576, 2), "dw7": (7, 960, 1),
+}
+
+
+def run_depthwise_workload(name: str, virtual_threads: int = 1, seed: int = 0) -> dict:
+    """A MobileNetV2 depthwise 3x3 layer (a :data:`MOBILENETV2_DW` name) with bias and VTA's requantization, as
+    ``ops.conv2d(groups=C)`` runs it on the config (the DEPTHWISE mode where the planner takes it); returns
+    counters, MACs and the check."""
+    h, c, stride = MOBILENETV2_DW[name]
+    rng = np.random.default_rng(seed)
+    x, wt = _rand(rng, (1, c, h, h)), _rand(rng, (c, 1, 3, 3))
+    b = _rand(rng, (c,), -(1 << 14), 1 << 14, np.int32)
+    y, counters = conv2d(x, wt, b, stride, 1, virtual_threads=virtual_threads, return_counters=True, groups=c)
+    want = np.clip((conv2d_nchw(x, wt, stride, 1, groups=c).astype(np.int64) >> 8) + b[None, :, None, None], 0, 127)
+    return {"ok": bool(np.array_equal(y, want.astype(np.int8))), "macs": int(y.size) * 9, "counters": counters}
+
+
 def workloads(virtual_threads: int = 2) -> dict[str, tuple[Callable, tuple]]:
     """Benchmark workloads: name -> (module-level function, positional args), ready for
     ``fn(*args)`` on the current runtime or ``cosim.run(fn, *args)`` on the RTL. Each call returns
@@ -97,4 +119,6 @@ def workloads(virtual_threads: int = 2) -> dict[str, tuple[Callable, tuple]]:
     }
     for name in RESNET18:
         out[f"resnet18.{name}"] = (run_resnet18_layer, (name, vt))
+    for name in MOBILENETV2_DW:
+        out[f"mobilenetv2.{name}"] = (run_depthwise_workload, (name, vt))
     return out

@@ -48,3 +48,12 @@ def test_conv2d_workload_with_a_residual(on, vt):
     on("small")
     out = workloads.run_conv2d_workload(None, None, 8, 8, 16, 24, 3, 1, 2, vt, residual=True)
     assert out["ok"] and out["macs"] == 24 * 4 * 4 * 16 * 9
+
+
+def test_depthwise_workload(on):
+    """A MobileNetV2 depthwise layer through the DEPTHWISE mode, checked against numpy: 9 MACs per output."""
+    on("default")
+    fn, args = workloads.workloads(1)["mobilenetv2.dw14s2"]
+    assert args == ("dw14s2", 1)
+    r = fn(*args)
+    assert r["ok"] and r["macs"] == 576 * 7 * 7 * 9
