@@ -34,7 +34,7 @@ from sw.ops.layout import block_groups
 from sw.ops.plan import _conv_caps, _param_loads, _plan_cycles, _tail_cycles, conv2d_candidates
 from sw.ops.schedule import _Step, _Tile, run_operator
 
-__all__ = ["strip_rows", "window_slot", "pack_depthwise_weight", "DepthwisePlan", "plan_depthwise",
+__all__ = ["strip_rows", "window_slot", "column_shift", "pack_depthwise_weight", "DepthwisePlan", "plan_depthwise",
            "depthwise_packed", "depthwise_uops",
            "depthwise_choice"]
 
@@ -70,46 +70,67 @@ def pack_depthwise_weight(weight: np.ndarray, cb: int, hc: int, cfg: Config) -> 
 
 
 def _strips(th: int, r: int) -> list[int]:
-    """The first output row of each strip of a tile of ``th`` rows (the last one ends at the tile's edge,
-    overlapping the one before where r does not divide th)."""
+    """The first output row of each strip of a tile of ``th`` rows, in the order they run: from the bottom up (the
+    first, at the bottom, ends at the tile's edge, overlapping the one above where r does not divide th)."""
     starts = list(range(0, th - r + 1, r))
     if starts[-1] + r < th:
         starts.append(th - r)
-    return starts
+    return starts[::-1]
 
 
-def depthwise_uops(th: int, tw: int, kh: int, kw: int, s: int, iw: int, r: int) -> list[tuple[int, int]]:
-    """The (acc, inp) offsets of one channel block's micro-ops: acc rows (th, tw), inp rows (ih, iw)."""
+def column_shift(kw: int, s: int) -> tuple[int, int]:
+    """(shift, j0) of a strip's column walk for a kernel kw wide at stride ``s``: the tile's input gets ``shift``
+    zero columns on its left so that each iteration's last column ends an output's neighbourhood, and the first
+    ``j0`` iterations end none."""
+    shift = (s - kw) % s
+    return shift, (kw - s + shift) // s
+
+
+def depthwise_uops(r0: int, tw: int, kh: int, kw: int, s: int, iwp: int, r: int) -> list[tuple[int, int]]:
+    """The (acc, inp) offsets of the micro-ops of iteration 0 of the strip at output row ``r0`` (the inner loop's
+    iteration j adds j to the acc offset and s * j to the inp offset): acc rows (th, tw) from the block's base,
+    inp rows (ih, iwp) with the tile's columns ``shift`` to the right (:func:`column_shift`).
+
+    Iteration j reads s columns, each top to bottom, the strip's hc = (r - 1) * s + kh rows; the last read of an
+    output's neighbourhood writes the output (row r0 + (a - kh + 1) / s, column j - j0); every other read writes
+    the next output of its iteration, which overwrites it. In the first j0 iterations those positions lie left of
+    column 0: the tail of the row above, which a later iteration or the strip that runs next (strips run bottom
+    up) writes again, and, above the tile's first row, the j0 spare rows before its block."""
+    _, j0 = column_shift(kw, s)
     hc = (r - 1) * s + kh
-    uops: list[tuple[int, int]] = []
-    for r0 in _strips(th, r):
-        strip: list[tuple[int | None, int]] = []
-        for x, a in itertools.product(range(iw), range(hc)):
-            dx, dy = x - (kw - 1), a - (kh - 1)
-            out = dx >= 0 and dy >= 0 and dx % s == 0 and dy % s == 0
-            strip.append(((r0 + dy // s) * tw + dx // s if out else None, (r0 * s + a) * iw + x))
-        nxt = None
-        for i in range(len(strip) - 1, -1, -1):        # a partial window writes the next output's row
-            d, src = strip[i]
-            nxt = d if d is not None else nxt
-            strip[i] = (nxt, src)
-        uops += strip   # type: ignore[arg-type]  # every entry now has a row: the strip's last micro-op is an output
+    valid = [a for a in range(hc) if a >= kh - 1 and (a - kh + 1) % s == 0]
+    uops = []
+    for c in range(s):
+        for a in range(hc):
+            # the row of this read's output, or of the next output the iteration writes
+            nxt = (a if a in valid else next(v for v in valid if v > a)) if c == s - 1 else valid[0]
+            row = r0 + (nxt - kh + 1) // s
+            uops.append((row * tw - j0, (r0 * s + a) * iwp + c))
     return uops
 
 
 @cache
-def _k_depthwise(acc: int, inp: int, wgt: int, tm: int, th: int, tw: int, kh: int, kw: int, s: int, ih: int,
-                 iw: int, r: int):
-    """The DEPTHWISE micro-kernel of a tile: :func:`depthwise_uops` for each of ``tm`` channel blocks (the outer
-    loop: acc (tm, th, tw), inp (tm, ih, iw), wgt one row per block)."""
-    uops = depthwise_uops(th, tw, kh, kw, s, iw, r)
+def _k_depthwise(acc: int, inp: int, wgt: int, tm: int, pitch: int, r0: int, tw: int, kh: int, kw: int, s: int,
+                 ih: int, iwp: int, r: int):
+    """The DEPTHWISE micro-kernel of one strip of a tile: the inner loop walks its tw + j0 iterations, the outer
+    one the tile's ``tm`` channel blocks (acc blocks ``pitch`` rows apart, inp blocks (ih, iwp), one wgt row
+    each)."""
+    uops = depthwise_uops(r0, tw, kh, kw, s, iwp, r)
+    _, j0 = column_shift(kw, s)
 
     def kernel():
-        rt.uop_loop_begin(tm, _f(tm, th * tw), _f(tm, ih * iw), _f(tm, 1))
+        rt.uop_loop_begin(tm, _f(tm, pitch), _f(tm, ih * iwp), _f(tm, 1))
+        rt.uop_loop_begin(tw + j0, 1, s, 0)
         for d, src in uops:
             rt.uop_push(0, 0, acc + d, inp + src, wgt, 0, 0, 0)
         rt.uop_loop_end()
+        rt.uop_loop_end()
     return kernel
+
+
+def _tile_cost(th: int, tw: int, kh: int, kw: int, s: int, r: int) -> int:
+    """DEPTHWISE micro-op executions of one channel block of a th x tw tile."""
+    return len(_strips(th, r)) * (tw + column_shift(kw, s)[1]) * s * ((r - 1) * s + kh)
 
 
 @dataclass(frozen=True)
@@ -156,21 +177,21 @@ def _plan_depthwise(nb, cb, h, w, kh, kw, s, pad, vt, epi, cfg) -> DepthwisePlan
     alu = nb * cb * ho * wo * epi.passes
     for slots, tm, th, tw in itertools.product((1, 2) if vt > 1 else (1,), _cands(cb), _cands(ho), _cands(wo)):
         r = min(rmax, th)
-        hc = (r - 1) * s + kh
-        ih, iw = (th - 1) * s + kh, (tw - 1) * s + kw
-        if (tm * ih * iw > caps["inp"] or tm > caps["wgt"] or epi.acc_rows(tm * th * tw, tm) > caps["acc"] // slots
-                or len(_strips(th, r)) * iw * hc > caps["uop"] or th * tw * tm < 1):
+        shift, j0 = column_shift(kw, s)
+        ih, iwp = (th - 1) * s + kh, (tw - 1) * s + kw + shift
+        if (tm * ih * iwp > caps["inp"] or tm > caps["wgt"] or shift + pad > MAX_PAD
+                or epi.acc_rows(tm * (th * tw + j0), tm) + j0 > caps["acc"] // slots):
             continue
         tiles = nb * cdiv(cb, tm) * cdiv(ho, th) * cdiv(wo, tw)
-        uops = tiles * tm * len(_strips(th, r)) * iw * hc
-        load_bytes = tiles * tm * (ih * iw * ie + we)
+        uops = tiles * tm * _tile_cost(th, tw, kh, kw, s, r)
+        load_bytes = tiles * tm * (ih * iwp * ie + we)
         par_bytes, par_rows = _param_loads(nb * cdiv(cb, tm) * min(cdiv(ho, th) * cdiv(wo, tw), vt * slots), tm,
                                            epi, cfg)
         rows = tiles * (tm * ih + 1) + par_rows
         tail = _tail_cycles(tm * th * tw, tm, epi, cfg)
         chain = tiles * tail / max(1, vt * slots - 1)
-        insns = tiles * (tm + 8 + tm)
-        first = tm * ih * iw * ie + tm * we
+        insns = tiles * (tm + 8 + len(_strips(th, r)))
+        first = tm * ih * iwp * ie + tm * we
         cost = _plan_cycles(vt, load_bytes + par_bytes, rows, uops, alu + tiles * epi.alu_cycles(0, tm), insns,
                             first, tail, cfg, chain)
         key = (cost, slots, -tm * th * tw)
@@ -184,6 +205,7 @@ def _tiles(plan: DepthwisePlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> li
     vt = plan.virtual_threads
     hv = _halves(cfg, vt)
     ho, wo = (h + 2 * pad - kh) // s + 1, (w + 2 * pad - kw) // s + 1
+    shift, j0 = column_shift(kw, s)
     INP, WGT = int(MemId.INP), int(MemId.WGT)
     tiles: list[_Tile] = []
     for ti, (n, m0, h0, w0) in enumerate(itertools.product(range(nb), range(0, cb, plan.tm), range(0, ho, plan.th),
@@ -193,6 +215,7 @@ def _tiles(plan: DepthwisePlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> li
         th, tw = min(plan.th, ho), min(plan.tw, wo)
         h0, w0 = min(h0, ho - th), min(w0, wo - tw)
         ih, iw = (th - 1) * s + kh, (tw - 1) * s + kw
+        iwp = iw + shift
         r0, c0 = h0 * s - pad, w0 * s - pad
         ypb, ypa = max(0, -r0), max(0, r0 + ih - h)
         xpb, xpa = max(0, -c0), max(0, c0 + iw - w)
@@ -200,23 +223,27 @@ def _tiles(plan: DepthwisePlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> li
         if ys < 1 or xs < 1:
             raise TileError(f"a depthwise input tile lies entirely in the padding (padding {pad})")
         a = ti % (vt * plan.slots)
-        acc = hv["acc"][1][a % vt] + (a // vt) * (hv["acc"][0] // plan.slots)
+        # each channel block's th x tw outputs follow j0 spare rows (:func:`depthwise_uops`)
+        acc = hv["acc"][1][a % vt] + (a // vt) * (hv["acc"][0] // plan.slots) + j0
+        pitch = th * tw + j0
         b = ti % vt
         inp, wgt = hv["inp"][1][b], hv["wgt"][1][b]
         first = ((n * cb + m0) * h + r0 + ypb) * w + c0 + xpb
-        loads = [Load(xd, first + c * h * w, xs, ys, w, inp + c * ih * iw, INP, xpb, ypb, xpa, ypa)
+        loads = [Load(xd, first + c * h * w, xs, ys, w, inp + c * ih * iwp, INP, xpb + shift, ypb, xpa, ypa)
                  for c in range(tm)]
         loads.append(Load(wd, m0, tm, 1, tm, wgt, WGT))
-        rows = tm * th * tw
-        uops = len(_strips(th, plan.r)) * iw * ((plan.r - 1) * s + kh)
+        rows = tm * pitch
+        r = min(plan.r, th)
+        strips = [Depthwise(_k_depthwise(acc, inp, wgt, tm, pitch, y0, tw, kh, kw, s, ih, iwp, r))
+                  for y0 in _strips(th, r)]
         # DEPTHWISE writes every accumulator of the tile: only the epilogue's further planes start at zero
-        t = _Tile(acc=a, gemm_uops=tm * uops, reset=(acc + rows, rows * (epi.planes - 1)) if epi.planes > 1 else None)
-        t.steps.append(_Step(b, loads, [Depthwise(_k_depthwise(acc, inp, wgt, tm, th, tw, kh, kw, s, ih, iw,
-                                                                plan.r))]))
-        loops = ((tm, th * tw, 1), (th * tw, 1, 0))
+        t = _Tile(acc=a, gemm_uops=tm * _tile_cost(th, tw, kh, kw, s, r),
+                  reset=(acc + rows, rows * (epi.planes - 1)) if epi.planes > 1 else None)
+        t.steps.append(_Step(b, loads, strips))
+        loops = ((tm, pitch, 1), (th * tw, 1, 0))
         t.computes += epi.actions(acc, rows, tm, loops, TileOperands(pd, cb, m0, tm), None)
         for p, j in itertools.product(range(epi.planes), range(tm)):
-            t.stores.append(Store(acc + p * rows + j * th * tw, yd,
+            t.stores.append(Store(acc + p * rows + j * pitch, yd,
                                   (((p * nb + n) * cb + m0 + j) * ho + h0) * wo + w0, tw, th, wo))
         tiles.append(t)
     return tiles

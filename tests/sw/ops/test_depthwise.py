@@ -57,21 +57,26 @@ def test_strip_rows():
 
 @pytest.mark.parametrize("th, tw, k, s, r", [(6, 5, 3, 1, 4), (7, 3, 3, 2, 2), (4, 4, 2, 2, 3), (5, 2, 3, 1, 3)])
 def test_each_output_is_last_written_by_its_whole_neighbourhood(th, tw, k, s, r):
-    """Replaying the micro-ops with the window of inp offsets: the last write of every output row sees exactly
-    its k x k neighbourhood at the slots the packed weight puts its taps in, and no other row is written."""
-    ih, iw = (th - 1) * s + k, (tw - 1) * s + k
+    """Replaying the strips (bottom up, each a DEPTHWISE instruction whose window starts empty) with the window
+    of inp offsets: the last write of every output sees exactly its k x k neighbourhood at the slots the packed
+    weight puts its taps in, and nothing is written outside the outputs but the j0 spare rows before them."""
+    shift, j0 = dw.column_shift(k, s)
+    ih, iwp = (th - 1) * s + k, (tw - 1) * s + k + shift
     hc = (r - 1) * s + k
-    uops = dw.depthwise_uops(th, tw, k, k, s, iw, r)
-    assert len(uops) == len(dw._strips(th, r)) * iw * hc
-    window, last = [], {}
-    for d, src in uops:
-        window = [src] + window[:15]
-        last[d] = list(window)
-    assert sorted(last) == list(range(th * tw))
+    last, execs = {}, 0
+    for r0 in dw._strips(th, r):
+        window: list = []
+        for j in range(tw + j0):
+            for d, src in dw.depthwise_uops(r0, tw, k, k, s, iwp, r):
+                window = [src + s * j] + window[:15]
+                last[d + j] = list(window)
+                execs += 1
+    assert execs == dw._tile_cost(th, tw, k, k, s, r)
+    assert sorted(last) == list(range(-j0, th * tw))
     for (oy, ox), seen in zip(itertools.product(range(th), range(tw)), (last[d] for d in range(th * tw))):
         for ky, kx in itertools.product(range(k), range(k)):
-            assert seen[dw.window_slot(ky, kx, hc, k, k)] == (oy * s + ky) * iw + ox * s + kx
-    assert max(src for _, src in uops) < ih * iw
+            assert seen[dw.window_slot(ky, kx, hc, k, k)] == (oy * s + ky) * iwp + ox * s + kx + shift
+    assert max(src for w in last.values() for src in w) < ih * iwp
 
 
 def test_pack_depthwise_weight():
