@@ -92,10 +92,12 @@ def depthwise_markdown() -> str:
     use = ("How a depthwise convolution uses it (`sw/ops/depthwise.py`): a tile is walked in strips of r output "
            "rows, column by column, each column's hc = (r - 1) * stride + kh input rows top to bottom; when the "
            "micro-op reads the bottom-right pixel of an output's kh x kw neighbourhood, tap (ky, kx) sits in slot "
-           "(kw - 1 - kx) * hc + (kh - 1 - ky), so one weight row per channel block serves every output, and "
-           "micro-ops whose window is not a whole neighbourhood write the row of the next output, which overwrites "
-           "it. On 16 lanes a 3x3 kernel takes strips of 4 rows at stride 1 (6 reads per 4 outputs of a column) and "
-           "of 2 at stride 2.")
+           "(kw - 1 - kx) * hc + (kh - 1 - ky), so one weight row per channel block serves every output. Each strip "
+           "is one DEPTHWISE instruction whose micro-ops are one column step's reads, its inner loop walking the "
+           "columns and its outer loop the channel blocks; a read whose window is not a whole neighbourhood writes "
+           "the row of an output that a later micro-op writes again (strips run bottom up, and spare rows precede "
+           "each block's outputs). On 16 lanes a 3x3 kernel takes strips of 4 rows at stride 1 (6 reads per 4 "
+           "outputs of a column) and of 2 at stride 2.")
     out = ["## Opcode 5: DEPTHWISE (the GEMM core's depthwise mode)", "", textwrap.fill(intro, WIDTH), ""]
     out += [textwrap.fill(item, WIDTH, initial_indent="- ", subsequent_indent="  ") for item in items]
     out += ["", textwrap.fill(use, WIDTH)]

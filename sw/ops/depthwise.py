@@ -7,13 +7,19 @@ hc = (r - 1) * stride + kh input rows, read top to bottom, so when the micro-op 
 of an output's kh x kw neighbourhood, pixel (ky, kx) of it was read ``(kw - 1 - kx) * hc + (kh - 1 - ky)``
 micro-ops earlier: one weight row per channel block, with each channel's taps at those slots, serves every
 output. The window must span (kw - 1) * hc + kh <= BLOCK_IN slots, which fixes r (4 rows for a 3x3 stride 1
-on 16 lanes, 2 for stride 2). Micro-ops whose window is not a whole neighbourhood (the first kw - 1 columns
-of a strip, rows between outputs) write the row of the next output of the strip, which overwrites it.
+on 16 lanes, 2 for stride 2).
 
-A strip of r rows costs iw * hc micro-ops for r * tw outputs (iw = (tw - 1) * stride + kw input columns):
-one output per cycle and channel block at best, BLOCK_IN * kh * kw MACs a cycle, against one tap per cycle
-as a block-diagonal GEMM. :func:`plan_depthwise` tiles within the SRAMs and returns the planner's cycle
-estimate, which :func:`sw.ops.conv2d` compares with the block-diagonal plan's.
+Each strip is one DEPTHWISE instruction: its micro-ops are one iteration's reads (``stride`` columns of hc rows),
+its inner loop walks the tile's columns and its outer loop the tile's channel blocks, so the instruction holds a
+handful of micro-ops whatever the tile's size (the compute module scans an instruction's micro-ops before it
+issues it). A read whose window is not a whole neighbourhood writes the position of the next output that its
+iteration writes, which overwrites it; in a strip's first iterations that position lies left of the tile's first
+column, on the row above, which the strip that runs next writes again: strips run from the bottom of the tile up,
+and j0 spare rows precede each channel block's outputs (:func:`depthwise_uops`).
+
+A strip of r rows costs (tw + j0) * stride * hc micro-ops for r * tw outputs: at stride 1, 6 micro-ops per 4
+outputs of a 3x3 kernel, against 9 per output as a block-diagonal GEMM. :func:`plan_depthwise` tiles within the
+SRAMs and returns the planner's cycle estimate, which :func:`sw.ops.conv2d` compares with the block-diagonal plan's.
 """
 
 from __future__ import annotations
