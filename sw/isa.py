@@ -13,12 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from sw.config import Config
 
 # The fixed widths of the ISA (docs/isa.md); they do not depend on the JSON.
 INS_WIDTH = 128
@@ -60,13 +57,22 @@ class Opcode(IntEnum):
     DEPTHWISE = 5
 
 
-def opcodes(cfg: Config) -> tuple[Opcode, ...]:
+class OpcodeConfig(Protocol):
+    """What the opcode checks read of a :class:`sw.config.Config` (which imports this module)."""
+
+    @property
+    def DEPTHWISE(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+
+
+def opcodes(cfg: OpcodeConfig) -> tuple[Opcode, ...]:
     """The opcodes a config builds: VTA's five, and DEPTHWISE when ``DEPTHWISE`` = 1 (docs/isa.md "DEPTHWISE").
     The one definition used by the golden model, the runtime's checks and the hardware's fetch check."""
     return tuple(op for op in Opcode if op != Opcode.DEPTHWISE or cfg.DEPTHWISE)
 
 
-def opcode_error(cfg: Config, opcode: int) -> str | None:
+def opcode_error(cfg: OpcodeConfig, opcode: int) -> str | None:
     """Why ``opcode`` is not an instruction of ``cfg`` (naming the allowed ones), or None when it is."""
     allowed = opcodes(cfg)
     if opcode in [int(o) for o in allowed]:

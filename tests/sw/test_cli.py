@@ -41,7 +41,9 @@ def test_wrong_config_is_one_line_listing_the_names(module, argv, capsys, tmp_pa
 
 
 WORKLOADS = ("matrix_multiply_opt, gemm_256, dense_128, dense_16x512x1008, resnet18.C2, resnet18.C3, resnet18.C4, "
-             "resnet18.C5, resnet18.C6, resnet18.C7, resnet18.C8, resnet18.C9, resnet18.C10, resnet18.C11")
+             "resnet18.C5, resnet18.C6, resnet18.C7, resnet18.C8, resnet18.C9, resnet18.C10, resnet18.C11, "
+             "mobilenetv2.dw112, mobilenetv2.dw112s2, mobilenetv2.dw56, mobilenetv2.dw56s2, mobilenetv2.dw28, "
+             "mobilenetv2.dw28s2, mobilenetv2.dw14, mobilenetv2.dw14c576, mobilenetv2.dw14s2, mobilenetv2.dw7")
 
 WRONG_NAME = [
     ("cosim.perf.timeline", ["--workload", "C8"], f"error: unknown workload 'C8'; choose one of: {WORKLOADS}\n"),
