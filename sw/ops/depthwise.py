@@ -200,7 +200,11 @@ def _plan_depthwise(nb, cb, h, w, kh, kw, s, pad, vt, epi, cfg) -> DepthwisePlan
         first = tm * ih * iwp * ie + tm * we
         cost = _plan_cycles(vt, load_bytes + par_bytes, rows, uops, alu + tiles * epi.alu_cycles(0, tm), insns,
                             first, tail, cfg, chain)
-        key = (cost, slots, -tm * th * tw)
+        # (at stride 1, with virtual threads, two acc regions per thread where they fit: a tile's POST parameters
+        # load before its DEPTHWISE and that load waits for every older instruction, so a region reused a tile later
+        # stalls the compute module in a way the model does not count; at stride 2 the loads set the pace and the
+        # larger tiles of one region per thread move fewer halo bytes)
+        key = (-slots if s == 1 else 0, cost, -tm * th * tw)
         if best is None or key < best[0]:
             best = (key, DepthwisePlan(tm, th, tw, r, vt, cost, slots, s, kh))
     return None if best is None else best[1]
