@@ -72,15 +72,21 @@ def opcodes(cfg: OpcodeConfig) -> tuple[Opcode, ...]:
     return tuple(op for op in Opcode if op != Opcode.DEPTHWISE or cfg.DEPTHWISE)
 
 
+def _unbuilt_error(cfg: OpcodeConfig, field: str, value: int, allowed: tuple, keys: dict, what: str) -> str | None:
+    """Why ``value`` of ``field`` is not one of ``allowed`` (naming them): an option the config does not build
+    (``keys``: option -> the config key that builds it), or not ``what`` at all; None when it is allowed."""
+    if value in [int(a) for a in allowed]:
+        return None
+    names = ", ".join(f"{a.value} {a.name}" for a in allowed)
+    for option, key in keys.items():
+        if value == option:
+            return f"{field} {option.name} is not built in config {cfg.name} ({key} = 0); allowed: {names}"
+    return f"{field} = {value!r} is not {what}; allowed: {names}"
+
+
 def opcode_error(cfg: OpcodeConfig, opcode: int) -> str | None:
     """Why ``opcode`` is not an instruction of ``cfg`` (naming the allowed ones), or None when it is."""
-    allowed = opcodes(cfg)
-    if opcode in [int(o) for o in allowed]:
-        return None
-    names = ", ".join(f"{o.value} {o.name}" for o in allowed)
-    if opcode == Opcode.DEPTHWISE:
-        return f"opcode DEPTHWISE is not built in config {cfg.name} (DEPTHWISE = 0); allowed: {names}"
-    return f"opcode = {opcode!r} is not an instruction; allowed: {names}"
+    return _unbuilt_error(cfg, "opcode", opcode, opcodes(cfg), {Opcode.DEPTHWISE: "DEPTHWISE"}, "an instruction")
 
 
 def depthwise_window(inp_rows: np.ndarray, slots: int) -> np.ndarray:
@@ -137,15 +143,8 @@ def alu_opcodes(cfg) -> tuple[AluOp, ...]:
 
 def alu_opcode_error(cfg, opcode) -> str | None:
     """Why ``opcode`` is not an ALU operation of ``cfg`` (naming the allowed ones), or None when it is."""
-    allowed = alu_opcodes(cfg)
-    if opcode in [int(a) for a in allowed]:
-        return None
-    names = ", ".join(f"{a.value} {a.name}" for a in allowed)
-    if opcode == AluOp.MUL:
-        return f"alu_opcode MUL is not built in config {cfg.name} (ALU_MUL = 0); allowed: {names}"
-    if opcode == AluOp.POST:
-        return f"alu_opcode POST is not built in config {cfg.name} (POST_UNIT = 0); allowed: {names}"
-    return f"alu_opcode = {opcode!r} is not an ALU operation; allowed: {names}"
+    return _unbuilt_error(cfg, "alu_opcode", opcode, alu_opcodes(cfg), {AluOp.MUL: "ALU_MUL", AluOp.POST: "POST_UNIT"},
+                          "an ALU operation")
 
 
 class AccDepthConfig(Protocol):

@@ -80,6 +80,19 @@ def _halves(cfg, vt):
     return out
 
 
+def _acc_region(hv: dict, a: int, vt: int, slots: int) -> int:
+    """The first acc row of a tile's region ``a`` (of ``vt * slots``): thread a % vt, slot a // vt of ``hv``
+    (:func:`_halves`)."""
+    return hv["acc"][1][a % vt] + (a // vt) * (hv["acc"][0] // slots)
+
+
+def _edge_pads(first: int, n: int, size: int) -> tuple[int, int, int]:
+    """A window of ``n`` positions from ``first`` (negative: before the start) along an axis of ``size``: (zero
+    positions before the axis, zero positions after it, positions read from it)."""
+    before, after = max(0, -first), max(0, first + n - size)
+    return before, after, n - before - after
+
+
 
 @contextmanager
 def _operands_on_device(cmd, data, weight, bias, out_bytes, residual=None):

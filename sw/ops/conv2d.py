@@ -10,7 +10,18 @@ import numpy as np
 import numpy.typing as npt
 
 from sw.isa import MemId
-from sw.ops.base import MAX_EXTENT, MAX_PAD, TileError, _check_vt, _finish, _halves, cdiv, config
+from sw.ops.base import (
+    MAX_EXTENT,
+    MAX_PAD,
+    TileError,
+    _acc_region,
+    _check_vt,
+    _edge_pads,
+    _finish,
+    _halves,
+    cdiv,
+    config,
+)
 from sw.ops.depthwise import depthwise_choice, depthwise_packed
 from sw.ops.epilogue import Epilogue, TileOperands, bias_init, packed_epilogue, vectors_2d
 from sw.ops.kernels import Gemm, Load, Store, _conv_variant, _k_conv
@@ -59,17 +70,15 @@ def _conv_tiles(plan: ConvPlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue, bg: i
         ih = _in_rows(th, kh, s, pad)
         skip = ih < (th - 1) * s + kh           # rows skipped by the load: row step 1 in the tile
         r0 = h0 * s - pad
-        ypb, ypa = max(0, -r0), max(0, r0 + ih - h)
-        ys = ih - ypb - ypa
+        ypb, ypa, ys = _edge_pads(r0, ih, h)
         iw = (tw - 1) * s + kw
         c0_ = w0 * s - pad
-        xpb, xpa = max(0, -c0_), max(0, c0_ + iw - w)
-        xs = iw - xpb - xpa
+        xpb, xpa, xs = _edge_pads(c0_, iw, w)
         if ys < 1 or xs < 1:
             raise TileError(f"an input tile lies entirely in the padding (padding {pad} >= kernel)")
         a = ti % (vt * plan.slots)          # the acc region: thread a % vt, slot a // vt
         ti += 1
-        acc = hv["acc"][1][a % vt] + (a // vt) * (hv["acc"][0] // plan.slots)
+        acc = _acc_region(hv, a, vt, plan.slots)
         rows = tm * th * tw
         t = _Tile(acc=a, reset=(acc, rows * epi.planes), gemm_uops=rows * cb * kk)
         for c0 in range(0, cb, plan.tc):

@@ -33,7 +33,7 @@ import numpy as np
 from sw import runtime as rt
 from sw.config import Config
 from sw.isa import MemId
-from sw.ops.base import MAX_PAD, TileError, _cands, _halves, cdiv, config
+from sw.ops.base import MAX_PAD, TileError, _acc_region, _cands, _edge_pads, _halves, cdiv, config
 from sw.ops.epilogue import Epilogue, TileOperands
 from sw.ops.kernels import Depthwise, Load, Store, _f
 from sw.ops.layout import block_groups
@@ -142,7 +142,8 @@ def _tile_cost(th: int, tw: int, kh: int, kw: int, s: int, r: int) -> int:
 @dataclass(frozen=True)
 class DepthwisePlan:
     """Tiles of tm channel blocks x th x tw outputs; strips of ``r`` rows; ``slots`` acc regions per thread;
-    ``cost``: the planner's cycles for the whole layer."""
+    ``cost``: the planner's cycles for the whole layer; ``stride`` and ``kh``, the kernel's (they fix a strip's
+    column, :attr:`hc`)."""
     tm: int
     th: int
     tw: int
@@ -150,14 +151,13 @@ class DepthwisePlan:
     virtual_threads: int
     cost: float
     slots: int = 1
+    stride: int = 1
+    kh: int = 3
 
     @property
     def hc(self) -> int:
         """Input rows of a strip column."""
         return (self.r - 1) * self.stride + self.kh
-
-    stride: int = 1
-    kh: int = 3
 
 
 def plan_depthwise(nb: int, cb: int, h: int, w: int, kh: int, kw: int, stride: int, pad: int,
@@ -227,14 +227,13 @@ def _tiles(plan: DepthwisePlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> li
         ih, iw = (th - 1) * s + kh, (tw - 1) * s + kw
         iwp = iw + shift
         r0, c0 = h0 * s - pad, w0 * s - pad
-        ypb, ypa = max(0, -r0), max(0, r0 + ih - h)
-        xpb, xpa = max(0, -c0), max(0, c0 + iw - w)
-        ys, xs = ih - ypb - ypa, iw - xpb - xpa
+        ypb, ypa, ys = _edge_pads(r0, ih, h)
+        xpb, xpa, xs = _edge_pads(c0, iw, w)
         if ys < 1 or xs < 1:
             raise TileError(f"a depthwise input tile lies entirely in the padding (padding {pad})")
         a = ti % (vt * plan.slots)
         # each channel block's th x tw outputs follow j0 spare rows (:func:`depthwise_uops`)
-        acc = hv["acc"][1][a % vt] + (a // vt) * (hv["acc"][0] // plan.slots) + j0
+        acc = _acc_region(hv, a, vt, plan.slots) + j0
         pitch = th * tw + j0
         b = ti % vt
         inp, wgt = hv["inp"][1][b], hv["wgt"][1][b]
@@ -243,7 +242,7 @@ def _tiles(plan: DepthwisePlan, cfg, shape, xd, wd, yd, pd, epi: Epilogue) -> li
                  for c in range(tm)]
         loads.append(Load(wd, m0, tm, 1, tm, wgt, WGT))
         rows = tm * pitch
-        r = min(plan.r, th)
+        r = plan.r
         strips = [Depthwise(_k_depthwise(acc, inp, wgt, tm, pitch, y0, tw, kh, kw, s, ih, iwp, r))
                   for y0 in _strips(th, r)]
         # DEPTHWISE writes every accumulator of the tile: only the epilogue's further planes start at zero

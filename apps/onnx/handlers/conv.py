@@ -94,6 +94,14 @@ class Conv(Handler):
                              if self._im2col_pays(lay) else "", how) if n]
         return "vta", "; ".join(notes)
 
+    @staticmethod
+    def _load_padding(lay) -> int | None:
+        """The padding the accelerator's LOADs insert for this conv (zeros: where the zero point is 0 and the
+        padding is the same on every side), or None where the host pads the input with the zero point."""
+        t, l, b, r = lay.params["pads"]
+        kh, kw = lay.params["weight"].shape[2:]
+        return t if lay.inp[0].zero_point == 0 and t == l == b == r and t < min(kh, kw) else None
+
     def _depthwise_plan(self, lay, xs):
         """The DEPTHWISE plan :func:`sw.ops.conv2d` takes for this layer at the runner's two virtual threads, or None
         (not depthwise, or the block-diagonal GEMM is estimated faster)."""
@@ -102,10 +110,9 @@ class Conv(Handler):
         n, c, h, w = xs[0].shape
         if cg != 1 or o != c or p["groups"] != c or len(set(p["strides"])) != 1:
             return None
-        t, l, b, r = p["pads"]
-        if lay.inp[0].zero_point == 0 and t == l == b == r and t < min(kh, kw):
-            pad = t
-        else:
+        pad = self._load_padding(lay)
+        if pad is None:
+            t, l, b, r = p["pads"]
             h, w, pad = h + t + b, w + l + r, 0
         epi = compact_epilogue(lay, keep_bias=False)[0]
         return ops.depthwise_choice(n, c, h, w, kh, kw, int(p["strides"][0]), pad, 2, epi, current_config())[0]
@@ -234,11 +241,8 @@ class Conv(Handler):
                                     virtual_threads=vt, return_counters=True)
             y = np.ascontiguousarray(y.reshape(n, ho, wo, o).transpose(0, 3, 1, 2))
         else:
-            x = xs[0]
-            t, l, b, r = p["pads"]
-            if lay.inp[0].zero_point == 0 and t == l == b == r and t < min(kh, kw):
-                pad = t                               # zero padding is the zero point: the LOADs pad
-            else:
+            x, pad = xs[0], self._load_padding(lay)
+            if pad is None:
                 x, pad = self.pad_input(lay, x), 0    # pad with the zero point on the host
             y, counters = ops.conv2d(x, p["weight"], vecs, stride=int(p["strides"][0]), padding=pad,
                                      epilogue=epi, virtual_threads=vt, return_counters=True, groups=p["groups"],
